@@ -1,0 +1,431 @@
+/*
+ * compile.c — the compile driver behind the public API (include/tilec/tilec.h).
+ *
+ * tc_compile: source -> fe_parse -> fe_lower (one specialization) -> verify ->
+ * the pass pipeline -> the requested text. tc_opt: IR text -> ir_parse ->
+ * verify -> the named passes -> IR text. Both run under a TcGuard, so an
+ * internal error or a failed malloc deep inside becomes a status, and both
+ * render their diagnostics into the caller's tc_diagnostics while the source
+ * is still alive.
+ *
+ * The tools (tilec, tilec-opt) are thin wrappers over these two functions.
+ */
+#include "tilec/tilec.h"
+
+#include "frontend/frontend.h"
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TILEC_LLVM_VERSION
+#define TILEC_LLVM_VERSION "unknown"
+#endif
+
+struct tc_compiler {
+    char arch[16]; /* sm_80, sm_90, sm_90a */
+};
+
+struct tc_diagnostics {
+    Buf text;          /* rendered diagnostics */
+    size_t num_errors; /* errors among them */
+};
+
+struct tc_binary {
+    Buf text; /* the requested output */
+    Buf log;  /* print-after dumps */
+};
+
+const char *tc_status_string(tc_status s) {
+    switch (s) {
+    case TC_OK: return "success";
+    case TC_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case TC_ERROR_COMPILE: return "compilation failed";
+    case TC_ERROR_IO: return "input/output error";
+    case TC_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case TC_ERROR_INTERNAL: return "internal compiler error";
+    case TC_ERROR_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+const char *tc_version(void) { return "tilec " TILEC_VERSION_STRING " (LLVM " TILEC_LLVM_VERSION ")"; }
+
+void tc_options_init(tc_options *opt) {
+    memset(opt, 0, sizeof *opt);
+    opt->emit = TC_EMIT_IR;
+    opt->num_warps = 4;
+}
+
+/* ---- sources ---- */
+
+tc_status tc_source_read_file(const char *path, tc_source *out) {
+    if (!path || !out)
+        return TC_ERROR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return TC_ERROR_IO;
+    Buf b;
+    buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    TcGuard g;
+    if (TC_GUARD(g)) {
+        fclose(f);
+        buf_free(&b);
+        return TC_ERROR_OUT_OF_MEMORY;
+    }
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_append(&b, chunk, n);
+    tc_guard_pop(&g);
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        buf_free(&b);
+        return TC_ERROR_IO;
+    }
+    char *name = strdup(path);
+    if (!name) {
+        buf_free(&b);
+        return TC_ERROR_OUT_OF_MEMORY;
+    }
+    out->name = name;
+    out->text = b.data ? b.data : calloc(1, 1);
+    out->len = b.len;
+    return out->text ? TC_OK : TC_ERROR_OUT_OF_MEMORY;
+}
+
+void tc_source_free(tc_source *src) {
+    if (!src)
+        return;
+    free((char *)src->name);
+    free((char *)src->text);
+    memset(src, 0, sizeof *src);
+}
+
+tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf, size_t name_buf_size) {
+    if (!text || !out || !name_buf)
+        return TC_ERROR_INVALID_ARGUMENT;
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || (size_t)(eq - text) >= name_buf_size)
+        return TC_ERROR_INVALID_ARGUMENT;
+    memcpy(name_buf, text, (size_t)(eq - text));
+    name_buf[eq - text] = 0;
+    for (const char *p = name_buf; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (p > name_buf && *p >= '0' && *p <= '9')))
+            return TC_ERROR_INVALID_ARGUMENT;
+    const char *v = eq + 1;
+    memset(out, 0, sizeof *out);
+    out->name = name_buf;
+    if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+        out->kind = TC_CONSTEXPR_BOOL;
+        out->i = v[0] == 't';
+        return TC_OK;
+    }
+    if (!*v)
+        return TC_ERROR_INVALID_ARGUMENT;
+    char *end;
+    errno = 0;
+    long long i = strtoll(v, &end, 0);
+    if (!*end && errno == 0) {
+        out->kind = TC_CONSTEXPR_INT;
+        out->i = i;
+        return TC_OK;
+    }
+    errno = 0;
+    double f = strtod(v, &end);
+    if (*end || errno != 0 || isnan(f))
+        return TC_ERROR_INVALID_ARGUMENT;
+    out->kind = TC_CONSTEXPR_FLOAT;
+    out->f = f;
+    return TC_OK;
+}
+
+/* ---- objects ---- */
+
+tc_status tc_compiler_create(const tc_target *target, tc_compiler **out) {
+    if (!out)
+        return TC_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    const char *arch = target && target->arch ? target->arch : "sm_90a";
+    if (strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90") != 0 && strcmp(arch, "sm_90a") != 0)
+        return TC_ERROR_UNSUPPORTED;
+    tc_compiler *cc = calloc(1, sizeof *cc);
+    if (!cc)
+        return TC_ERROR_OUT_OF_MEMORY;
+    snprintf(cc->arch, sizeof cc->arch, "%s", arch);
+    *out = cc;
+    return TC_OK;
+}
+
+void tc_compiler_destroy(tc_compiler *cc) { free(cc); }
+
+tc_status tc_diagnostics_create(tc_diagnostics **out) {
+    if (!out)
+        return TC_ERROR_INVALID_ARGUMENT;
+    *out = calloc(1, sizeof **out);
+    return *out ? TC_OK : TC_ERROR_OUT_OF_MEMORY;
+}
+
+void tc_diagnostics_destroy(tc_diagnostics *d) {
+    if (!d)
+        return;
+    buf_free(&d->text);
+    free(d);
+}
+
+const char *tc_diagnostics_text(const tc_diagnostics *d) { return d && d->text.data ? d->text.data : ""; }
+
+size_t tc_diagnostics_error_count(const tc_diagnostics *d) { return d ? d->num_errors : 0; }
+
+void tc_diagnostics_clear(tc_diagnostics *d) {
+    if (!d)
+        return;
+    buf_free(&d->text);
+    d->num_errors = 0;
+}
+
+const char *tc_binary_text(const tc_binary *b, size_t *len) {
+    if (len)
+        *len = b ? b->text.len : 0;
+    return b && b->text.data ? b->text.data : "";
+}
+
+const char *tc_binary_log(const tc_binary *b, size_t *len) {
+    if (len)
+        *len = b ? b->log.len : 0;
+    return b && b->log.data ? b->log.data : "";
+}
+
+void tc_binary_destroy(tc_binary *b) {
+    if (!b)
+        return;
+    buf_free(&b->text);
+    buf_free(&b->log);
+    free(b);
+}
+
+/* ---- compiling ---- */
+
+/* State shared by tc_compile and tc_opt; released by finish(). */
+typedef struct Job {
+    Source src;      /* the caller's text */
+    DiagList diags;  /* collected diagnostics */
+    Arena ast_arena; /* the AST */
+    IrModule *module;
+    tc_binary *bin;
+} Job;
+
+static void job_init(Job *j, const tc_source *s) {
+    memset(j, 0, sizeof *j);
+    j->src.name = s->name ? s->name : "<string>";
+    j->src.text = s->text ? s->text : "";
+    j->src.len = s->text ? s->len : 0;
+    diag_init(&j->diags);
+    arena_init(&j->ast_arena);
+}
+
+/* Renders diagnostics, frees everything but the binary, and returns status. */
+static tc_status finish(Job *j, tc_status st, tc_diagnostics *diags, tc_binary **out) {
+    if (diags) {
+        diag_render(&j->diags, &diags->text);
+        diags->num_errors += (size_t)j->diags.num_errors;
+    }
+    diag_free(&j->diags);
+    arena_free(&j->ast_arena);
+    ir_module_destroy(j->module);
+    j->module = NULL;
+    if (st == TC_OK && out) {
+        *out = j->bin;
+    } else {
+        tc_binary_destroy(j->bin);
+        if (out)
+            *out = NULL;
+    }
+    return st;
+}
+
+static tc_status guard_status(const TcGuard *g, Job *j) {
+    if (g->code == 1)
+        return TC_ERROR_OUT_OF_MEMORY;
+    diag_error(&j->diags, srcloc_none(), "%s", g->message);
+    return TC_ERROR_INTERNAL;
+}
+
+static void pass_options_from(PassOptions *po, const tc_options *opt, Job *j) {
+    memset(po, 0, sizeof *po);
+    po->diags = &j->diags;
+    po->verify_each = opt->verify_each != 0;
+    po->print_after = opt->print_after;
+    po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
+    po->print_out = opt->emit == TC_EMIT_IR_AFTER_ALL ? &j->bin->text : &j->bin->log;
+    po->num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
+}
+
+tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
+                     size_t num_cx, const tc_options *opt_in, tc_binary **out, tc_diagnostics *diags) {
+    if (out)
+        *out = NULL;
+    if (!cc || !src || !out || (num_cx && !cx))
+        return TC_ERROR_INVALID_ARGUMENT;
+    tc_options opt;
+    if (opt_in)
+        opt = *opt_in;
+    else
+        tc_options_init(&opt);
+    if (opt.num_warps < 0 || opt.num_warps > 32 || (opt.num_warps & (opt.num_warps - 1)) != 0)
+        return TC_ERROR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < num_cx; i++)
+        if (!cx[i].name)
+            return TC_ERROR_INVALID_ARGUMENT;
+
+    Job j;
+    job_init(&j, src);
+    j.bin = calloc(1, sizeof *j.bin);
+    if (!j.bin)
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
+    TcGuard g;
+    if (TC_GUARD(g))
+        return finish(&j, guard_status(&g, &j), diags, out);
+
+    AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
+    if (diag_has_errors(&j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
+    if (opt.emit == TC_EMIT_AST) {
+        fe_dump_ast(ast, &j.bin->text);
+        tc_guard_pop(&g);
+        return finish(&j, TC_OK, diags, out);
+    }
+
+    FeConstexpr *fcx = ARENA_ARRAY(&j.ast_arena, FeConstexpr, num_cx ? num_cx : 1);
+    for (size_t i = 0; i < num_cx; i++) {
+        fcx[i].name = cx[i].name;
+        fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
+        fcx[i].i = cx[i].i;
+        fcx[i].f = cx[i].f;
+    }
+    FeOptions fo = {kernel, fcx, (int)num_cx, opt.num_warps > 0 ? opt.num_warps : 4};
+    j.module = fe_lower(ast, &fo, &j.diags);
+    if (!j.module || diag_has_errors(&j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
+    if (!ir_verify(j.module, &j.diags)) {
+        /* The front end produced invalid IR: a bug, reported as such. */
+        diag_error(&j.diags, srcloc_none(), "internal error: the front end produced IR that does not verify");
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_INTERNAL, diags, out);
+    }
+    if (opt.emit == TC_EMIT_IR_RAW) {
+        ir_print_module(j.module, &j.bin->text);
+        tc_guard_pop(&g);
+        return finish(&j, TC_OK, diags, out);
+    }
+    PassOptions po;
+    pass_options_from(&po, &opt, &j);
+    if (opt.emit == TC_EMIT_IR_AFTER_ALL) {
+        buf_puts(&j.bin->text, "// -----// IR after lower //----- //\n");
+        ir_print_module(j.module, &j.bin->text);
+    }
+    if (!pass_run_pipeline(j.module, &po)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
+    if (opt.emit == TC_EMIT_IR)
+        ir_print_module(j.module, &j.bin->text);
+    tc_guard_pop(&g);
+    return finish(&j, TC_OK, diags, out);
+}
+
+tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const tc_options *opt_in,
+                 tc_binary **out, tc_diagnostics *diags) {
+    if (out)
+        *out = NULL;
+    if (!cc || !ir || !out)
+        return TC_ERROR_INVALID_ARGUMENT;
+    tc_options opt;
+    if (opt_in)
+        opt = *opt_in;
+    else
+        tc_options_init(&opt);
+    if (opt.emit == TC_EMIT_IR_AFTER_ALL)
+        opt.print_after_all = 1;
+    opt.emit = TC_EMIT_IR;
+
+    Job j;
+    job_init(&j, ir);
+    j.bin = calloc(1, sizeof *j.bin);
+    if (!j.bin)
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
+    TcGuard g;
+    if (TC_GUARD(g))
+        return finish(&j, guard_status(&g, &j), diags, out);
+
+    j.module = ir_parse(&j.src, &j.diags);
+    if (!j.module || diag_has_errors(&j.diags) || !ir_verify(j.module, &j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
+    PassOptions po;
+    pass_options_from(&po, &opt, &j);
+    if (passes && *passes && !pass_run_list(j.module, passes, &po)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
+    ir_print_module(j.module, &j.bin->text);
+    tc_guard_pop(&g);
+    return finish(&j, TC_OK, diags, out);
+}
+
+tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc_diagnostics *diags) {
+    if (!src || !names || !count)
+        return TC_ERROR_INVALID_ARGUMENT;
+    *names = NULL;
+    *count = 0;
+    Job j;
+    job_init(&j, src);
+    TcGuard g;
+    if (TC_GUARD(g))
+        return finish(&j, guard_status(&g, &j), diags, NULL);
+    AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
+    tc_guard_pop(&g);
+    if (diag_has_errors(&j.diags))
+        return finish(&j, TC_ERROR_COMPILE, diags, NULL);
+    size_t n = 0;
+    for (int i = 0; i < ast->num_decls; i++)
+        n += ast->decls[i]->kind == AST_KERNEL;
+    char **list = calloc(n ? n : 1, sizeof *list);
+    if (!list)
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, NULL);
+    size_t k = 0;
+    for (int i = 0; i < ast->num_decls; i++) {
+        if (ast->decls[i]->kind != AST_KERNEL)
+            continue;
+        list[k] = strdup(ast->decls[i]->name);
+        if (!list[k]) {
+            tc_names_free(list, k);
+            return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, NULL);
+        }
+        k++;
+    }
+    *names = list;
+    *count = n;
+    return finish(&j, TC_OK, diags, NULL);
+}
+
+void tc_names_free(char **names, size_t count) {
+    if (!names)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+const char *tc_pass_list(void) { return pass_list_text(); }

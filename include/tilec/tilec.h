@@ -1,0 +1,139 @@
+/*
+ * tilec.h — compiling tile-language kernels from C.
+ *
+ *     tc_compiler *cc;
+ *     tc_target target = {"sm_90a"};
+ *     tc_compiler_create(&target, &cc);
+ *     tc_source src = {"softmax.tile", text, strlen(text)};
+ *     tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+ *     tc_options opt;
+ *     tc_options_init(&opt);
+ *     opt.emit = TC_EMIT_IR;
+ *     tc_diagnostics *diags;
+ *     tc_diagnostics_create(&diags);
+ *     tc_binary *out;
+ *     tc_status st = tc_compile(cc, &src, "softmax", cx, 1, &opt, &out, diags);
+ *     if (st != TC_OK)
+ *         fprintf(stderr, "%s%s\n", tc_diagnostics_text(diags), tc_status_string(st));
+ *
+ * Every function returns a tc_status (or is a plain accessor that cannot
+ * fail); none of them exits or aborts the calling program. Errors in the
+ * user's source are TC_ERROR_COMPILE, with file:line:col diagnostics rendered
+ * into the tc_diagnostics object.
+ */
+#ifndef TILEC_TILEC_H
+#define TILEC_TILEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TC_API __attribute__((visibility("default")))
+
+typedef enum tc_status {
+    TC_OK = 0,
+    TC_ERROR_INVALID_ARGUMENT = 1, /* NULL where a value is required, bad option */
+    TC_ERROR_COMPILE = 2,          /* the source or IR has errors: see the diagnostics */
+    TC_ERROR_IO = 3,               /* a file could not be read or written */
+    TC_ERROR_OUT_OF_MEMORY = 4,
+    TC_ERROR_INTERNAL = 5,         /* a bug in tilec: please report the diagnostics text */
+    TC_ERROR_UNSUPPORTED = 6,      /* a request this build or target cannot serve */
+} tc_status;
+
+TC_API const char *tc_status_string(tc_status status);
+TC_API const char *tc_version(void); /* "tilec 0.1.0 (LLVM 19.1.7)" */
+
+/* A source text: a .tile file for tc_compile, IR text for tc_opt. The text
+ * need not be NUL-terminated and is not copied: keep it alive during the call. */
+typedef struct tc_source {
+    const char *name; /* shown in diagnostics; NULL = "<string>" */
+    const char *text;
+    size_t len;
+} tc_source;
+
+/* Reads a whole file; free it with tc_source_free. */
+TC_API tc_status tc_source_read_file(const char *path, tc_source *out);
+TC_API void tc_source_free(tc_source *src);
+
+typedef enum tc_constexpr_kind { TC_CONSTEXPR_INT, TC_CONSTEXPR_FLOAT, TC_CONSTEXPR_BOOL } tc_constexpr_kind;
+
+/* A value for a `constexpr` parameter. */
+typedef struct tc_constexpr {
+    const char *name;
+    tc_constexpr_kind kind;
+    int64_t i; /* INT, BOOL (0 or 1) */
+    double f;  /* FLOAT */
+} tc_constexpr;
+
+/* Parses "NAME=VALUE" (an integer, a float, true or false), as tilec's -D
+ * flag does. The name is copied into name_buf, and out->name points to it. */
+TC_API tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf, size_t name_buf_size);
+
+/* What tc_compile produces. */
+typedef enum tc_emit {
+    TC_EMIT_AST,          /* the syntax tree, as text */
+    TC_EMIT_IR_RAW,       /* the IR straight from the front end */
+    TC_EMIT_IR,           /* the IR after the pass pipeline */
+    TC_EMIT_IR_AFTER_ALL, /* the IR after the front end and after every pass */
+} tc_emit;
+
+typedef struct tc_options {
+    tc_emit emit;
+    int num_warps;           /* warps per program; 0 = 4 */
+    const char *print_after; /* a pass name: the IR after it goes to the log */
+    int print_after_all;     /* the IR after every pass goes to the log */
+    int verify_each;         /* run the verifier after every pass */
+} tc_options;
+
+TC_API void tc_options_init(tc_options *opt);
+
+typedef struct tc_target {
+    const char *arch; /* "sm_80", "sm_90" or "sm_90a"; NULL = "sm_90a" */
+} tc_target;
+
+typedef struct tc_compiler tc_compiler;
+TC_API tc_status tc_compiler_create(const tc_target *target, tc_compiler **out);
+TC_API void tc_compiler_destroy(tc_compiler *cc);
+
+/* Diagnostics collected by a call: rendered text (file:line:col: error: ...,
+ * the source line, a caret) and the number of errors. */
+typedef struct tc_diagnostics tc_diagnostics;
+TC_API tc_status tc_diagnostics_create(tc_diagnostics **out);
+TC_API void tc_diagnostics_destroy(tc_diagnostics *d);
+TC_API const char *tc_diagnostics_text(const tc_diagnostics *d); /* "" when empty */
+TC_API size_t tc_diagnostics_error_count(const tc_diagnostics *d);
+TC_API void tc_diagnostics_clear(tc_diagnostics *d);
+
+/* The result of a compile: the requested text, and a log (the IR printed by
+ * print_after / print_after_all). */
+typedef struct tc_binary tc_binary;
+TC_API const char *tc_binary_text(const tc_binary *b, size_t *len);
+TC_API const char *tc_binary_log(const tc_binary *b, size_t *len);
+TC_API void tc_binary_destroy(tc_binary *b);
+
+/* Compiles `kernel` (NULL: every kernel of the file) specialized with the
+ * given constexpr values. */
+TC_API tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
+                            size_t num_cx, const tc_options *opt, tc_binary **out, tc_diagnostics *diags);
+
+/* Parses IR text, verifies it, runs the comma-separated passes (NULL or "":
+ * none) and returns the printed IR. */
+TC_API tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const tc_options *opt,
+                        tc_binary **out, tc_diagnostics *diags);
+
+/* The names of the kernels of a source file, in order. Free with
+ * tc_names_free. Syntax errors are reported as by tc_compile. */
+TC_API tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc_diagnostics *diags);
+TC_API void tc_names_free(char **names, size_t count);
+
+/* One line per pass that tc_opt accepts: "name  description\n". */
+TC_API const char *tc_pass_list(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * layout.c — layout attributes: how a tile is spread over threads, registers
+ * and shared memory.
+ *
+ * Layouts are interned like types, so a tile type's layout can be compared
+ * with ==. This file only stores and prints them; what each layout means (its
+ * index map from register, lane and warp to tile coordinates) belongs to the
+ * passes and codegen that give it meaning. The text forms are documented in
+ * docs/ir.md; the module printer (print.c) refers to parents by alias, while
+ * ir_layout_print() writes everything inline, for diagnostics.
+ */
+#include "ir.h"
+
+#include <string.h>
+
+const Layout *ir_layout_intern(IrModule *m, const Layout *proto) {
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = proto->kind;
+    l.rank = proto->rank;
+    switch (proto->kind) {
+    case LAYOUT_BLOCKED:
+        for (int i = 0; i < proto->rank; i++) {
+            l.blocked.spt[i] = proto->blocked.spt[i];
+            l.blocked.tpw[i] = proto->blocked.tpw[i];
+            l.blocked.wpc[i] = proto->blocked.wpc[i];
+            l.blocked.order[i] = proto->blocked.order[i];
+        }
+        break;
+    case LAYOUT_SLICE:
+        l.slice.dim = proto->slice.dim;
+        l.slice.parent = proto->slice.parent;
+        break;
+    case LAYOUT_MMA:
+        l.mma.version = proto->mma.version;
+        for (int i = 0; i < proto->rank; i++)
+            l.mma.wpc[i] = proto->mma.wpc[i];
+        for (int i = 0; i < 3; i++)
+            l.mma.instr[i] = proto->mma.instr[i];
+        break;
+    case LAYOUT_DOT_OP:
+        l.dot_op.idx = proto->dot_op.idx;
+        l.dot_op.parent = proto->dot_op.parent;
+        l.dot_op.kwidth = proto->dot_op.kwidth;
+        break;
+    case LAYOUT_SHARED:
+        l.shared.vec = proto->shared.vec;
+        l.shared.per_phase = proto->shared.per_phase;
+        l.shared.max_phase = proto->shared.max_phase;
+        for (int i = 0; i < proto->rank; i++)
+            l.shared.order[i] = proto->shared.order[i];
+        break;
+    }
+    return ir_intern(m, &m->layouts, &l, sizeof l);
+}
+
+const char *ir_layout_kind_name(LayoutKind k) {
+    static const char *const names[] = {"blocked", "slice", "mma", "dot_op", "shared"};
+    return (unsigned)k < 5 ? names[k] : "?";
+}
+
+static void print_list(Buf *b, const int *v, int n) {
+    buf_puts(b, "[");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "%s%d", i ? ", " : "", v[i]);
+    buf_puts(b, "]");
+}
+
+void ir_layout_print(Buf *b, const Layout *l) {
+    buf_printf(b, "#%s<", ir_layout_kind_name(l->kind));
+    switch (l->kind) {
+    case LAYOUT_BLOCKED:
+        buf_puts(b, "spt = ");
+        print_list(b, l->blocked.spt, l->rank);
+        buf_puts(b, ", tpw = ");
+        print_list(b, l->blocked.tpw, l->rank);
+        buf_puts(b, ", wpc = ");
+        print_list(b, l->blocked.wpc, l->rank);
+        buf_puts(b, ", order = ");
+        print_list(b, l->blocked.order, l->rank);
+        break;
+    case LAYOUT_SLICE:
+        buf_printf(b, "dim = %d, parent = ", l->slice.dim);
+        ir_layout_print(b, l->slice.parent);
+        break;
+    case LAYOUT_MMA:
+        buf_printf(b, "version = %d, wpc = ", l->mma.version);
+        print_list(b, l->mma.wpc, l->rank);
+        buf_puts(b, ", instr = ");
+        print_list(b, l->mma.instr, 3);
+        break;
+    case LAYOUT_DOT_OP:
+        buf_printf(b, "idx = %d, parent = ", l->dot_op.idx);
+        ir_layout_print(b, l->dot_op.parent);
+        buf_printf(b, ", kwidth = %d", l->dot_op.kwidth);
+        break;
+    case LAYOUT_SHARED:
+        buf_printf(b, "vec = %d, per_phase = %d, max_phase = %d, order = ", l->shared.vec, l->shared.per_phase,
+                   l->shared.max_phase);
+        print_list(b, l->shared.order, l->rank);
+        break;
+    }
+    buf_puts(b, ">");
+}

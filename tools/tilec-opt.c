@@ -1,0 +1,131 @@
+/*
+ * tilec-opt — run passes over tile IR text.
+ *
+ *     tilec-opt [--pass=a,b,c] [--print-after=PASS] [--print-after-all]
+ *               [--verify-each] [-o FILE] FILE.tir
+ *
+ * Parses and verifies the IR, runs the passes in order and prints the
+ * result; with no --pass it prints what it parsed. A thin driver over tc_opt.
+ */
+#include "tilec/tilec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out) {
+    fputs("usage: tilec-opt [options] FILE.tir   (FILE '-' reads stdin)\n"
+          "\n"
+          "options:\n"
+          "  --pass=a,b,c          run these passes in order\n"
+          "  --list-passes         list the passes\n"
+          "  --num-warps N         warps per program for passes that need it (default: 4)\n"
+          "  --print-after=PASS    print the IR after PASS to stderr\n"
+          "  --print-after-all     print the IR after every pass to stderr\n"
+          "  --verify-each         verify the IR after every pass\n"
+          "  -o FILE               write the output to FILE (default: stdout)\n"
+          "  --help, --version\n",
+          out);
+}
+
+static int read_stdin(tc_source *src) {
+    size_t cap = 1 << 16, len = 0;
+    char *p = malloc(cap);
+    if (!p)
+        return 0;
+    size_t n;
+    while ((n = fread(p + len, 1, cap - len, stdin)) > 0) {
+        len += n;
+        if (len == cap) {
+            char *q = realloc(p, cap * 2);
+            if (!q) {
+                free(p);
+                return 0;
+            }
+            p = q;
+            cap *= 2;
+        }
+    }
+    src->name = strdup("<stdin>");
+    src->text = p;
+    src->len = len;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    tc_options opt;
+    tc_options_init(&opt);
+    const char *path = NULL, *passes = NULL, *output = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("%s\n", tc_version());
+            return 0;
+        } else if (strcmp(a, "--list-passes") == 0) {
+            fputs(tc_pass_list(), stdout);
+            return 0;
+        } else if (strncmp(a, "--pass=", 7) == 0) {
+            passes = a + 7;
+        } else if (strncmp(a, "--print-after=", 14) == 0) {
+            opt.print_after = a + 14;
+        } else if (strcmp(a, "--print-after-all") == 0) {
+            opt.print_after_all = 1;
+        } else if (strcmp(a, "--verify-each") == 0) {
+            opt.verify_each = 1;
+        } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
+            opt.num_warps = atoi(argv[++i]);
+        } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+            output = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "tilec-opt: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (!path) {
+            path = a;
+        } else {
+            fprintf(stderr, "tilec-opt: more than one input file\n");
+            return 2;
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    tc_source src;
+    if (strcmp(path, "-") == 0 ? !read_stdin(&src) : tc_source_read_file(path, &src) != TC_OK) {
+        fprintf(stderr, "tilec-opt: cannot read '%s'\n", path);
+        return 2;
+    }
+    tc_compiler *cc = NULL;
+    tc_compiler_create(NULL, &cc);
+    tc_diagnostics *diags = NULL;
+    tc_diagnostics_create(&diags);
+    tc_binary *bin = NULL;
+    tc_status st = tc_opt(cc, &src, passes, &opt, &bin, diags);
+    fputs(tc_diagnostics_text(diags), stderr);
+    int rc = 0;
+    if (st == TC_OK) {
+        size_t len, log_len;
+        const char *text = tc_binary_text(bin, &len);
+        const char *log = tc_binary_log(bin, &log_len);
+        fwrite(log, 1, log_len, stderr);
+        FILE *f = output ? fopen(output, "wb") : stdout;
+        if (!f || fwrite(text, 1, len, f) != len) {
+            fprintf(stderr, "tilec-opt: cannot write '%s'\n", output ? output : "<stdout>");
+            rc = 2;
+        }
+        if (f && f != stdout && fclose(f) != 0)
+            rc = 2;
+    } else {
+        if (st != TC_ERROR_COMPILE)
+            fprintf(stderr, "tilec-opt: %s\n", tc_status_string(st));
+        rc = st == TC_ERROR_COMPILE ? 1 : 3;
+    }
+    tc_binary_destroy(bin);
+    tc_diagnostics_destroy(diags);
+    tc_compiler_destroy(cc);
+    tc_source_free(&src);
+    return rc;
+}

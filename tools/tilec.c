@@ -1,0 +1,247 @@
+/*
+ * tilec — compile tile-language kernels.
+ *
+ *     tilec [options] FILE.tile
+ *
+ * A thin driver over tc_compile (include/tilec/tilec.h): it parses flags,
+ * reads the file, and prints what the library returns. Diagnostics go to
+ * stderr; the exit code is 0 on success, 1 on errors in the input, 2 on bad
+ * usage or I/O errors.
+ */
+#include "tilec/tilec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_DEFINES 64
+
+static void usage(FILE *out) {
+    fputs("usage: tilec [options] FILE.tile\n"
+          "\n"
+          "Compiles the kernels of FILE.tile.\n"
+          "\n"
+          "options:\n"
+          "  --emit=KIND           ast | ir-raw | ir | ir-after-all (default: ir)\n"
+          "  -D NAME=VALUE         value of a constexpr parameter (integer, float, true, false)\n"
+          "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
+          "  --num-warps N         warps per program (default: 4)\n"
+          "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
+          "  --print-after=PASS    print the IR after PASS to stderr\n"
+          "  --print-after-all     print the IR after every pass to stderr\n"
+          "  --verify-each         verify the IR after every pass\n"
+          "  -o FILE               write the output to FILE (default: stdout)\n"
+          "  --time FILE...        compile every kernel of each file separately and print\n"
+          "                        one line per kernel: name, output size, milliseconds (median)\n"
+          "  --help                show this help\n"
+          "  --version             show the version\n",
+          out);
+}
+
+/* Returns the value of "--flag=value" or "--flag value"; advances *i. */
+static const char *flag_value(int argc, char **argv, int *i, const char *flag) {
+    size_t n = strlen(flag);
+    const char *a = argv[*i];
+    if (strncmp(a, flag, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] == 0 && *i + 1 < argc)
+        return argv[++*i];
+    return NULL;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --time: every kernel of every file, compiled alone, timed over several runs. */
+static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_constexpr *cx, size_t num_cx,
+                      const tc_options *opt) {
+    enum { RUNS = 21 };
+    int rc = 0;
+    const char *what = opt->emit == TC_EMIT_AST ? "ast" : "ir";
+    for (int p = 0; p < num_paths; p++) {
+        tc_source src;
+        if (tc_source_read_file(paths[p], &src) != TC_OK) {
+            fprintf(stderr, "tilec: cannot read '%s'\n", paths[p]);
+            rc = rc ? rc : 2;
+            continue;
+        }
+        tc_diagnostics *diags = NULL;
+        tc_diagnostics_create(&diags);
+        char **names = NULL;
+        size_t count = 0;
+        if (tc_list_kernels(&src, &names, &count, diags) != TC_OK) {
+            fputs(tc_diagnostics_text(diags), stderr);
+            rc = 1;
+        }
+        for (size_t k = 0; k < count; k++) {
+            double ms[RUNS];
+            size_t bytes = 0;
+            tc_status st = TC_OK;
+            for (int r = 0; r < RUNS && st == TC_OK; r++) {
+                tc_binary *bin = NULL;
+                tc_diagnostics_clear(diags);
+                double t0 = now_ms();
+                st = tc_compile(cc, &src, names[k], cx, num_cx, opt, &bin, diags);
+                ms[r] = now_ms() - t0;
+                tc_binary_text(bin, &bytes);
+                tc_binary_destroy(bin);
+            }
+            if (st != TC_OK) {
+                fputs(tc_diagnostics_text(diags), stderr);
+                printf("%-24s %-20s FAILED (%s)\n", paths[p], names[k], tc_status_string(st));
+                rc = 1;
+                continue;
+            }
+            qsort(ms, RUNS, sizeof ms[0], cmp_double);
+            printf("%-24s %-20s %s %7zu bytes %8.3f ms\n", paths[p], names[k], what, bytes, ms[RUNS / 2]);
+        }
+        tc_names_free(names, count);
+        tc_diagnostics_destroy(diags);
+        tc_source_free(&src);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    tc_options opt;
+    tc_options_init(&opt);
+    const char *path = NULL, *kernel = NULL, *output = NULL, *arch = NULL;
+    char **time_paths = NULL;
+    int num_time_paths = 0;
+    tc_constexpr cx[MAX_DEFINES];
+    char cx_names[MAX_DEFINES][128];
+    size_t num_cx = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("%s\n", tc_version());
+            return 0;
+        } else if ((v = flag_value(argc, argv, &i, "--emit"))) {
+            if (strcmp(v, "ast") == 0)
+                opt.emit = TC_EMIT_AST;
+            else if (strcmp(v, "ir-raw") == 0)
+                opt.emit = TC_EMIT_IR_RAW;
+            else if (strcmp(v, "ir") == 0)
+                opt.emit = TC_EMIT_IR;
+            else if (strcmp(v, "ir-after-all") == 0)
+                opt.emit = TC_EMIT_IR_AFTER_ALL;
+            else {
+                fprintf(stderr, "tilec: unknown --emit kind '%s' (ast, ir-raw, ir, ir-after-all)\n", v);
+                return 2;
+            }
+        } else if (strncmp(a, "-D", 2) == 0) {
+            const char *def = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!def || num_cx == MAX_DEFINES ||
+                tc_constexpr_parse(def, &cx[num_cx], cx_names[num_cx], sizeof cx_names[num_cx]) != TC_OK) {
+                fprintf(stderr, "tilec: bad -D '%s': expected NAME=VALUE (integer, float, true or false)\n",
+                        def ? def : "");
+                return 2;
+            }
+            num_cx++;
+        } else if ((v = flag_value(argc, argv, &i, "--kernel"))) {
+            kernel = v;
+        } else if ((v = flag_value(argc, argv, &i, "--num-warps"))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 32 || (n & (n - 1))) {
+                fprintf(stderr, "tilec: --num-warps must be a power of two from 1 to 32\n");
+                return 2;
+            }
+            opt.num_warps = (int)n;
+        } else if ((v = flag_value(argc, argv, &i, "--arch"))) {
+            arch = v;
+        } else if ((v = flag_value(argc, argv, &i, "--print-after"))) {
+            opt.print_after = v;
+        } else if (strcmp(a, "--print-after-all") == 0) {
+            opt.print_after_all = 1;
+        } else if (strcmp(a, "--verify-each") == 0) {
+            opt.verify_each = 1;
+        } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+            output = argv[++i];
+        } else if (strcmp(a, "--time") == 0) {
+            time_paths = argv + i + 1;
+            num_time_paths = argc - i - 1;
+            break;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "tilec: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (!path) {
+            path = a;
+        } else {
+            fprintf(stderr, "tilec: more than one input file ('%s' and '%s')\n", path, a);
+            return 2;
+        }
+    }
+    if (!path && !time_paths) {
+        usage(stderr);
+        return 2;
+    }
+    if (time_paths) {
+        tc_target t = {arch};
+        tc_compiler *tcc = NULL;
+        if (tc_compiler_create(&t, &tcc) != TC_OK) {
+            fprintf(stderr, "tilec: --arch %s is not supported (sm_80, sm_90, sm_90a)\n", arch);
+            return 2;
+        }
+        int rc = time_files(tcc, time_paths, num_time_paths, cx, num_cx, &opt);
+        tc_compiler_destroy(tcc);
+        return rc;
+    }
+
+    tc_source src;
+    if (tc_source_read_file(path, &src) != TC_OK) {
+        fprintf(stderr, "tilec: cannot read '%s'\n", path);
+        return 2;
+    }
+    tc_target target = {arch};
+    tc_compiler *cc = NULL;
+    tc_status st = tc_compiler_create(&target, &cc);
+    if (st != TC_OK) {
+        fprintf(stderr, "tilec: --arch %s: %s (sm_80, sm_90, sm_90a)\n", arch ? arch : "", tc_status_string(st));
+        tc_source_free(&src);
+        return 2;
+    }
+    tc_diagnostics *diags = NULL;
+    tc_diagnostics_create(&diags);
+    tc_binary *bin = NULL;
+    st = tc_compile(cc, &src, kernel, cx, num_cx, &opt, &bin, diags);
+    fputs(tc_diagnostics_text(diags), stderr);
+    int rc = 0;
+    if (st == TC_OK) {
+        size_t len, log_len;
+        const char *text = tc_binary_text(bin, &len);
+        const char *log = tc_binary_log(bin, &log_len);
+        fwrite(log, 1, log_len, stderr);
+        FILE *f = output ? fopen(output, "wb") : stdout;
+        if (!f || fwrite(text, 1, len, f) != len) {
+            fprintf(stderr, "tilec: cannot write '%s'\n", output ? output : "<stdout>");
+            rc = 2;
+        }
+        if (f && f != stdout && fclose(f) != 0)
+            rc = 2;
+    } else {
+        if (st != TC_ERROR_COMPILE)
+            fprintf(stderr, "tilec: %s\n", tc_status_string(st));
+        rc = st == TC_ERROR_COMPILE ? 1 : st == TC_ERROR_INVALID_ARGUMENT ? 2 : 3;
+    }
+    tc_binary_destroy(bin);
+    tc_diagnostics_destroy(diags);
+    tc_compiler_destroy(cc);
+    tc_source_free(&src);
+    return rc;
+}
