@@ -16,15 +16,13 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 
+#include <llvm-c/Core.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef TILEC_LLVM_VERSION
-#define TILEC_LLVM_VERSION "unknown"
-#endif
 
 struct tc_compiler {
     char arch[16]; /* sm_80, sm_90, sm_90a */
@@ -53,7 +51,16 @@ const char *tc_status_string(tc_status s) {
     return "unknown status";
 }
 
-const char *tc_version(void) { return "tilec " TILEC_VERSION_STRING " (LLVM " TILEC_LLVM_VERSION ")"; }
+/* The LLVM version is read from the LLVM linked in, not from the headers. */
+const char *tc_version(void) {
+    static char text[64];
+    if (!text[0]) {
+        unsigned major, minor, patch;
+        LLVMGetVersion(&major, &minor, &patch);
+        snprintf(text, sizeof text, "tilec %s (LLVM %u.%u.%u)", TILEC_VERSION_STRING, major, minor, patch);
+    }
+    return text;
+}
 
 void tc_options_init(tc_options *opt) {
     memset(opt, 0, sizeof *opt);
@@ -257,9 +264,10 @@ static tc_status guard_status(const TcGuard *g, Job *j) {
     return TC_ERROR_INTERNAL;
 }
 
-static void pass_options_from(PassOptions *po, const tc_options *opt, Job *j) {
-    memset(po, 0, sizeof *po);
-    po->diags = &j->diags;
+static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_options *opt, Job *j) {
+    pass_options_init(po, &j->diags);
+    po->sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
+    po->sm_arch_a = strcmp(cc->arch, "sm_90a") == 0;
     po->verify_each = opt->verify_each != 0;
     po->print_after = opt->print_after;
     po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
@@ -329,7 +337,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_OK, diags, out);
     }
     PassOptions po;
-    pass_options_from(&po, &opt, &j);
+    pass_options_from(&po, cc, &opt, &j);
     if (opt.emit == TC_EMIT_IR_AFTER_ALL) {
         buf_puts(&j.bin->text, "// -----// IR after lower //----- //\n");
         ir_print_module(j.module, &j.bin->text);
@@ -374,7 +382,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     PassOptions po;
-    pass_options_from(&po, &opt, &j);
+    pass_options_from(&po, cc, &opt, &j);
     if (passes && *passes && !pass_run_list(j.module, passes, &po)) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);

@@ -116,12 +116,3 @@ IrOp *ir_op_clone(IrModule *m, const IrOp *op, IrMap *map) {
     }
     return copy;
 }
-
-void ir_op_set_func(IrOp *op, IrFunc *f) {
-    for (int r = 0; r < op->num_regions; r++) {
-        IrBlock *b = op->regions[r];
-        b->func = f;
-        for (IrOp *sub = b->first; sub; sub = sub->next)
-            ir_op_set_func(sub, f);
-    }
-}

@@ -489,9 +489,6 @@ void *ir_map_get(const IrMap *map, const void *key);     /* NULL if absent */
  * block arguments of the copy are recorded in `map` as images of the
  * originals (so cloning a sequence of ops keeps their def-use edges). */
 IrOp *ir_op_clone(IrModule *m, const IrOp *op, IrMap *map);
-/* Makes every block nested in op's regions belong to f (after moving ops
- * between functions). */
-void ir_op_set_func(IrOp *op, IrFunc *f);
 
 /* ==== verify.c ==== */
 

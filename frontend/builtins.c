@@ -1,0 +1,692 @@
+/*
+ * builtins.c — the builtins of the tile language: for each, its type rule
+ * and its lowering to IR ops.
+ *
+ * One table lists every builtin with its argument count and the function
+ * that lowers it; several builtins share a function and differ by the IR
+ * opcode or kind word in their entry (the math ops, the reductions, the
+ * atomics). A builtin receives the call node and lowers its arguments
+ * itself, because some arguments are not values: shapes and permutations
+ * are lists of constants (`[BM, D]`), dtypes are type names (`f32`), axes
+ * must be constexpr.
+ *
+ * Rules worth knowing (the language summary in frontend.h lists them all):
+ *   - full/zeros with a constant value give one splat `constant` op; with a
+ *     runtime scalar, a `splat`. The dtype of full defaults to the value's,
+ *     that of zeros to f32.
+ *   - min/max/sum of a tile reduce along an axis (negative counts from the
+ *     end; no axis reduces every axis down to a scalar); min/max of a scalar
+ *     first argument are elementwise, as minimum/maximum.
+ *   - float-only math on integers converts them to f32 first (as Triton);
+ *     all-constant math folds with the C library.
+ *   - load/store/atomics: mask and pointer broadcast against each other; the
+ *     value (store) or `other` (load) is converted to the pointee type and
+ *     broadcast to the pointer's shape. Writing through a pointer derived
+ *     from a `const T*` parameter is an error.
+ *   - dot: 2-D operands of one dtype among f16, bf16, f32, K equal, M, N and
+ *     K at least 16; the accumulator is f32, zeros when absent.
+ */
+#include "lower.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct Builtin Builtin;
+typedef Val (*BuiltinFn)(Lower *L, const AstNode *call, const Builtin *bi);
+
+struct Builtin {
+    const char *name; /* as called */
+    int min_args;     /* fewest arguments */
+    int max_args;     /* most arguments */
+    BuiltinFn lower;  /* type rule and lowering */
+    IrOpcode opc;     /* the IR op, for the builtins that map to one */
+    const char *kind; /* reduce and atomic kind word */
+};
+
+
+static bool is_value(const Val *v) { return v->kind == VAL_CONST || v->kind == VAL_IR; }
+static const AstNode *arg(const AstNode *call, int i) { return i < call->num_items ? call->items[i] : NULL; }
+
+/* ---- argument helpers ---- */
+
+/* A shape argument: a list of constant integers, each a power of two. */
+static bool shape_arg(Lower *L, const AstNode *n, const char *fname, Shape *out) {
+    if (n->kind != AST_LIST) {
+        lower_error(L, n, "shape of '%s' must be a list like [64, 32]", fname);
+        return false;
+    }
+    memset(out, 0, sizeof *out);
+    if (n->num_items < 1 || n->num_items > IR_MAX_RANK) {
+        lower_error(L, n, "tiles have 1 to %d dimensions, not %d", IR_MAX_RANK, n->num_items);
+        return false;
+    }
+    out->rank = n->num_items;
+    for (int i = 0; i < n->num_items; i++)
+        if (!lower_const_int(L, n->items[i], "a dimension of a shape", &out->dim[i]))
+            return false;
+    return lower_check_shape(L, out, n);
+}
+
+/* A dtype argument: a scalar type name. */
+static bool dtype_arg(Lower *L, const AstNode *n, const char *fname, const IrType **out) {
+    if (n->kind != AST_TYPE || n->type.is_pointer) {
+        lower_error(L, n, "dtype of '%s' must be a scalar type name such as f32", fname);
+        return false;
+    }
+    *out = lower_scalar(L, n->type.scalar);
+    return true;
+}
+
+/* An axis argument for a value of rank `rank` (insert: rank + 1 positions). */
+static bool axis_arg(Lower *L, const AstNode *n, const char *fname, int rank, bool insert, int *out) {
+    char what[64];
+    snprintf(what, sizeof what, "axis of '%s'", fname);
+    int64_t a;
+    if (!lower_const_int(L, n, what, &a))
+        return false;
+    int64_t lim = insert ? rank + 1 : rank;
+    if (a < -lim || a >= lim) {
+        lower_error(L, n, "axis %lld of '%s' is out of range for a value of rank %d", (long long)a, fname, rank);
+        return false;
+    }
+    *out = (int)(a < 0 ? a + lim : a);
+    return true;
+}
+
+static Val need_tile(Lower *L, Val x, const AstNode *n, const char *fname) {
+    if (is_value(&x) && val_shape(&x).rank == 0) {
+        lower_error(L, n, "'%s' needs a tile, got %s", fname, lower_val_str(L, &x));
+        return val_error();
+    }
+    return x;
+}
+
+static Val need_number(Lower *L, Val x, const AstNode *n, const char *fname) {
+    if (is_value(&x) && val_is_ptr(&x)) {
+        lower_error(L, n, "argument of '%s' must be a number, got %s", fname, lower_val_str(L, &x));
+        return val_error();
+    }
+    return x;
+}
+
+/* ---- indices ---- */
+
+static Val b_program_id(Lower *L, const AstNode *call, const Builtin *bi) {
+    char what[64];
+    snprintf(what, sizeof what, "axis of '%s'", bi->name);
+    int64_t axis;
+    if (!lower_const_int(L, arg(call, 0), what, &axis))
+        return val_error();
+    if (axis < 0 || axis > 2) {
+        lower_error(L, arg(call, 0), "axis of '%s' must be 0, 1 or 2, got %lld", bi->name, (long long)axis);
+        return val_error();
+    }
+    lower_at(L, call);
+    IrValue *v = ir_build(&L->b, bi->opc, lower_scalar(L, IR_I32), 0, NULL);
+    ir_op_set_int(L->m, v->def, "axis", axis);
+    return val_ir(v);
+}
+
+static Val b_arange(Lower *L, const AstNode *call, const Builtin *bi) {
+    int64_t start, end;
+    if (!lower_const_int(L, arg(call, 0), "start of 'arange'", &start) ||
+        !lower_const_int(L, arg(call, 1), "end of 'arange'", &end))
+        return val_error();
+    if (start < INT32_MIN || end > (int64_t)INT32_MAX + 1) {
+        lower_error(L, call, "arange bounds %lld, %lld do not fit in i32", (long long)start, (long long)end);
+        return val_error();
+    }
+    if (end <= start) {
+        lower_error(L, call, "arange end %lld must be greater than start %lld", (long long)end, (long long)start);
+        return val_error();
+    }
+    int64_t len = end - start;
+    if (len & (len - 1)) {
+        lower_error(L, call, "arange length %lld is not a power of two", (long long)len);
+        return val_error();
+    }
+    if (len > LOWER_MAX_NUMEL) {
+        lower_error(L, call, "arange length %lld is more than %lld elements", (long long)len, (long long)LOWER_MAX_NUMEL);
+        return val_error();
+    }
+    Shape s = {1, {len}};
+    lower_at(L, call);
+    IrValue *v = ir_build(&L->b, IR_OP_ARANGE, lower_tile_type(L, lower_scalar(L, IR_I32), &s), 0, NULL);
+    ir_op_set_int(L->m, v->def, "start", start);
+    ir_op_set_int(L->m, v->def, "end", end);
+    return val_ir(v);
+}
+
+/* ---- creation and shape ---- */
+
+/* full(shape, value [, dtype]) and zeros(shape [, dtype]). */
+static Val b_full(Lower *L, const AstNode *call, const Builtin *bi) {
+    bool zeros = strcmp(bi->name, "zeros") == 0;
+    Shape s;
+    if (!shape_arg(L, arg(call, 0), bi->name, &s))
+        return val_error();
+    Val x = zeros ? val_weak_int(L, 0) : lower_expr(L, arg(call, 1));
+    const AstNode *dt = arg(call, zeros ? 1 : 2);
+    const IrType *elem = NULL;
+    if (dt && !dtype_arg(L, dt, bi->name, &elem))
+        return val_error();
+    if (!is_value(&x))
+        return val_error();
+    if (val_shape(&x).rank > 0 || val_is_ptr(&x)) {
+        lower_error(L, arg(call, 1), "value of 'full' must be a number scalar, got %s", lower_val_str(L, &x));
+        return val_error();
+    }
+    if (!elem)
+        elem = zeros ? lower_scalar(L, IR_F32) : val_type(&x);
+    x = lower_convert(L, x, elem, call);
+    lower_at(L, call);
+    return lower_broadcast(L, x, &s, call, bi->name);
+}
+
+static Val b_reshape(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_tile(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    Shape s;
+    if (!shape_arg(L, arg(call, 1), bi->name, &s) || !is_value(&x))
+        return val_error();
+    const IrType *t = val_type(&x);
+    int64_t numel = 1;
+    for (int i = 0; i < s.rank; i++)
+        numel *= s.dim[i];
+    if (numel != ir_type_numel(t)) {
+        lower_error(L, call, "cannot reshape %s (%lld elements) to %s (%lld elements)", lower_type_str(L, t),
+                 (long long)ir_type_numel(t), lower_shape_str(L, &s), (long long)numel);
+        return val_error();
+    }
+    const IrType *rt = lower_tile_type(L, ir_type_elem(t), &s);
+    if (rt == t)
+        return x;
+    lower_at(L, call);
+    Val r = val_ir(ir_build_unary(&L->b, IR_OP_RESHAPE, rt, x.v));
+    r.const_param = x.const_param;
+    return r;
+}
+
+static Val b_broadcast_to(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = lower_expr(L, arg(call, 0));
+    Shape s;
+    if (!shape_arg(L, arg(call, 1), bi->name, &s) || !is_value(&x))
+        return val_error();
+    lower_at(L, call);
+    return lower_broadcast(L, x, &s, call, bi->name);
+}
+
+static Val b_trans(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_tile(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    if (!is_value(&x))
+        return val_error();
+    Shape s = val_shape(&x);
+    int64_t perm[IR_MAX_RANK];
+    const AstNode *p = arg(call, 1);
+    if (p) {
+        if (p->kind != AST_LIST) {
+            lower_error(L, p, "permutation of 'trans' must be a list like [1, 0]");
+            return val_error();
+        }
+        if (p->num_items != s.rank) {
+            lower_error(L, p, "permutation of 'trans' has %d entries but the tile has rank %d", p->num_items, s.rank);
+            return val_error();
+        }
+        bool seen[IR_MAX_RANK] = {false};
+        for (int i = 0; i < s.rank; i++) {
+            if (!lower_const_int(L, p->items[i], "an entry of a permutation", &perm[i]))
+                return val_error();
+            if (perm[i] < 0 || perm[i] >= s.rank || seen[perm[i]]) {
+                lower_error(L, p->items[i], "permutation of 'trans' must list each of 0..%d once", s.rank - 1);
+                return val_error();
+            }
+            seen[perm[i]] = true;
+        }
+    } else {
+        for (int i = 0; i < s.rank; i++)
+            perm[i] = s.rank - 1 - i;
+    }
+    Shape r = s;
+    bool identity = true;
+    for (int i = 0; i < s.rank; i++) {
+        r.dim[i] = s.dim[perm[i]];
+        identity &= perm[i] == i;
+    }
+    if (identity)
+        return x;
+    lower_at(L, call);
+    IrValue *v = ir_build_unary(&L->b, IR_OP_TRANS, lower_tile_type(L, val_elem(&x), &r), lower_ir(L, &x));
+    ir_op_set_ints(L->m, v->def, "perm", s.rank, perm);
+    Val out = val_ir(v);
+    out.const_param = x.const_param;
+    return out;
+}
+
+static Val b_expand_dims(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = lower_expr(L, arg(call, 0));
+    if (!is_value(&x))
+        return val_error();
+    Shape s = val_shape(&x);
+    int axis;
+    if (!axis_arg(L, arg(call, 1), bi->name, s.rank, true, &axis))
+        return val_error();
+    if (s.rank + 1 > IR_MAX_RANK) {
+        lower_error(L, call, "'expand_dims' gives %d dimensions; tiles have at most %d", s.rank + 1, IR_MAX_RANK);
+        return val_error();
+    }
+    memmove(&s.dim[axis + 1], &s.dim[axis], sizeof(int64_t) * (size_t)(s.rank - axis));
+    s.dim[axis] = 1;
+    s.rank++;
+    lower_at(L, call);
+    if (s.rank == 1)
+        return lower_broadcast(L, x, &s, call, bi->name);
+    IrValue *v = ir_build_unary(&L->b, IR_OP_EXPAND_DIMS, lower_tile_type(L, val_elem(&x), &s), x.v);
+    ir_op_set_int(L->m, v->def, "axis", axis);
+    Val out = val_ir(v);
+    out.const_param = x.const_param;
+    return out;
+}
+
+/* ---- elementwise ---- */
+
+static Val b_where(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val c = lower_expr(L, arg(call, 0));
+    Val a = lower_expr(L, arg(call, 1));
+    Val b = lower_expr(L, arg(call, 2));
+    return lower_select(L, call, c, a, b, bi->name);
+}
+
+static Val b_minmax2(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val a = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    Val b = need_number(L, lower_expr(L, arg(call, 1)), arg(call, 1), bi->name);
+    return lower_arith(L, call, bi->opc, NULL, bi->name, a, b);
+}
+
+static double fold_math(IrOpcode opc, double x) {
+    switch (opc) {
+    case IR_OP_EXP: return exp(x);
+    case IR_OP_EXP2: return exp2(x);
+    case IR_OP_LOG: return log(x);
+    case IR_OP_LOG2: return log2(x);
+    case IR_OP_SQRT: return sqrt(x);
+    case IR_OP_RSQRT: return 1.0 / sqrt(x);
+    case IR_OP_ABS: return fabs(x);
+    case IR_OP_ERF: return erf(x);
+    case IR_OP_TANH: return tanh(x);
+    case IR_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case IR_OP_FLOOR: return floor(x);
+    case IR_OP_CEIL: return ceil(x);
+    case IR_OP_SIN: return sin(x);
+    case IR_OP_COS: return cos(x);
+    default: return x;
+    }
+}
+
+/* exp, log, sqrt... (float only: integers become f32) and abs (any number). */
+static Val b_math(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    if (!is_value(&x))
+        return val_error();
+    const IrType *e = val_elem(&x);
+    if (bi->opc == IR_OP_ABS && ir_type_is_int(e)) {
+        if (x.kind == VAL_CONST) {
+            int64_t v = x.i < 0 ? (int64_t)(0 - (uint64_t)x.i) : x.i;
+            return x.weak ? val_weak_int(L, v) : val_int(x.type, v);
+        }
+        lower_at(L, call);
+        return val_ir(ir_build_unary(&L->b, IR_OP_ABS, x.v->type, x.v));
+    }
+    bool weak = x.kind == VAL_CONST && x.weak;
+    if (ir_type_is_int(e))
+        x = lower_convert(L, x, lower_scalar(L, IR_F32), call);
+    if (x.kind == VAL_CONST) {
+        double r = fold_math(bi->opc, x.f);
+        return weak ? val_weak_float(L, r) : val_float(x.type, r);
+    }
+    lower_at(L, call);
+    return val_ir(ir_build_unary(&L->b, bi->opc, x.v->type, x.v));
+}
+
+static Val b_fma(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = need_number(L, lower_expr(L, arg(call, i)), arg(call, i), bi->name);
+    for (int i = 0; i < 3; i++)
+        if (!is_value(&v[i]))
+            return val_error();
+    if (!lower_unify(L, v, 3, true, call, bi->name))
+        return val_error();
+    if (ir_type_is_int(val_elem(&v[0])))
+        for (int i = 0; i < 3; i++)
+            v[i] = lower_convert(L, v[i], lower_scalar(L, IR_F32), call);
+    if (v[0].kind == VAL_CONST && v[1].kind == VAL_CONST && v[2].kind == VAL_CONST)
+        return val_float(v[0].type, fma(v[0].f, v[1].f, v[2].f));
+    lower_at(L, call);
+    IrValue *ops[3] = {lower_ir(L, &v[0]), lower_ir(L, &v[1]), lower_ir(L, &v[2])};
+    return val_ir(ir_build(&L->b, IR_OP_FMA, ops[0]->type, 3, ops));
+}
+
+/* cdiv(a, b) = (a + b - 1) / b, on integers. */
+static Val b_cdiv(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val a = lower_expr(L, arg(call, 0));
+    Val b = lower_expr(L, arg(call, 1));
+    if (!is_value(&a) || !is_value(&b))
+        return val_error();
+    if (!ir_type_is_int(val_elem(&a)) || !ir_type_is_int(val_elem(&b))) {
+        lower_error(L, call, "operands of 'cdiv' must be integers, got %s and %s", lower_val_str(L, &a),
+                 lower_val_str(L, &b));
+        return val_error();
+    }
+    if (b.kind == VAL_CONST && b.i == 0) {
+        lower_error(L, arg(call, 1), "division by zero in 'cdiv'");
+        return val_error();
+    }
+    Val t = lower_arith(L, call, IR_OP_ADD, NULL, "cdiv", a, b);
+    t = lower_arith(L, call, IR_OP_SUB, NULL, "cdiv", t, val_weak_int(L, 1));
+    return lower_arith(L, call, IR_OP_DIV, NULL, "cdiv", t, b);
+}
+
+/* ---- reductions ---- */
+
+static Val reduce_axis(Lower *L, const AstNode *call, const Builtin *bi, Val x, int axis) {
+    Shape s = val_shape(&x);
+    memmove(&s.dim[axis], &s.dim[axis + 1], sizeof(int64_t) * (size_t)(s.rank - axis - 1));
+    s.rank--;
+    lower_at(L, call);
+    IrValue *v = ir_build_unary(&L->b, IR_OP_REDUCE, lower_tile_type(L, val_elem(&x), &s), lower_ir(L, &x));
+    ir_op_set_word(L->m, v->def, "kind", bi->kind);
+    ir_op_set_int(L->m, v->def, "axis", axis);
+    return val_ir(v);
+}
+
+/* sum(x [, axis]), and min/max: reductions of a tile, elementwise on scalars. */
+static Val b_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    if (!is_value(&x))
+        return val_error();
+    Shape s = val_shape(&x);
+    if (s.rank == 0) {
+        if (bi->opc == IR_OP_REDUCE || call->num_items != 2) {
+            lower_error(L, arg(call, 0), "'%s' needs a tile%s, got %s", bi->name,
+                     bi->opc == IR_OP_REDUCE ? "" : " (or two scalars)", lower_val_str(L, &x));
+            return val_error();
+        }
+        Val b = need_number(L, lower_expr(L, arg(call, 1)), arg(call, 1), bi->name);
+        return lower_arith(L, call, bi->opc, NULL, bi->name, x, b);
+    }
+    if (strcmp(bi->kind, "sum") == 0 && val_elem(&x)->kind == IR_I1)
+        x = lower_convert(L, x, lower_scalar(L, IR_I32), call);
+    if (call->num_items == 2) {
+        int axis;
+        if (!axis_arg(L, arg(call, 1), bi->name, s.rank, false, &axis))
+            return val_error();
+        return reduce_axis(L, call, bi, x, axis);
+    }
+    while (val_shape(&x).rank > 0)
+        x = reduce_axis(L, call, bi, x, 0);
+    return x;
+}
+
+/* ---- dot ---- */
+
+static Val b_dot(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val a = lower_expr(L, arg(call, 0));
+    Val b = lower_expr(L, arg(call, 1));
+    Val acc = arg(call, 2) ? lower_expr(L, arg(call, 2)) : val_void("none");
+    if (!is_value(&a) || !is_value(&b) || acc.kind == VAL_ERROR)
+        return val_error();
+    Shape sa = val_shape(&a), sb = val_shape(&b);
+    if (sa.rank != 2 || sb.rank != 2) {
+        lower_error(L, call, "operands of 'dot' must be 2-D tiles, got %s and %s", lower_val_str(L, &a),
+                 lower_val_str(L, &b));
+        return val_error();
+    }
+    const IrType *ea = val_elem(&a), *eb = val_elem(&b);
+    if (ea != eb) {
+        lower_error(L, call, "operands of 'dot' must have the same element type, got %s and %s", lower_val_str(L, &a),
+                 lower_val_str(L, &b));
+        return val_error();
+    }
+    if (ea->kind != IR_F16 && ea->kind != IR_BF16 && ea->kind != IR_F32) {
+        lower_error(L, call, "operands of 'dot' must be f16, bf16 or f32, got %s", lower_type_str(L, ea));
+        return val_error();
+    }
+    int64_t M = sa.dim[0], K = sa.dim[1], N = sb.dim[1];
+    if (sb.dim[0] != K) {
+        lower_error(L, call, "inner dimensions of 'dot' differ: %s @ %s", lower_shape_str(L, &sa),
+                 lower_shape_str(L, &sb));
+        return val_error();
+    }
+    if (M < 16 || N < 16 || K < 16) {
+        lower_error(L, call, "'dot' needs M, N and K of at least 16, got %s @ %s", lower_shape_str(L, &sa),
+                 lower_shape_str(L, &sb));
+        return val_error();
+    }
+    Shape so = {2, {M, N}};
+    const IrType *f32 = lower_scalar(L, IR_F32);
+    const IrType *rt = lower_tile_type(L, f32, &so);
+    lower_at(L, call);
+    IrValue *accv;
+    if (acc.kind == VAL_VOID) {
+        accv = ir_build_const_float(&L->b, rt, 0.0);
+    } else {
+        bool weak = acc.kind == VAL_CONST && acc.weak;
+        if (val_is_ptr(&acc) || (val_elem(&acc) != f32 && !weak)) {
+            lower_error(L, arg(call, 2), "accumulator of 'dot' must be f32, got %s", lower_val_str(L, &acc));
+            return val_error();
+        }
+        acc = lower_convert(L, acc, f32, arg(call, 2));
+        acc = lower_broadcast(L, acc, &so, arg(call, 2), "accumulator of 'dot'");
+        if (acc.kind == VAL_ERROR)
+            return acc;
+        lower_at(L, call);
+        accv = lower_ir(L, &acc);
+    }
+    IrValue *ops[3] = {a.v, b.v, accv};
+    return val_ir(ir_build(&L->b, IR_OP_DOT, rt, 3, ops));
+}
+
+/* ---- memory ---- */
+
+static bool check_ptr(Lower *L, const Val *p, const AstNode *n, const char *fname) {
+    if (!is_value(p))
+        return false;
+    if (!val_is_ptr(p)) {
+        lower_error(L, n, "first argument of '%s' must be a pointer, got %s", fname, lower_val_str(L, p));
+        return false;
+    }
+    return true;
+}
+
+/* Broadcasts pointer and mask against each other. */
+static bool ptr_and_mask(Lower *L, const AstNode *call, const char *fname, Val *p, Val *mask, Shape *s) {
+    *s = val_shape(p);
+    if (mask->kind == VAL_VOID)
+        return true;
+    if (!is_value(mask))
+        return false;
+    if (val_elem(mask)->kind != IR_I1) {
+        lower_error(L, arg(call, 2 - (strcmp(fname, "load") == 0)), "mask of '%s' must be bool, got %s", fname,
+                 lower_val_str(L, mask));
+        return false;
+    }
+    Shape ms = val_shape(mask);
+    if (!lower_broadcast_shapes(s, &ms, s)) {
+        lower_error(L, call, "mask of '%s' of shape %s does not broadcast with the pointer of shape %s", fname,
+                 lower_shape_str(L, &ms), lower_shape_str(L, s));
+        return false;
+    }
+    *p = lower_broadcast(L, *p, s, call, fname);
+    *mask = lower_broadcast(L, *mask, s, call, fname);
+    return is_value(p) && is_value(mask);
+}
+
+static Val b_load(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val p = lower_expr(L, arg(call, 0));
+    Val mask = arg(call, 1) ? lower_expr(L, arg(call, 1)) : val_void("none");
+    Val other = arg(call, 2) ? need_number(L, lower_expr(L, arg(call, 2)), arg(call, 2), bi->name) : val_void("none");
+    if (!check_ptr(L, &p, arg(call, 0), bi->name) || other.kind == VAL_ERROR)
+        return val_error();
+    Shape s;
+    if (!ptr_and_mask(L, call, bi->name, &p, &mask, &s))
+        return val_error();
+    const IrType *pointee = val_elem(&p)->elem;
+    IrValue *ops[3];
+    int n = 0;
+    ops[n++] = p.v;
+    if (mask.kind != VAL_VOID) {
+        lower_at(L, call);
+        ops[n++] = lower_ir(L, &mask);
+    }
+    if (other.kind != VAL_VOID) {
+        other = lower_convert(L, other, pointee, arg(call, 2));
+        other = lower_broadcast(L, other, &s, arg(call, 2), "'other' of 'load'");
+        if (other.kind == VAL_ERROR)
+            return other;
+        lower_at(L, call);
+        ops[n++] = lower_ir(L, &other);
+    }
+    lower_at(L, call);
+    return val_ir(ir_build(&L->b, IR_OP_LOAD, lower_tile_type(L, pointee, &s), n, ops));
+}
+
+/* store(ptr, value [, mask]) and atomic_*(ptr, value [, mask]). */
+static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val p = lower_expr(L, arg(call, 0));
+    Val v = lower_expr(L, arg(call, 1));
+    Val mask = arg(call, 2) ? lower_expr(L, arg(call, 2)) : val_void("none");
+    if (!check_ptr(L, &p, arg(call, 0), bi->name) || !is_value(&v))
+        return val_error();
+    if (p.const_param) {
+        const AstNode *cp = p.const_param;
+        lower_error(L, call, "%s through pointer to const: '%s' is declared 'const %s*'",
+                 bi->opc == IR_OP_STORE ? "store" : bi->name, cp->name, ir_scalar_name(cp->type.scalar));
+        diag_note(L->diags, cp->loc, "'%s' declared here", cp->name);
+        return val_error();
+    }
+    Shape s;
+    if (!ptr_and_mask(L, call, bi->name, &p, &mask, &s))
+        return val_error();
+    const IrType *pointee = val_elem(&p)->elem;
+    if (val_is_ptr(&v)) {
+        lower_error(L, arg(call, 1), "value of '%s' must be a number, got %s", bi->name, lower_val_str(L, &v));
+        return val_error();
+    }
+    v = lower_convert(L, v, pointee, arg(call, 1));
+    Shape vs = val_shape(&v), r;
+    if (is_value(&v) && (!lower_broadcast_shapes(&vs, &s, &r) || r.rank != s.rank ||
+                         memcmp(r.dim, s.dim, sizeof(int64_t) * (size_t)s.rank) != 0)) {
+        lower_error(L, arg(call, 1), "value of '%s' of shape %s does not fit the pointer shape %s", bi->name,
+                 lower_shape_str(L, &vs), lower_shape_str(L, &s));
+        return val_error();
+    }
+    lower_at(L, call);
+    v = lower_broadcast(L, v, &s, arg(call, 1), bi->name);
+    if (v.kind == VAL_ERROR)
+        return v;
+    lower_at(L, call);
+    IrValue *ops[3];
+    int n = 0;
+    ops[n++] = p.v;
+    ops[n++] = lower_ir(L, &v);
+    if (mask.kind != VAL_VOID)
+        ops[n++] = lower_ir(L, &mask);
+    if (bi->opc == IR_OP_STORE) {
+        ir_build(&L->b, IR_OP_STORE, NULL, n, ops);
+        return val_void(bi->name);
+    }
+    IrValue *old = ir_build(&L->b, IR_OP_ATOMIC, lower_tile_type(L, pointee, &s), n, ops);
+    ir_op_set_word(L->m, old->def, "kind", bi->kind);
+    return val_ir(old);
+}
+
+/* ---- the table ---- */
+
+static const Builtin builtins[] = {
+    {"program_id", 1, 1, b_program_id, IR_OP_PROGRAM_ID, NULL},
+    {"num_programs", 1, 1, b_program_id, IR_OP_NUM_PROGRAMS, NULL},
+    {"arange", 2, 2, b_arange, IR_OP_ARANGE, NULL},
+    {"full", 2, 3, b_full, IR_OP_CONSTANT, NULL},
+    {"zeros", 1, 2, b_full, IR_OP_CONSTANT, NULL},
+    {"reshape", 2, 2, b_reshape, IR_OP_RESHAPE, NULL},
+    {"broadcast_to", 2, 2, b_broadcast_to, IR_OP_BROADCAST, NULL},
+    {"trans", 1, 2, b_trans, IR_OP_TRANS, NULL},
+    {"expand_dims", 2, 2, b_expand_dims, IR_OP_EXPAND_DIMS, NULL},
+    {"where", 3, 3, b_where, IR_OP_SELECT, NULL},
+    {"minimum", 2, 2, b_minmax2, IR_OP_MIN, NULL},
+    {"maximum", 2, 2, b_minmax2, IR_OP_MAX, NULL},
+    {"min", 1, 2, b_reduce, IR_OP_MIN, "min"},
+    {"max", 1, 2, b_reduce, IR_OP_MAX, "max"},
+    {"sum", 1, 2, b_reduce, IR_OP_REDUCE, "sum"},
+    {"exp", 1, 1, b_math, IR_OP_EXP, NULL},
+    {"exp2", 1, 1, b_math, IR_OP_EXP2, NULL},
+    {"log", 1, 1, b_math, IR_OP_LOG, NULL},
+    {"log2", 1, 1, b_math, IR_OP_LOG2, NULL},
+    {"sqrt", 1, 1, b_math, IR_OP_SQRT, NULL},
+    {"rsqrt", 1, 1, b_math, IR_OP_RSQRT, NULL},
+    {"abs", 1, 1, b_math, IR_OP_ABS, NULL},
+    {"erf", 1, 1, b_math, IR_OP_ERF, NULL},
+    {"tanh", 1, 1, b_math, IR_OP_TANH, NULL},
+    {"sigmoid", 1, 1, b_math, IR_OP_SIGMOID, NULL},
+    {"floor", 1, 1, b_math, IR_OP_FLOOR, NULL},
+    {"ceil", 1, 1, b_math, IR_OP_CEIL, NULL},
+    {"sin", 1, 1, b_math, IR_OP_SIN, NULL},
+    {"cos", 1, 1, b_math, IR_OP_COS, NULL},
+    {"fma", 3, 3, b_fma, IR_OP_FMA, NULL},
+    {"cdiv", 2, 2, b_cdiv, IR_OP_DIV, NULL},
+    {"dot", 2, 3, b_dot, IR_OP_DOT, NULL},
+    {"load", 1, 3, b_load, IR_OP_LOAD, NULL},
+    {"store", 2, 3, b_store, IR_OP_STORE, NULL},
+    {"atomic_add", 2, 3, b_store, IR_OP_ATOMIC, "add"},
+    {"atomic_max", 2, 3, b_store, IR_OP_ATOMIC, "max"},
+    {"atomic_min", 2, 3, b_store, IR_OP_ATOMIC, "min"},
+    {"atomic_xchg", 2, 3, b_store, IR_OP_ATOMIC, "xchg"},
+};
+
+static const Builtin *find_builtin(const char *name) {
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i].name, name) == 0)
+            return &builtins[i];
+    return NULL;
+}
+
+bool lower_is_builtin(const char *name) { return find_builtin(name) != NULL; }
+
+bool lower_builtin(Lower *L, const AstNode *call, const char *name, Val *out) {
+    const Builtin *bi = find_builtin(name);
+    if (!bi)
+        return false;
+    int n = call->num_items;
+    if (n < bi->min_args || n > bi->max_args) {
+        if (bi->min_args == bi->max_args)
+            lower_error(L, call, "'%s' takes %d argument%s, got %d", name, bi->min_args, bi->min_args == 1 ? "" : "s", n);
+        else
+            lower_error(L, call, "'%s' takes %d to %d arguments, got %d", name, bi->min_args, bi->max_args, n);
+        *out = val_error();
+        return true;
+    }
+    *out = bi->lower(L, call, bi);
+    return true;
+}
+
+Val lower_cast_call(Lower *L, const AstNode *call) {
+    const AstNode *t = call->lhs;
+    const IrType *elem = lower_scalar(L, t->type.scalar);
+    if (t->type.is_pointer) {
+        lower_error(L, call, "cannot cast to a pointer type");
+        return val_error();
+    }
+    if (call->num_items != 1) {
+        lower_error(L, call, "cast to %s takes 1 argument, got %d", ir_scalar_name(t->type.scalar), call->num_items);
+        return val_error();
+    }
+    Val x = lower_expr(L, call->items[0]);
+    if (!is_value(&x))
+        return val_error();
+    if (val_is_ptr(&x)) {
+        lower_error(L, call, "cannot cast %s to %s", lower_val_str(L, &x), ir_scalar_name(t->type.scalar));
+        return val_error();
+    }
+    lower_at(L, call);
+    return lower_convert(L, x, elem, call);
+}

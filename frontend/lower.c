@@ -1,0 +1,896 @@
+/*
+ * lower.c — semantic analysis and lowering to IR: the driver.
+ *
+ * fe_lower() turns an AST into one IR module. It specializes each kernel
+ * (or the one asked for) by binding its constexpr parameters to values —
+ * from the options (-D NAME=VALUE) first, else from the parameter's default
+ * — and then lowers the body in a single walk that type-checks as it goes:
+ * there is no separate typed AST, because types and shapes only exist once
+ * constexpr values are known, and one walk is both simpler and fast (the
+ * attention kernel lowers in tens of microseconds).
+ *
+ * This file holds everything above expressions:
+ *
+ *   scopes      one stack of symbols (let, var, parameters, loop variables);
+ *               a block scope is a mark on it, a function a frame that
+ *               lookups do not cross. Shadowing any name of the same
+ *               function is an error, so each name means one thing.
+ *   vars        SSA construction without phis: a symbol holds the current
+ *               value of its var. A runtime `if` lowers both branches from
+ *               the same bindings and yields every outer var whose binding
+ *               changed in either; a `for` carries every outer var assigned
+ *               in its body (found by a syntactic scan before the body is
+ *               lowered, since the loop's block arguments must exist first).
+ *   constexpr   an `if` or ternary on a constant lowers only the taken
+ *               branch, so the other may be ill-typed in this
+ *               specialization (it is still parsed).
+ *   funcs       instantiated per call signature (argument types, constness
+ *               of pointers, constexpr values) into `func @name`, `@name.1`...
+ *               and called with `call`; the inline pass inlines them later.
+ *               The return type is that of the final `return`.
+ *
+ * Errors are reported at the offending node and lowering continues with the
+ * next statement; fe_lower returns NULL when any error was reported. A guard
+ * turns internal errors into a diagnostic rather than an abort.
+ */
+#include "lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+static void lower_stmt(Lower *L, const AstNode *s);
+
+/* ---- declarations ---- */
+
+DeclInfo *lower_find_decl(Lower *L, const char *name) {
+    for (int i = 0; i < L->num_decls; i++)
+        if (strcmp(L->decls[i].decl->name, name) == 0)
+            return &L->decls[i];
+    return NULL;
+}
+
+/* ---- scopes ---- */
+
+static int lookup_index(Lower *L, const char *name) {
+    for (int i = L->num_syms - 1; i >= L->frame; i--)
+        if (strcmp(L->syms[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+Symbol *lower_lookup(Lower *L, const char *name) {
+    int i = lookup_index(L, name);
+    return i < 0 ? NULL : &L->syms[i];
+}
+
+/* Declares a name in the innermost scope; a name of the same function that
+ * is still in scope is a redefinition (reported; the new symbol still wins,
+ * so that later uses see what the user meant). Returns the symbol's index. */
+static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind, Val val) {
+    int prev = lookup_index(L, name);
+    if (prev >= 0) {
+        lower_error(L, decl, "redefinition of '%s'", name);
+        diag_note(L->diags, L->syms[prev].decl->loc, "previous declaration is here");
+    }
+    if (L->num_syms == L->cap_syms) {
+        int cap = L->cap_syms ? L->cap_syms * 2 : 32;
+        L->syms = arena_grow(&L->tmp, L->syms, sizeof(Symbol) * (size_t)L->cap_syms, sizeof(Symbol) * (size_t)cap);
+        L->cap_syms = cap;
+    }
+    Symbol *s = &L->syms[L->num_syms];
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    s->kind = kind;
+    s->val = val;
+    s->decl = decl;
+    if (kind == SYM_VAR)
+        s->type = val_type(&val);
+    return L->num_syms++;
+}
+
+/* Binds a name hint to a value that has none yet (an op result). */
+static void name_value(Lower *L, const Val *v, const char *name) {
+    if (v->kind == VAL_IR && v->v->def && !v->v->name && v->v->def->opc != IR_OP_CONSTANT)
+        ir_value_set_name(L->m, v->v, name);
+}
+
+/* Copies the bindings of every symbol of the current function. */
+static Val *snapshot(Lower *L) {
+    int n = L->num_syms - L->frame;
+    Val *s = ARENA_ARRAY(&L->tmp, Val, n > 0 ? n : 1);
+    for (int i = 0; i < n; i++)
+        s[i] = L->syms[L->frame + i].val;
+    return s;
+}
+
+static void restore(Lower *L, const Val *s, int n) {
+    for (int i = 0; i < n; i++)
+        L->syms[L->frame + i].val = s[i];
+}
+
+static bool same_val(const Val *a, const Val *b) {
+    if (a->kind != b->kind)
+        return false;
+    switch (a->kind) {
+    case VAL_IR: return a->v == b->v;
+    case VAL_CONST: return a->type == b->type && a->weak == b->weak && a->i == b->i && (a->f == b->f || a->f != a->f);
+    default: return true;
+    }
+}
+
+static void lower_scoped(Lower *L, const AstNode *s) {
+    if (!s)
+        return;
+    int mark = L->num_syms;
+    lower_stmt(L, s);
+    L->num_syms = mark;
+}
+
+/* ---- statements ---- */
+
+/* let x = e;  var x = e; */
+static void lower_decl(Lower *L, const AstNode *s) {
+    Val v = lower_expr(L, s->rhs);
+    if (s->kind == AST_VAR && v.kind == VAL_CONST && v.weak)
+        v = lower_convert(L, v, v.type, s); /* a var has a type of its own */
+    name_value(L, &v, s->name);
+    declare(L, s, s->name, s->kind == AST_VAR ? SYM_VAR : SYM_LET, v);
+}
+
+/* Can a weak literal become a `t` without changing its value (a float
+ * literal never becomes an integer)? */
+static bool weak_fits(const Val *w, const IrType *t) {
+    if (ir_type_is_float(w->type))
+        return ir_type_is_float(t);
+    if (ir_type_is_int(t))
+        return t->kind == IR_I1 ? (w->i == 0 || w->i == 1) : ir_int_wrap(w->i, ir_type_bits(t)) == w->i;
+    return true;
+}
+
+/* The value assigned to a var, converted to the var's type: same dtype and
+ * broadcastable shape, or a weak literal that adapts. */
+static Val assign_convert(Lower *L, const AstNode *s, const Symbol *sym, Val v) {
+    const IrType *vt = sym->type;
+    if ((v.kind != VAL_CONST && v.kind != VAL_IR) || !vt)
+        return val_error();
+    const IrType *want = ir_type_elem(vt), *have = val_elem(&v);
+    bool weak = v.kind == VAL_CONST && v.weak;
+    bool elem_ok = have == want || (weak && want->kind != IR_PTR && weak_fits(&v, want));
+    Shape ts = {0}, vs = val_shape(&v), r;
+    if (vt->kind == IR_TILE) {
+        ts.rank = vt->rank;
+        memcpy(ts.dim, vt->shape, sizeof(int64_t) * (size_t)vt->rank);
+    }
+    bool shape_ok = lower_broadcast_shapes(&vs, &ts, &r) && r.rank == ts.rank &&
+                    memcmp(r.dim, ts.dim, sizeof(int64_t) * (size_t)r.rank) == 0;
+    if (!elem_ok || !shape_ok) {
+        lower_error(L, s, "cannot assign %s to var '%s' of type %s", lower_val_str(L, &v), sym->name,
+                 lower_type_str(L, vt));
+        return val_error();
+    }
+    lower_at(L, s);
+    v = lower_convert(L, v, want, s);
+    return lower_broadcast(L, v, &ts, s, "assignment");
+}
+
+static const char *why_not_assignable(SymKind k) {
+    switch (k) {
+    case SYM_LET: return "declared with let (use var)";
+    case SYM_PARAM: return "it is a parameter";
+    case SYM_CONSTEXPR: return "it is a constexpr parameter";
+    case SYM_LOOP: return "it is a loop variable";
+    default: return "";
+    }
+}
+
+/* x = e;  x += e; ... */
+static void lower_assign(Lower *L, const AstNode *s) {
+    int idx = lookup_index(L, s->name);
+    if (idx < 0) {
+        lower_error(L, s, "use of undeclared identifier '%s'", s->name);
+        lower_expr(L, s->rhs);
+        return;
+    }
+    if (L->syms[idx].kind != SYM_VAR) {
+        lower_error(L, s, "cannot assign to '%s': %s", s->name, why_not_assignable(L->syms[idx].kind));
+        diag_note(L->diags, L->syms[idx].decl->loc, "'%s' declared here", s->name);
+        lower_expr(L, s->rhs);
+        return;
+    }
+    Val v = lower_expr(L, s->rhs);
+    /* Lowering the right side may instantiate funcs, which grows the symbol
+     * stack: index it again rather than hold a pointer. */
+    if (s->op != AST_OP_ASSIGN)
+        v = lower_binop(L, s, s->op, L->syms[idx].val, v);
+    v = assign_convert(L, s, &L->syms[idx], v);
+    if (v.kind == VAL_ERROR)
+        return; /* the var keeps its value and type: no cascade */
+    name_value(L, &v, s->name);
+    L->syms[idx].val = v;
+}
+
+/* Vars changed by either branch of an `if` become its results. Returns the
+ * number of results; fills idx (symbol indices) and sets erroneous ones to
+ * VAL_ERROR. */
+static int merge_vars(Lower *L, int n, const Val *before, const Val *a, const Val *b, int *idx) {
+    int nres = 0;
+    for (int j = 0; j < n; j++) {
+        Symbol *sym = &L->syms[L->frame + j];
+        sym->val = before[j];
+        if (sym->kind != SYM_VAR || (same_val(&a[j], &before[j]) && same_val(&b[j], &before[j])))
+            continue;
+        if (a[j].kind == VAL_ERROR || b[j].kind == VAL_ERROR || !sym->type) {
+            sym->val = val_error();
+            continue;
+        }
+        idx[nres++] = L->frame + j;
+    }
+    return nres;
+}
+
+/* Moves every op of `from` to the end of `to`. */
+static void move_ops(IrBlock *from, IrBlock *to) {
+    IrOp *op = from->first;
+    while (op) {
+        IrOp *next = op->next;
+        ir_op_unlink(op);
+        ir_block_append(to, op);
+        op = next;
+    }
+}
+
+/* if (c) a else b */
+static void lower_if(Lower *L, const AstNode *s) {
+    Val c = lower_expr(L, s->cond);
+    if (c.kind != VAL_ERROR)
+        c = lower_condition(L, c, s->cond, "if condition");
+    if (c.kind == VAL_CONST) {
+        /* Constexpr: only the taken branch exists in this specialization. */
+        lower_scoped(L, val_truthy(&c) ? s->body : s->els);
+        return;
+    }
+    int n = L->num_syms - L->frame;
+    Val *before = snapshot(L);
+    IrBuilder saved = L->b;
+    IrOp *ph = NULL; /* the `if` without results, while the branches are lowered */
+    IrValue *cv = NULL;
+    if (c.kind == VAL_IR) {
+        cv = c.v;
+        lower_at(L, s);
+        ph = ir_build_op(&L->b, IR_OP_IF, 1, &cv, 0, NULL);
+        ir_builder_at_end(&L->b, L->m, ph->regions[0]);
+    }
+    lower_scoped(L, s->body);
+    Val *then_vals = snapshot(L);
+    restore(L, before, n);
+    if (ph)
+        ir_builder_at_end(&L->b, L->m, ph->regions[1]);
+    lower_scoped(L, s->els);
+    Val *else_vals = snapshot(L);
+    L->b = saved;
+    int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
+    int nres = merge_vars(L, n, before, then_vals, else_vals, idx);
+    if (!ph) {
+        /* The condition had an error: the branches were checked, nothing built. */
+        for (int k = 0; k < nres; k++)
+            L->syms[idx[k]].val = val_error();
+        return;
+    }
+    const IrType **types = ARENA_ARRAY(&L->tmp, const IrType *, nres > 0 ? nres : 1);
+    IrValue **ys = ARENA_ARRAY(&L->tmp, IrValue *, nres > 0 ? nres : 1);
+    for (int r = 0; r < 2; r++) {
+        const Val *vals = r == 0 ? then_vals : else_vals;
+        ir_builder_at_end(&L->b, L->m, ph->regions[r]);
+        lower_at(L, s);
+        for (int k = 0; k < nres; k++) {
+            types[k] = L->syms[idx[k]].type;
+            ys[k] = lower_ir(L, &vals[idx[k] - L->frame]);
+        }
+        ir_build(&L->b, IR_OP_YIELD, NULL, nres, ys);
+    }
+    L->b = saved;
+    if (nres == 0)
+        return;
+    IrBuilder at = saved;
+    ir_builder_before(&at, ph);
+    at.loc = s->loc;
+    IrOp *op = ir_build_op(&at, IR_OP_IF, 1, &cv, nres, types);
+    for (int r = 0; r < 2; r++)
+        move_ops(ph->regions[r], op->regions[r]);
+    ir_op_unlink(ph);
+    for (int k = 0; k < nres; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        const Val *tv = &then_vals[idx[k] - L->frame], *ev = &else_vals[idx[k] - L->frame];
+        sym->val = val_ir(op->results[k]);
+        sym->val.const_param = tv->const_param ? tv->const_param : ev->const_param;
+        ir_value_set_name(L->m, op->results[k], sym->name);
+    }
+}
+
+/* Marks the outer vars assigned anywhere in a loop body. */
+static void scan_assigns(Lower *L, const AstNode *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case AST_BLOCK:
+        for (int i = 0; i < s->num_items; i++)
+            scan_assigns(L, s->items[i]);
+        break;
+    case AST_IF:
+        scan_assigns(L, s->body);
+        scan_assigns(L, s->els);
+        break;
+    case AST_FOR:
+        scan_assigns(L, s->body);
+        break;
+    case AST_ASSIGN: {
+        int i = lookup_index(L, s->name);
+        if (i >= 0 && L->syms[i].kind == SYM_VAR)
+            L->syms[i].carried = true;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* A range bound: an integer scalar. */
+static bool range_bound(Lower *L, const Val *v, const AstNode *n) {
+    if (v->kind == VAL_ERROR)
+        return false;
+    const IrType *t = val_type(v);
+    if (t->kind == IR_TILE || !ir_type_is_int(t) || t->kind == IR_I1) {
+        lower_error(L, n, "range bounds must be integer scalars, got %s", lower_val_str(L, v));
+        return false;
+    }
+    return true;
+}
+
+/* for (i in range(lb, ub, step)) body */
+static void lower_for(Lower *L, const AstNode *s) {
+    int na = s->num_items;
+    Val b[3];
+    bool ok = true;
+    if (na < 1 || na > 3) {
+        lower_error(L, s, "range takes 1 to 3 arguments, got %d", na);
+        ok = false;
+    } else {
+        b[0] = na == 1 ? val_weak_int(L, 0) : lower_expr(L, s->items[0]);
+        b[1] = lower_expr(L, s->items[na == 1 ? 0 : 1]);
+        b[2] = na == 3 ? lower_expr(L, s->items[2]) : val_weak_int(L, 1);
+        for (int i = 0; i < 3; i++)
+            ok &= range_bound(L, &b[i], s->items[i < na ? (na == 1 ? 0 : i) : na - 1]);
+    }
+    const IrType *ivt = NULL;
+    if (ok) {
+        /* The induction type: the widest typed bound, else i32 (i64 for a
+         * literal that needs it). */
+        bool wide = false;
+        for (int i = 0; i < 3; i++) {
+            if (b[i].kind == VAL_CONST && b[i].weak)
+                wide |= b[i].type->kind == IR_I64;
+            else if (!ivt || ir_type_bits(b[i].type) > ir_type_bits(ivt))
+                ivt = b[i].type;
+        }
+        if (!ivt)
+            ivt = lower_scalar(L, wide ? IR_I64 : IR_I32);
+        for (int i = 0; i < 3; i++)
+            b[i] = lower_convert(L, b[i], ivt, s);
+        if (b[2].kind == VAL_CONST && b[2].i <= 0) {
+            lower_error(L, na == 3 ? s->items[2] : s, "range step must be positive, got %lld", (long long)b[2].i);
+            ok = false;
+        }
+    }
+    int n = L->num_syms - L->frame;
+    if (!ok) {
+        /* Check the body anyway, with the loop variable an error. */
+        Val *before = snapshot(L);
+        int mark = L->num_syms;
+        declare(L, s, s->name, SYM_LOOP, val_error());
+        lower_stmt(L, s->body);
+        L->num_syms = mark;
+        Val *after = snapshot(L);
+        for (int j = 0; j < n; j++)
+            if (!same_val(&after[j], &before[j]))
+                L->syms[L->frame + j].val = val_error();
+        return;
+    }
+    /* The carried vars, in declaration order. */
+    scan_assigns(L, s->body);
+    int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
+    int nc = 0;
+    for (int j = L->frame; j < L->num_syms; j++) {
+        Symbol *sym = &L->syms[j];
+        if (!sym->carried)
+            continue;
+        sym->carried = false;
+        if (sym->val.kind == VAL_ERROR || !sym->type)
+            continue;
+        idx[nc++] = j;
+    }
+    IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, 3 + nc);
+    const IrType **types = ARENA_ARRAY(&L->tmp, const IrType *, nc > 0 ? nc : 1);
+    lower_at(L, s);
+    for (int i = 0; i < 3; i++)
+        ops[i] = lower_ir(L, &b[i]);
+    for (int k = 0; k < nc; k++) {
+        types[k] = L->syms[idx[k]].type;
+        ops[3 + k] = lower_ir(L, &L->syms[idx[k]].val);
+    }
+    IrOp *op = ir_build_op(&L->b, IR_OP_FOR, 3 + nc, ops, nc, types);
+    IrBlock *body = op->regions[0];
+    IrValue *iv = ir_block_add_arg(L->m, body, ivt, s->name);
+    const AstNode **cps = ARENA_ARRAY(&L->tmp, const AstNode *, nc > 0 ? nc : 1);
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        cps[k] = sym->val.const_param;
+        sym->val = val_ir(ir_block_add_arg(L->m, body, types[k], sym->name));
+        sym->val.const_param = cps[k];
+    }
+    IrBuilder saved = L->b;
+    ir_builder_at_end(&L->b, L->m, body);
+    int mark = L->num_syms;
+    declare(L, s, s->name, SYM_LOOP, val_ir(iv));
+    lower_stmt(L, s->body);
+    L->num_syms = mark;
+    IrValue **ys = ARENA_ARRAY(&L->tmp, IrValue *, nc > 0 ? nc : 1);
+    lower_at(L, s);
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        ys[k] = sym->val.kind == VAL_ERROR ? body->args[1 + k] : lower_ir(L, &sym->val);
+        if (sym->val.const_param)
+            cps[k] = sym->val.const_param;
+    }
+    ir_build(&L->b, IR_OP_YIELD, NULL, nc, ys);
+    L->b = saved;
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        bool bad = sym->val.kind == VAL_ERROR;
+        sym->val = bad ? val_error() : val_ir(op->results[k]);
+        sym->val.const_param = cps[k];
+        ir_value_set_name(L->m, op->results[k], sym->name);
+    }
+}
+
+static void lower_static_assert(Lower *L, const AstNode *s) {
+    Val c = lower_expr(L, s->cond);
+    if (c.kind == VAL_ERROR)
+        return;
+    if (c.kind != VAL_CONST || val_is_ptr(&c)) {
+        lower_error(L, s->cond, "static_assert condition must be a constant expression, got a runtime %s",
+                 lower_val_str(L, &c));
+        return;
+    }
+    if (!val_truthy(&c)) {
+        if (s->str)
+            lower_error(L, s->cond, "static assertion failed: %s", s->str);
+        else
+            lower_error(L, s->cond, "static assertion failed");
+    }
+}
+
+static void lower_stmt(Lower *L, const AstNode *s) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case AST_LET:
+    case AST_VAR: lower_decl(L, s); break;
+    case AST_ASSIGN: lower_assign(L, s); break;
+    case AST_EXPR_STMT: lower_expr_any(L, s->lhs); break;
+    case AST_BLOCK: {
+        int mark = L->num_syms;
+        for (int i = 0; i < s->num_items; i++)
+            lower_stmt(L, s->items[i]);
+        L->num_syms = mark;
+        break;
+    }
+    case AST_IF: lower_if(L, s); break;
+    case AST_FOR: lower_for(L, s); break;
+    case AST_STATIC_ASSERT: lower_static_assert(L, s); break;
+    case AST_RETURN:
+        lower_error(L, s, "'return' must be the last statement of a %s",
+                 L->fn_decl->kind == AST_KERNEL ? "kernel" : "func");
+        if (s->lhs)
+            lower_expr(L, s->lhs);
+        break;
+    default: lower_error(L, s, "expected a statement, found %s", ast_kind_name(s->kind)); break;
+    }
+}
+
+/* Lowers a function body; returns its final `return` statement, if any,
+ * unlowered. */
+static const AstNode *lower_body(Lower *L, const AstNode *body) {
+    if (!body || body->kind != AST_BLOCK) {
+        lower_stmt(L, body);
+        return NULL;
+    }
+    for (int i = 0; i < body->num_items; i++) {
+        const AstNode *s = body->items[i];
+        if (s->kind == AST_RETURN && i == body->num_items - 1)
+            return s;
+        lower_stmt(L, s);
+    }
+    return NULL;
+}
+
+/* ---- funcs ---- */
+
+static bool sig_equal(const ParamSig *a, const ParamSig *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (a[i].type != b[i].type || a[i].is_const != b[i].is_const || !same_val(&a[i].value, &b[i].value))
+            return false;
+    return true;
+}
+
+static FuncInst *instantiate(Lower *L, DeclInfo *d, ParamSig *sig) {
+    const AstNode *f = d->decl;
+    FuncInst *inst = ARENA_NEW(&L->tmp, FuncInst);
+    inst->sig = sig;
+    const char *name = d->num_instances == 0 ? f->name : arena_printf(&L->tmp, "%s.%d", f->name, d->num_instances);
+    d->num_instances++;
+    inst->ir = ir_func_create(L->m, IR_FUNC_FUNC, name);
+    inst->ir->loc = f->loc;
+    inst->next = d->instances;
+    d->instances = inst;
+
+    /* Save the caller's state: funcs are lowered on demand, mid-caller. */
+    IrBuilder saved_b = L->b;
+    IrFunc *saved_fn = L->fn;
+    const AstNode *saved_decl = L->fn_decl;
+    int saved_frame = L->frame;
+    int errors = L->diags->num_errors;
+    L->frame = L->num_syms;
+    L->fn = inst->ir;
+    L->fn_decl = f;
+    ir_builder_at_end(&L->b, L->m, inst->ir->body);
+    d->active = true;
+
+    for (int i = 0; i < f->num_items; i++) {
+        const AstNode *p = f->items[i];
+        if (p->type.is_constexpr) {
+            declare(L, p, p->name, SYM_CONSTEXPR, sig[i].value);
+            continue;
+        }
+        Val v = val_ir(ir_func_add_param(inst->ir, sig[i].type, p->name));
+        if (p->type.is_pointer && p->type.is_const)
+            v.const_param = p;
+        declare(L, p, p->name, SYM_PARAM, v);
+    }
+    const AstNode *ret = lower_body(L, f->body);
+    Val rv = ret && ret->lhs ? lower_expr(L, ret->lhs) : val_void(f->name);
+    lower_at(L, ret ? ret : f);
+    if (rv.kind == VAL_CONST || rv.kind == VAL_IR) {
+        if (rv.kind == VAL_CONST && rv.weak)
+            rv = lower_convert(L, rv, rv.type, ret);
+        IrValue *x = lower_ir(L, &rv);
+        ir_build(&L->b, IR_OP_RETURN, NULL, 1, &x);
+        inst->result = x->type;
+        inst->result_const = rv.const_param;
+        ir_func_set_results(inst->ir, 1, &inst->result);
+    } else {
+        ir_build(&L->b, IR_OP_RETURN, NULL, 0, NULL);
+        ir_func_set_results(inst->ir, 0, NULL);
+    }
+    inst->failed = L->diags->num_errors != errors;
+
+    d->active = false;
+    L->num_syms = L->frame;
+    L->frame = saved_frame;
+    L->fn = saved_fn;
+    L->fn_decl = saved_decl;
+    L->b = saved_b;
+    return inst;
+}
+
+/* Checks one argument against its parameter; fills its signature entry and
+ * converts the argument (weak literals take the parameter's type). */
+static bool bind_arg(Lower *L, const AstNode *call, const AstNode *f, int i, Val *a, ParamSig *sig) {
+    const AstNode *p = f->items[i];
+    const AstTypeSpec *ts = &p->type;
+    const IrType *want = lower_scalar(L, ts->scalar);
+    const AstNode *an = call->items[i];
+    memset(sig, 0, sizeof *sig);
+    if (ts->is_constexpr) {
+        if (a->kind != VAL_CONST) {
+            lower_error(L, an, "argument %d of '%s' must be a constant: parameter '%s' is constexpr", i + 1, f->name,
+                     p->name);
+            return false;
+        }
+        if (ir_type_is_float(a->type) && !ir_type_is_float(want)) {
+            lower_error(L, an, "argument %d of '%s' must be %s, got %s", i + 1, f->name, ir_scalar_name(ts->scalar),
+                     lower_val_str(L, a));
+            return false;
+        }
+        *a = lower_convert(L, *a, want, an);
+        sig->type = want;
+        sig->value = *a;
+        return a->kind == VAL_CONST;
+    }
+    if (ts->is_pointer) {
+        const IrType *pt = ir_type_ptr(L->m, want);
+        if (val_elem(a) != pt) {
+            lower_error(L, an, "argument %d of '%s' must be a pointer to %s, got %s", i + 1, f->name,
+                     ir_scalar_name(ts->scalar), lower_val_str(L, a));
+            return false;
+        }
+        if (a->const_param && !ts->is_const) {
+            lower_error(L, an, "argument %d of '%s' points to const data but parameter '%s' is not 'const %s*'", i + 1,
+                     f->name, p->name, ir_scalar_name(ts->scalar));
+            return false;
+        }
+        sig->type = val_type(a);
+        sig->is_const = ts->is_const;
+        return true;
+    }
+    bool weak = a->kind == VAL_CONST && a->weak;
+    const IrType *have = val_elem(a);
+    if (!(have == want || (weak && weak_fits(a, want)))) {
+        lower_error(L, an, "argument %d of '%s' must be %s (a scalar or a tile of %s), got %s", i + 1, f->name,
+                 ir_scalar_name(ts->scalar), ir_scalar_name(ts->scalar), lower_val_str(L, a));
+        return false;
+    }
+    *a = lower_convert(L, *a, want, an);
+    sig->type = val_type(a);
+    return a->kind != VAL_ERROR;
+}
+
+Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
+    const AstNode *f = d->decl;
+    int np = f->num_items;
+    if (call->num_items != np) {
+        lower_error(L, call, "'%s' takes %d argument%s, got %d", f->name, np, np == 1 ? "" : "s", call->num_items);
+        diag_note(L->diags, f->loc, "'%s' declared here", f->name);
+        return val_error();
+    }
+    if (d->active) {
+        lower_error(L, call, "recursive call to '%s'", f->name);
+        return val_error();
+    }
+    Val *args = ARENA_ARRAY(&L->tmp, Val, np > 0 ? np : 1);
+    ParamSig *sig = ARENA_ARRAY(&L->tmp, ParamSig, np > 0 ? np : 1);
+    bool ok = true;
+    for (int i = 0; i < np; i++) {
+        args[i] = lower_expr(L, call->items[i]);
+        ok &= args[i].kind != VAL_ERROR;
+    }
+    for (int i = 0; i < np && ok; i++)
+        ok = bind_arg(L, call, f, i, &args[i], &sig[i]);
+    if (!ok)
+        return val_error();
+    FuncInst *inst = d->instances;
+    while (inst && !sig_equal(inst->sig, sig, np))
+        inst = inst->next;
+    if (!inst)
+        inst = instantiate(L, d, sig);
+    if (inst->failed)
+        return val_error();
+    IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, np > 0 ? np : 1);
+    int no = 0;
+    lower_at(L, call);
+    for (int i = 0; i < np; i++)
+        if (!f->items[i]->type.is_constexpr)
+            ops[no++] = lower_ir(L, &args[i]);
+    IrOp *op = ir_build_op(&L->b, IR_OP_CALL, no, ops, inst->result ? 1 : 0, &inst->result);
+    ir_op_set_symbol(L->m, op, "callee", inst->ir->name);
+    if (!inst->result)
+        return val_void(f->name);
+    Val r = val_ir(op->results[0]);
+    r.const_param = inst->result_const;
+    return r;
+}
+
+/* ---- kernels ---- */
+
+static const FeConstexpr *find_constexpr(Lower *L, const char *name) {
+    const FeConstexpr *found = NULL; /* the last -D of a name wins */
+    for (int i = 0; i < L->opts->num_constexprs; i++)
+        if (strcmp(L->opts->constexprs[i].name, name) == 0)
+            found = &L->opts->constexprs[i];
+    return found;
+}
+
+/* The value of a constexpr parameter of kernel k. */
+static Val constexpr_value(Lower *L, const AstNode *k, const AstNode *p) {
+    const IrType *t = lower_scalar(L, p->type.scalar);
+    const char *tn = ir_scalar_name(p->type.scalar);
+    if (p->type.is_pointer) {
+        lower_error(L, p, "constexpr parameter '%s' must be an integer, float or bool, not a pointer", p->name);
+        return val_error();
+    }
+    const FeConstexpr *cx = find_constexpr(L, p->name);
+    if (cx) {
+        if (cx->is_float && !ir_type_is_float(t)) {
+            lower_error(L, p, "constexpr parameter '%s' of kernel '%s' is %s, but -D %s=%g is not an integer", p->name,
+                     k->name, tn, p->name, cx->f);
+            return val_error();
+        }
+        if (t->kind == IR_I1 && !cx->is_float && cx->i != 0 && cx->i != 1) {
+            lower_error(L, p, "constexpr parameter '%s' of kernel '%s' is bool; -D %s=%lld must be true, false, 0 or 1",
+                     p->name, k->name, p->name, (long long)cx->i);
+            return val_error();
+        }
+        if (ir_type_is_int(t) && !cx->is_float && ir_int_wrap(cx->i, ir_type_bits(t)) != cx->i) {
+            lower_error(L, p, "-D %s=%lld does not fit constexpr parameter '%s' of type %s", p->name, (long long)cx->i,
+                     p->name, tn);
+            return val_error();
+        }
+        return cx->is_float ? val_float(t, cx->f) : ir_type_is_float(t) ? val_float(t, (double)cx->i) : val_int(t, cx->i);
+    }
+    if (!p->rhs) {
+        lower_error(L, p, "constexpr parameter '%s' of kernel '%s' has no value (pass -D %s=...)", p->name, k->name,
+                 p->name);
+        return val_error();
+    }
+    Val v = lower_expr(L, p->rhs);
+    if (v.kind == VAL_ERROR)
+        return v;
+    if (v.kind != VAL_CONST || val_is_ptr(&v)) {
+        lower_error(L, p->rhs, "default value of constexpr parameter '%s' is not a constant expression", p->name);
+        return val_error();
+    }
+    if (ir_type_is_float(v.type) && !ir_type_is_float(t)) {
+        lower_error(L, p->rhs, "default value of constexpr parameter '%s' must be %s, got %s", p->name, tn,
+                 lower_val_str(L, &v));
+        return val_error();
+    }
+    return lower_convert(L, v, t, p->rhs);
+}
+
+static void lower_kernel(Lower *L, const AstNode *k) {
+    IrFunc *fn = ir_func_create(L->m, IR_FUNC_KERNEL, k->name);
+    fn->loc = k->loc;
+    ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : 4);
+    L->fn = fn;
+    L->fn_decl = k;
+    L->frame = L->num_syms = 0;
+    ir_builder_at_end(&L->b, L->m, fn->body);
+    for (int i = 0; i < k->num_items; i++) {
+        const AstNode *p = k->items[i];
+        if (p->kind != AST_PARAM)
+            continue;
+        if (p->type.is_constexpr) {
+            declare(L, p, p->name, SYM_CONSTEXPR, constexpr_value(L, k, p));
+            continue;
+        }
+        if (p->rhs)
+            lower_error(L, p->rhs, "only constexpr parameters have default values");
+        const IrType *t = lower_scalar(L, p->type.scalar);
+        if (p->type.is_pointer)
+            t = ir_type_ptr(L->m, t);
+        Val v = val_ir(ir_func_add_param(fn, t, p->name));
+        if (p->type.is_pointer && p->type.is_const)
+            v.const_param = p;
+        declare(L, p, p->name, SYM_PARAM, v);
+    }
+    const AstNode *ret = lower_body(L, k->body);
+    if (ret && ret->lhs)
+        lower_error(L, ret, "a kernel cannot return a value");
+    lower_at(L, ret ? ret : k);
+    ir_build(&L->b, IR_OP_RETURN, NULL, 0, NULL);
+    L->num_syms = 0;
+}
+
+/* ---- the entry point ---- */
+
+/* Checks the file's declarations: unique names, no builtin names, funcs'
+ * parameters well formed. */
+static void check_decls(Lower *L) {
+    for (int i = 0; i < L->num_decls; i++) {
+        const AstNode *d = L->decls[i].decl;
+        for (int j = 0; j < i; j++) {
+            if (strcmp(L->decls[j].decl->name, d->name) == 0) {
+                lower_error(L, d, "redefinition of '%s'", d->name);
+                diag_note(L->diags, L->decls[j].decl->loc, "previous declaration is here");
+                break;
+            }
+        }
+        if (d->kind == AST_FUNC && lower_is_builtin(d->name))
+            lower_error(L, d, "'%s' is a builtin; give this func another name", d->name);
+        if (d->kind != AST_FUNC)
+            continue;
+        for (int p = 0; p < d->num_items; p++) {
+            const AstNode *pp = d->items[p];
+            for (int q = 0; q < p; q++) {
+                if (strcmp(d->items[q]->name, pp->name) == 0) {
+                    lower_error(L, pp, "redefinition of '%s'", pp->name);
+                    diag_note(L->diags, d->items[q]->loc, "previous declaration is here");
+                    break;
+                }
+            }
+            if (pp->rhs)
+                lower_error(L, pp->rhs, "func parameters have no default values");
+            if (pp->type.is_constexpr && pp->type.is_pointer)
+                lower_error(L, pp, "constexpr parameter '%s' must be an integer, float or bool, not a pointer", pp->name);
+        }
+    }
+}
+
+/* Every -D must name a constexpr parameter of some kernel being lowered. */
+static void check_constexprs(Lower *L, const AstNode **kernels, int nk) {
+    SrcLoc file_loc = {L->file->src, 0, 0};
+    for (int c = 0; c < L->opts->num_constexprs; c++) {
+        const char *name = L->opts->constexprs[c].name;
+        bool used = false;
+        for (int k = 0; k < nk && !used; k++)
+            for (int p = 0; p < kernels[k]->num_items && !used; p++)
+                used = kernels[k]->items[p]->type.is_constexpr && strcmp(kernels[k]->items[p]->name, name) == 0;
+        if (used)
+            continue;
+        Buf b;
+        buf_init(&b);
+        for (int k = 0; k < nk; k++)
+            buf_printf(&b, "%s'%s'", k ? ", " : "", kernels[k]->name);
+        diag_error(L->diags, file_loc, "-D %s matches no constexpr parameter of kernel%s %s", name,
+                   nk == 1 ? "" : "s", nk ? b.data : "(none)");
+        buf_free(&b);
+    }
+}
+
+static void lower_file(Lower *L) {
+    const AstFile *f = L->file;
+    L->num_decls = f->num_decls;
+    L->decls = ARENA_ARRAY(&L->tmp, DeclInfo, f->num_decls > 0 ? f->num_decls : 1);
+    for (int i = 0; i < f->num_decls; i++)
+        L->decls[i].decl = f->decls[i];
+    check_decls(L);
+
+    const AstNode **kernels = ARENA_ARRAY(&L->tmp, const AstNode *, f->num_decls > 0 ? f->num_decls : 1);
+    int nk = 0;
+    for (int i = 0; i < f->num_decls; i++)
+        if (f->decls[i]->kind == AST_KERNEL && (!L->opts->kernel || strcmp(f->decls[i]->name, L->opts->kernel) == 0))
+            kernels[nk++] = f->decls[i];
+    if (L->opts->kernel && nk == 0) {
+        Buf b;
+        buf_init(&b);
+        for (int i = 0; i < f->num_decls; i++)
+            if (f->decls[i]->kind == AST_KERNEL)
+                buf_printf(&b, "%s%s", b.len ? ", " : "", f->decls[i]->name);
+        SrcLoc file_loc = {f->src, 0, 0};
+        if (b.len)
+            diag_error(L->diags, file_loc, "no kernel named '%s'; kernels in this file: %s", L->opts->kernel, b.data);
+        else
+            diag_error(L->diags, file_loc, "no kernel named '%s'; this file has no kernels", L->opts->kernel);
+        buf_free(&b);
+        return;
+    }
+    check_constexprs(L, kernels, nk);
+    for (int k = 0; k < nk; k++)
+        lower_kernel(L, kernels[k]);
+}
+
+IrModule *fe_lower(const AstFile *f, const FeOptions *opts, DiagList *diags) {
+    static const FeOptions no_options;
+    Lower *L = calloc(1, sizeof *L);
+    if (!L)
+        tc_oom();
+    L->file = f;
+    L->opts = opts ? opts : &no_options;
+    L->diags = diags;
+    arena_init(&L->tmp);
+    TcGuard g;
+    if (TC_GUARD(g)) {
+        /* An internal error (or out of memory) deep inside: clean up, and
+         * report it like any other error, rather than abort. */
+        ir_module_destroy(L->m);
+        arena_free(&L->tmp);
+        free(L);
+        if (g.code == 1)
+            tc_oom();
+        diag_error(diags, srcloc_none(), "internal error while lowering: %s", g.message);
+        return NULL;
+    }
+    L->m = ir_module_create();
+    int errors = diags->num_errors;
+    lower_file(L);
+    tc_guard_pop(&g);
+    IrModule *m = L->m;
+    arena_free(&L->tmp);
+    free(L);
+    if (diags->num_errors != errors) {
+        ir_module_destroy(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,1045 @@
+/*
+ * verify.c — the IR verifier: every rule docs/ir.md states, checked.
+ *
+ * The parser, the front end and every pass produce IR; the verifier is what
+ * makes a bug in any of them show up at the pass that introduced it instead
+ * of as a wrong kernel three passes later. tilec-opt runs it after parsing,
+ * the pass manager after every pass in debug builds and under --verify-each.
+ *
+ * What it checks, per function, in one pre-order walk:
+ *
+ *   - structure: operand, result and region counts from ops.def, with the
+ *     op-specific rules for the variadic ones (load takes 1 to 3 operands,
+ *     `for` has one result per init...); every block ends with exactly one
+ *     terminator (`return` in a function body, `yield` in a region) and
+ *     terminators appear nowhere else; parent pointers agree.
+ *   - attributes: the required ones of ops.def ("name:kind") are present
+ *     with the right kind, and words are from the op's vocabulary.
+ *   - types: well-formed types (a tile's layout has the tile's rank), and
+ *     each op's typing rule (elementwise shapes and layouts agree, float-only
+ *     ops take floats, cmp gives i1, load gives the pointee shaped like the
+ *     pointer, dot is MxK by KxN into MxN f32, ...).
+ *   - dominance: an operand must be defined earlier in its block or in an
+ *     enclosing one, or be a parameter or an enclosing block argument.
+ *     Control flow is structured, so this is a scope check: a map from
+ *     value to "visible" or "out of scope" that a block entry extends and a
+ *     block exit retires.
+ *
+ * Errors name the op in quotes and say what was expected, at the op's
+ * location: "'dot' op operand 1 has shape 32x64, expected 64xN". The walk
+ * goes on after an error (one bad op rarely hides another), but an op whose
+ * operand or result count is wrong gets no type checks, which would only
+ * index out of bounds or repeat the same complaint.
+ */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct Verifier {
+    DiagList *diags;
+    const IrModule *m;
+    const IrFunc *func;      /* function being checked */
+    Arena arena;             /* scope map, scratch strings */
+    IrMap scope;             /* IrValue* -> VISIBLE or RETIRED */
+    const IrValue **defined; /* values in the order they came into scope */
+    size_t num_defined, cap_defined;
+    bool ok;
+} Verifier;
+
+static char visible_tag, retired_tag;
+#define VISIBLE ((void *)&visible_tag)
+#define RETIRED ((void *)&retired_tag)
+
+/* ---- reporting ---- */
+
+static void op_error(Verifier *v, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void op_error(Verifier *v, const IrOp *op, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(v->diags, op->loc, "'%s' op %s", ir_op_info[op->opc].name, msg);
+    v->ok = false;
+}
+
+static void func_error(Verifier *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void func_error(Verifier *v, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(v->diags, v->func->loc, "%s @%s: %s", v->func->kind == IR_FUNC_KERNEL ? "kernel" : "func", v->func->name,
+               msg);
+    v->ok = false;
+}
+
+/* Text of a type, for messages (lives in the verifier's arena). */
+static const char *type_str(Verifier *v, const IrType *t) {
+    if (!t)
+        return "<no type>";
+    Buf b;
+    buf_init(&b);
+    ir_print_type(&b, t);
+    char *s = arena_strdup(&v->arena, b.data ? b.data : "");
+    buf_free(&b);
+    return s;
+}
+
+/* "32x64" for a tile or smem, "scalar" otherwise. */
+static const char *shape_str(Verifier *v, const IrType *t) {
+    if (!t || (t->kind != IR_TILE && t->kind != IR_SMEM))
+        return "scalar";
+    Buf b;
+    buf_init(&b);
+    for (int i = 0; i < t->rank; i++)
+        buf_printf(&b, "%s%lld", i ? "x" : "", (long long)t->shape[i]);
+    char *s = arena_strdup(&v->arena, b.data ? b.data : "");
+    buf_free(&b);
+    return s;
+}
+
+/* ---- type predicates (local: the verifier must not trust type.c's
+ * constructors to have produced what it checks) ---- */
+
+static bool is_int(const IrType *t) {
+    return t && t->kind <= IR_I64;
+}
+static bool is_float(const IrType *t) {
+    return t && t->kind >= IR_F16 && t->kind <= IR_F64;
+}
+static bool is_number(const IrType *t) {
+    return is_int(t) || is_float(t);
+}
+static bool is_ptr(const IrType *t) {
+    return t && t->kind == IR_PTR;
+}
+static bool is_scalar(const IrType *t) {
+    return is_number(t) || is_ptr(t);
+}
+static bool is_tile(const IrType *t) {
+    return t && t->kind == IR_TILE;
+}
+static bool is_smem(const IrType *t) {
+    return t && t->kind == IR_SMEM;
+}
+static const IrType *elem_of(const IrType *t) {
+    return (is_tile(t) || is_smem(t)) ? t->elem : t;
+}
+static bool is_i1(const IrType *t) {
+    return t && t->kind == IR_I1;
+}
+
+static bool same_shape(const IrType *a, const IrType *b) {
+    bool ta = is_tile(a) || is_smem(a), tb = is_tile(b) || is_smem(b);
+    if (ta != tb)
+        return false;
+    if (!ta)
+        return true;
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->shape[i] != b->shape[i])
+            return false;
+    return true;
+}
+
+/* Same shape and, for tiles, the same layout. */
+static bool same_form(const IrType *a, const IrType *b) {
+    return same_shape(a, b) && (!is_tile(a) || a->layout == b->layout);
+}
+
+/* ---- well-formed types ---- */
+
+/* Checks a type written on a result or block argument. `what` is e.g.
+ * "result 0"; op is NULL for function parameters. */
+static void check_type(Verifier *v, const IrOp *op, const char *what, const IrType *t) {
+    char msg[256];
+    msg[0] = 0;
+    if (!t) {
+        snprintf(msg, sizeof msg, "%s has no type", what);
+    } else if (t->kind == IR_PTR) {
+        if (!is_scalar(t->elem))
+            snprintf(msg, sizeof msg, "%s: pointee of a pointer must be a scalar type", what);
+    } else if (t->kind == IR_TILE || t->kind == IR_SMEM) {
+        const char *kind = t->kind == IR_TILE ? "tile" : "smem";
+        if (t->rank < 1 || t->rank > IR_MAX_RANK) {
+            snprintf(msg, sizeof msg, "%s: %s rank %d is outside 1..%d", what, kind, t->rank, IR_MAX_RANK);
+        } else if (!(t->kind == IR_TILE ? is_scalar(t->elem) : is_number(t->elem))) {
+            snprintf(msg, sizeof msg, "%s: bad element type of a %s", what, kind);
+        } else {
+            for (int i = 0; i < t->rank; i++)
+                if (t->shape[i] < 1) {
+                    snprintf(msg, sizeof msg, "%s: %s dimension %d has size %lld", what, kind, i,
+                             (long long)t->shape[i]);
+                    break;
+                }
+            const Layout *l = t->layout;
+            if (!msg[0] && l) {
+                if (t->kind == IR_TILE && l->kind == LAYOUT_SHARED)
+                    snprintf(msg, sizeof msg, "%s: a tile cannot have a #shared layout", what);
+                else if (t->kind == IR_SMEM && l->kind != LAYOUT_SHARED)
+                    snprintf(msg, sizeof msg, "%s: shared memory needs a #shared layout, not #%s", what,
+                             ir_layout_kind_name(l->kind));
+                else if (t->kind == IR_TILE && l->rank != t->rank)
+                    snprintf(msg, sizeof msg, "%s: layout #%s has rank %d, but the tile has rank %d", what,
+                             ir_layout_kind_name(l->kind), l->rank, t->rank);
+            }
+        }
+    } else if (t->kind > IR_F64) {
+        snprintf(msg, sizeof msg, "%s has an invalid type", what);
+    }
+    if (!msg[0])
+        return;
+    if (op)
+        op_error(v, op, "%s", msg);
+    else
+        func_error(v, "%s", msg);
+}
+
+/* ---- attributes ---- */
+
+/* Checks the "name:kind ..." list of ops.def. */
+static void check_required_attrs(Verifier *v, const IrOp *op) {
+    const char *p = ir_op_info[op->opc].attrs;
+    while (p && *p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        const char *colon = strchr(p, ':');
+        tc_assert(colon != NULL);
+        char name[64];
+        size_t n = (size_t)(colon - p);
+        tc_assert(n < sizeof name);
+        memcpy(name, p, n);
+        name[n] = 0;
+        char kind = colon[1];
+        p = colon + 2;
+        const IrAttr *a = ir_op_attr(op, name);
+        if (!a) {
+            op_error(v, op, "requires attribute '%s'", name);
+            continue;
+        }
+        bool good;
+        const char *want;
+        switch (kind) {
+        case 'i':
+            good = a->kind == IR_ATTR_INT;
+            want = "an integer";
+            break;
+        case 'n':
+            good = a->kind == IR_ATTR_INT || a->kind == IR_ATTR_FLOAT;
+            want = "a number";
+            break;
+        case 'w':
+            good = a->kind == IR_ATTR_WORD;
+            want = "a word";
+            break;
+        case 'l':
+            good = a->kind == IR_ATTR_INTS;
+            want = "a list of integers";
+            break;
+        case 's':
+            good = a->kind == IR_ATTR_SYMBOL;
+            want = "a symbol (@name)";
+            break;
+        default: tc_unreachable("bad attribute kind '%c' in ops.def", kind);
+        }
+        if (!good)
+            op_error(v, op, "attribute '%s' must be %s", name, want);
+    }
+}
+
+/* Checks that word attribute `name` (already known present) is one of the
+ * space-separated `words`. */
+static void check_word(Verifier *v, const IrOp *op, const char *name, const char *words) {
+    const IrAttr *a = ir_op_attr(op, name);
+    if (!a || a->kind != IR_ATTR_WORD || !a->s)
+        return;
+    size_t n = strlen(a->s);
+    for (const char *p = words; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, a->s, n) == 0)
+            return;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    op_error(v, op, "attribute '%s' is '%s', expected one of: %s", name, a->s, words);
+}
+
+static bool int_attr(const IrOp *op, const char *name, int64_t *out) {
+    const IrAttr *a = ir_op_attr(op, name);
+    if (!a || a->kind != IR_ATTR_INT)
+        return false;
+    *out = a->i;
+    return true;
+}
+
+/* ---- counts ---- */
+
+/* Checks counts; returns false if they are wrong (no further checks then). */
+static bool check_counts(Verifier *v, const IrOp *op) {
+    const IrOpInfo *info = &ir_op_info[op->opc];
+    int lo = info->num_operands, hi = info->num_operands;
+    switch (op->opc) {
+    case IR_OP_LOAD: lo = 1, hi = 3; break;
+    case IR_OP_STORE: lo = 2, hi = 3; break;
+    case IR_OP_ATOMIC: lo = 2, hi = 3; break;
+    case IR_OP_FOR: lo = 3, hi = -1; break;
+    case IR_OP_LOCAL_ALLOC: lo = 0, hi = 1; break;
+    case IR_OP_ASYNC_COPY: lo = 2, hi = 4; break;
+    case IR_OP_YIELD:
+    case IR_OP_RETURN:
+    case IR_OP_CALL: lo = 0, hi = -1; break;
+    default: break;
+    }
+    bool ok = true;
+    int n = op->num_operands;
+    if (n < lo || (hi >= 0 && n > hi)) {
+        if (lo == hi)
+            op_error(v, op, "expects %d operand%s, got %d", lo, lo == 1 ? "" : "s", n);
+        else if (hi < 0)
+            op_error(v, op, "expects at least %d operands, got %d", lo, n);
+        else if (lo == 0)
+            op_error(v, op, "expects at most %d operand%s, got %d", hi, hi == 1 ? "" : "s", n);
+        else
+            op_error(v, op, "expects %d to %d operands, got %d", lo, hi, n);
+        ok = false;
+    }
+    if (info->num_results >= 0 && op->num_results != info->num_results) {
+        op_error(v, op, "expects %d result%s, got %d", info->num_results, info->num_results == 1 ? "" : "s",
+                 op->num_results);
+        ok = false;
+    }
+    if (op->opc == IR_OP_FOR && ok && op->num_results != n - 3) {
+        op_error(v, op, "expects %d result%s (one per init value), got %d", n - 3, n - 3 == 1 ? "" : "s",
+                 op->num_results);
+        ok = false;
+    }
+    if (op->num_regions != info->num_regions) {
+        op_error(v, op, "expects %d region%s, got %d", info->num_regions, info->num_regions == 1 ? "" : "s",
+                 op->num_regions);
+        ok = false;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (!op->operands || !op->operands[i]) {
+            op_error(v, op, "operand %d is missing", i);
+            ok = false;
+        }
+    for (int i = 0; i < op->num_results; i++) {
+        if (!op->results || !op->results[i]) {
+            op_error(v, op, "result %d is missing", i);
+            ok = false;
+        } else if (op->results[i]->def != op || op->results[i]->index != i) {
+            op_error(v, op, "result %d does not point back to its op", i);
+            ok = false;
+        }
+    }
+    for (int r = 0; r < op->num_regions; r++)
+        if (!op->regions || !op->regions[r] || op->regions[r]->parent_op != op) {
+            op_error(v, op, "region %d does not point back to its op", r);
+            ok = false;
+        }
+    return ok;
+}
+
+/* ---- per-op typing rules ---- */
+
+#define OPND(i) (op->operands[(i)]->type)
+#define RES(i) (op->results[(i)]->type)
+
+/* Operand i must have the result's shape (and layout) when it is a tile;
+ * a tile result needs tile operands of its shape, a scalar result scalar
+ * operands. Elementwise ops take scalars or tiles (docs/ir.md). */
+static void check_elementwise_shape(Verifier *v, const IrOp *op) {
+    const IrType *r = RES(0);
+    for (int i = 0; i < op->num_operands; i++) {
+        const IrType *t = OPND(i);
+        if (is_tile(t) && !is_tile(r))
+            op_error(v, op, "operand %d is a tile (%s) but the result is a scalar", i, type_str(v, t));
+        else if (is_tile(t) && !same_shape(t, r))
+            op_error(v, op, "operand %d has shape %s, expected %s (the result's shape)", i, shape_str(v, t),
+                     shape_str(v, r));
+        else if (is_tile(t) && t->layout != r->layout)
+            op_error(v, op, "operand %d has type %s, expected the result's layout (%s)", i, type_str(v, t),
+                     type_str(v, r));
+        else if (is_smem(t))
+            op_error(v, op, "operand %d is shared memory; load it first", i);
+    }
+    if (is_tile(r)) {
+        bool any_tile = false;
+        for (int i = 0; i < op->num_operands; i++)
+            any_tile |= is_tile(OPND(i));
+        if (!any_tile && op->num_operands > 0)
+            op_error(v, op, "result is a tile but every operand is a scalar (use splat)");
+    } else if (!is_scalar(r)) {
+        op_error(v, op, "result must be a scalar or a tile, got %s", type_str(v, r));
+    }
+}
+
+/* Operand i has element type `want` (the message names the rule). */
+static void check_elem_eq(Verifier *v, const IrOp *op, int i, const IrType *want) {
+    const IrType *e = elem_of(OPND(i));
+    if (e != want)
+        op_error(v, op, "operand %d has element type %s, expected %s", i, type_str(v, e), type_str(v, want));
+}
+
+static void verify_elementwise(Verifier *v, const IrOp *op) {
+    check_elementwise_shape(v, op);
+    const IrType *re = elem_of(RES(0));
+    unsigned flags = ir_op_info[op->opc].flags;
+    switch (op->opc) {
+    case IR_OP_CMP: {
+        const IrType *e0 = elem_of(OPND(0));
+        if (!is_scalar(e0))
+            op_error(v, op, "operands must be numbers or pointers");
+        check_elem_eq(v, op, 1, e0);
+        if (!is_i1(re))
+            op_error(v, op, "result must have element type i1, got %s", type_str(v, re));
+        check_word(v, op, "pred", "eq ne lt le gt ge");
+        return;
+    }
+    case IR_OP_SELECT:
+        if (!is_i1(elem_of(OPND(0))))
+            op_error(v, op, "operand 0 (the condition) must be i1, got %s", type_str(v, elem_of(OPND(0))));
+        check_elem_eq(v, op, 1, re);
+        check_elem_eq(v, op, 2, re);
+        return;
+    case IR_OP_CAST:
+        if (!is_number(elem_of(OPND(0))))
+            op_error(v, op, "operand 0 must be a number, got %s", type_str(v, elem_of(OPND(0))));
+        if (!is_number(re))
+            op_error(v, op, "result must be a number, got %s", type_str(v, re));
+        return;
+    case IR_OP_ADDPTR:
+        if (!is_ptr(elem_of(OPND(0))))
+            op_error(v, op, "operand 0 must be a pointer, got %s", type_str(v, elem_of(OPND(0))));
+        if (!is_int(elem_of(OPND(1))) || is_i1(elem_of(OPND(1))))
+            op_error(v, op, "operand 1 (the offset) must be an integer, got %s", type_str(v, elem_of(OPND(1))));
+        check_elem_eq(v, op, 0, re);
+        return;
+    case IR_OP_AND:
+    case IR_OP_OR:
+    case IR_OP_XOR:
+    case IR_OP_NOT:
+    case IR_OP_SHL:
+    case IR_OP_SHR:
+        if (!is_int(re))
+            op_error(v, op, "operands must be integers, got %s", type_str(v, re));
+        break;
+    case IR_OP_FMA:
+        if (!is_float(re))
+            op_error(v, op, "operands must be floats, got %s", type_str(v, re));
+        break;
+    default:
+        if ((flags & OPF_FLOAT_ONLY) && !is_float(re))
+            op_error(v, op, "operands must be floats, got %s", type_str(v, re));
+        else if (!is_number(re))
+            op_error(v, op, "operands must be numbers, got %s", type_str(v, re));
+        break;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        check_elem_eq(v, op, i, re);
+}
+
+static void verify_constant(Verifier *v, const IrOp *op) {
+    const IrType *t = RES(0);
+    const IrType *e = elem_of(t);
+    if (!is_number(e) || !(is_tile(t) || is_scalar(t)))
+        op_error(v, op, "result must be a number or a tile of numbers, got %s", type_str(v, t));
+    const IrAttr *a = ir_op_attr(op, "value");
+    if (a && a->kind == IR_ATTR_FLOAT && is_int(e))
+        op_error(v, op, "float value for integer type %s", type_str(v, e));
+}
+
+static void verify_shape_op(Verifier *v, const IrOp *op) {
+    const IrType *s = OPND(0), *r = RES(0);
+    if (op->opc == IR_OP_SPLAT) {
+        if (!is_scalar(s))
+            op_error(v, op, "operand must be a scalar, got %s", type_str(v, s));
+        else if (!is_tile(r))
+            op_error(v, op, "result must be a tile, got %s", type_str(v, r));
+        else if (r->elem != s)
+            op_error(v, op, "result element type %s differs from the operand type %s", type_str(v, r->elem),
+                     type_str(v, s));
+        return;
+    }
+    if (!is_tile(s) || !is_tile(r)) {
+        op_error(v, op, "takes and returns tiles, got %s -> %s", type_str(v, s), type_str(v, r));
+        return;
+    }
+    if (s->elem != r->elem) {
+        op_error(v, op, "result element type %s differs from the operand's %s", type_str(v, r->elem),
+                 type_str(v, s->elem));
+        return;
+    }
+    switch (op->opc) {
+    case IR_OP_BROADCAST: {
+        bool good = s->rank == r->rank;
+        for (int i = 0; good && i < s->rank; i++)
+            good = s->shape[i] == r->shape[i] || s->shape[i] == 1;
+        if (!good)
+            op_error(v, op, "cannot broadcast shape %s to %s (only size-1 dimensions widen)", shape_str(v, s),
+                     shape_str(v, r));
+        break;
+    }
+    case IR_OP_EXPAND_DIMS: {
+        int64_t axis;
+        if (!int_attr(op, "axis", &axis))
+            break;
+        if (axis < 0 || axis > s->rank) {
+            op_error(v, op, "axis %lld is out of range for a rank-%d tile", (long long)axis, s->rank);
+            break;
+        }
+        bool good = r->rank == s->rank + 1 && r->shape[axis] == 1;
+        for (int i = 0, j = 0; good && i < r->rank; i++) {
+            if (i == axis)
+                continue;
+            good = r->shape[i] == s->shape[j++];
+        }
+        if (!good)
+            op_error(v, op, "result shape %s is not %s with a size-1 dimension at %lld", shape_str(v, r),
+                     shape_str(v, s), (long long)axis);
+        break;
+    }
+    case IR_OP_RESHAPE: {
+        int64_t ns = 1, nr = 1;
+        for (int i = 0; i < s->rank; i++)
+            ns *= s->shape[i];
+        for (int i = 0; i < r->rank; i++)
+            nr *= r->shape[i];
+        if (ns != nr)
+            op_error(v, op, "cannot reshape %s (%lld elements) to %s (%lld elements)", shape_str(v, s), (long long)ns,
+                     shape_str(v, r), (long long)nr);
+        break;
+    }
+    case IR_OP_TRANS: {
+        const IrAttr *a = ir_op_attr(op, "perm");
+        if (!a || a->kind != IR_ATTR_INTS)
+            break;
+        if (a->list.n != s->rank || r->rank != s->rank) {
+            op_error(v, op, "perm has %d entries for a rank-%d tile", a->list.n, s->rank);
+            break;
+        }
+        bool seen[IR_MAX_RANK] = {false};
+        for (int i = 0; i < a->list.n; i++) {
+            int64_t p = a->list.v[i];
+            if (p < 0 || p >= s->rank || seen[p]) {
+                op_error(v, op, "perm is not a permutation of 0..%d", s->rank - 1);
+                return;
+            }
+            seen[p] = true;
+            if (r->shape[i] != s->shape[p]) {
+                op_error(v, op, "result dimension %d has size %lld, expected %lld (operand dimension %lld)", i,
+                         (long long)r->shape[i], (long long)s->shape[p], (long long)p);
+                return;
+            }
+        }
+        break;
+    }
+    case IR_OP_CONVERT_LAYOUT:
+        if (!same_shape(s, r))
+            op_error(v, op, "changes the shape from %s to %s", shape_str(v, s), shape_str(v, r));
+        break;
+    default: tc_unreachable("not a shape op");
+    }
+}
+
+/* ptr (operand 0) and mask (operand mask_index, when present): the result of
+ * a load, the value of a store or atomic, has the pointee type shaped like ptr. */
+static void check_memory_access(Verifier *v, const IrOp *op, const IrType *value, const char *value_what,
+                                int mask_index) {
+    const IrType *p = OPND(0);
+    const IrType *pe = elem_of(p);
+    if (!is_ptr(pe) || !(is_tile(p) || is_scalar(p))) {
+        op_error(v, op, "operand 0 must be a pointer or a tile of pointers, got %s", type_str(v, p));
+        return;
+    }
+    if (elem_of(value) != pe->elem || !same_form(value, p))
+        op_error(v, op, "%s has type %s, expected %s shaped like the pointer %s", value_what, type_str(v, value),
+                 type_str(v, pe->elem), type_str(v, p));
+    if (mask_index < op->num_operands) {
+        const IrType *mk = OPND(mask_index);
+        if (!is_i1(elem_of(mk)) || !same_form(mk, p))
+            op_error(v, op, "operand %d (the mask) has type %s, expected i1 shaped like the pointer %s", mask_index,
+                     type_str(v, mk), type_str(v, p));
+    }
+}
+
+static void verify_reduce(Verifier *v, const IrOp *op) {
+    const IrType *s = OPND(0), *r = RES(0);
+    check_word(v, op, "kind", "sum max min");
+    if (!is_tile(s) || !is_number(s->elem)) {
+        op_error(v, op, "operand must be a tile of numbers, got %s", type_str(v, s));
+        return;
+    }
+    int64_t axis;
+    if (!int_attr(op, "axis", &axis))
+        return;
+    if (axis < 0 || axis >= s->rank) {
+        op_error(v, op, "axis %lld is out of range for a rank-%d tile", (long long)axis, s->rank);
+        return;
+    }
+    if (elem_of(r) != s->elem) {
+        op_error(v, op, "result element type %s differs from the operand's %s", type_str(v, elem_of(r)),
+                 type_str(v, s->elem));
+        return;
+    }
+    if (s->rank == 1) {
+        if (is_tile(r))
+            op_error(v, op, "reducing a 1-D tile gives a scalar, got %s", type_str(v, r));
+        return;
+    }
+    bool good = is_tile(r) && r->rank == s->rank - 1;
+    for (int i = 0, j = 0; good && i < s->rank; i++) {
+        if (i == axis)
+            continue;
+        good = r->shape[j++] == s->shape[i];
+    }
+    if (!good) {
+        op_error(v, op, "result shape %s is not %s without dimension %lld", shape_str(v, r), shape_str(v, s),
+                 (long long)axis);
+        return;
+    }
+    const Layout *sl = s->layout, *rl = r->layout;
+    if (sl && rl && !(rl->kind == LAYOUT_SLICE && rl->slice.parent == sl && rl->slice.dim == axis))
+        op_error(v, op, "result layout must be #slice<dim = %lld> of the operand's layout", (long long)axis);
+}
+
+static void verify_dot(Verifier *v, const IrOp *op) {
+    const IrType *a = OPND(0), *b = OPND(1), *c = OPND(2), *r = RES(0);
+    for (int i = 0; i < 3; i++)
+        if (!is_tile(OPND(i)) || (OPND(i)->rank != 2 && OPND(i)->rank != 3)) {
+            op_error(v, op, "operand %d must be a 2-D (or batched 3-D) tile, got %s", i, type_str(v, OPND(i)));
+            return;
+        }
+    if (a->rank != b->rank || a->rank != c->rank) {
+        op_error(v, op, "operands have ranks %d, %d and %d", a->rank, b->rank, c->rank);
+        return;
+    }
+    int k = a->rank - 2; /* index of M (a), K (b) */
+    if (k == 1 && (b->shape[0] != a->shape[0] || c->shape[0] != a->shape[0])) {
+        op_error(v, op, "batch sizes differ: %lld, %lld, %lld", (long long)a->shape[0], (long long)b->shape[0],
+                 (long long)c->shape[0]);
+        return;
+    }
+    int64_t M = a->shape[k], K = a->shape[k + 1], N = b->shape[k + 1];
+    if (b->shape[k] != K) {
+        op_error(v, op, "operand 1 has shape %s, expected %s%lldxN", shape_str(v, b), k ? "Bx" : "", (long long)K);
+        return;
+    }
+    if (c->shape[k] != M || c->shape[k + 1] != N) {
+        op_error(v, op, "operand 2 has shape %s, expected %s%lldx%lld", shape_str(v, c), k ? "Bx" : "", (long long)M,
+                 (long long)N);
+        return;
+    }
+    if (!is_float(a->elem) || a->elem != b->elem)
+        op_error(v, op, "operands 0 and 1 must be floats of one type, got %s and %s", type_str(v, a->elem),
+                 type_str(v, b->elem));
+    if (c->elem->kind != IR_F32)
+        op_error(v, op, "the accumulator (operand 2) must be f32, got %s", type_str(v, c->elem));
+    if (r != c)
+        op_error(v, op, "result type %s differs from the accumulator's %s", type_str(v, r), type_str(v, c));
+    const Layout *rl = r->layout;
+    for (int i = 0; i < 2; i++) {
+        const Layout *l = OPND(i)->layout;
+        if (l && l->kind == LAYOUT_DOT_OP && (l->dot_op.idx != i || l->dot_op.parent != rl))
+            op_error(v, op, "operand %d layout must be #dot_op<idx = %d> of the result's layout", i, i);
+    }
+}
+
+/* The value types a yield in `region` must carry. */
+static void check_yield(Verifier *v, const IrOp *op) {
+    const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
+    if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF)) {
+        op_error(v, op, "must be in the region of a 'for' or 'if'");
+        return;
+    }
+    const char *pname = ir_op_info[parent->opc].name;
+    if (op->num_operands != parent->num_results) {
+        op_error(v, op, "yields %d value%s, but the enclosing '%s' has %d result%s", op->num_operands,
+                 op->num_operands == 1 ? "" : "s", pname, parent->num_results, parent->num_results == 1 ? "" : "s");
+        return;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (parent->results[i] && OPND(i) != parent->results[i]->type)
+            op_error(v, op, "operand %d has type %s, but the enclosing '%s' result %d has type %s", i,
+                     type_str(v, OPND(i)), pname, i, type_str(v, parent->results[i]->type));
+}
+
+static void check_return(Verifier *v, const IrOp *op) {
+    if (!op->parent || op->parent->parent_op) {
+        op_error(v, op, "must be the last op of a function body, not inside a region");
+        return;
+    }
+    const IrFunc *f = v->func;
+    if (f->kind == IR_FUNC_KERNEL) {
+        if (op->num_operands)
+            op_error(v, op, "in kernel @%s must not return values", f->name);
+        return;
+    }
+    if (op->num_operands != f->num_results) {
+        op_error(v, op, "returns %d value%s, but @%s has %d result%s", op->num_operands,
+                 op->num_operands == 1 ? "" : "s", f->name, f->num_results, f->num_results == 1 ? "" : "s");
+        return;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (OPND(i) != f->result_types[i])
+            op_error(v, op, "operand %d has type %s, but @%s returns %s", i, type_str(v, OPND(i)), f->name,
+                     type_str(v, f->result_types[i]));
+}
+
+static void verify_for(Verifier *v, const IrOp *op) {
+    const IrType *lb = OPND(0);
+    if (!is_int(lb) || is_i1(lb))
+        op_error(v, op, "lower bound must be a scalar integer, got %s", type_str(v, lb));
+    for (int i = 1; i < 3; i++)
+        if (OPND(i) != lb)
+            op_error(v, op, "%s has type %s, expected %s (the lower bound's type)", i == 1 ? "upper bound" : "step",
+                     type_str(v, OPND(i)), type_str(v, lb));
+    int n = op->num_results;
+    for (int i = 0; i < n; i++)
+        if (RES(i) != OPND(3 + i))
+            op_error(v, op, "result %d has type %s, but its init value has type %s", i, type_str(v, RES(i)),
+                     type_str(v, OPND(3 + i)));
+    const IrBlock *body = op->regions[0];
+    if (body->num_args != 1 + n) {
+        op_error(v, op, "body has %d argument%s, expected %d (induction variable and one per init)", body->num_args,
+                 body->num_args == 1 ? "" : "s", 1 + n);
+        return;
+    }
+    if (body->args[0]->type != lb)
+        op_error(v, op, "induction variable has type %s, expected %s", type_str(v, body->args[0]->type),
+                 type_str(v, lb));
+    for (int i = 0; i < n; i++)
+        if (body->args[1 + i]->type != OPND(3 + i))
+            op_error(v, op, "body argument %d has type %s, but its init value has type %s", 1 + i,
+                     type_str(v, body->args[1 + i]->type), type_str(v, OPND(3 + i)));
+}
+
+static void verify_call(Verifier *v, const IrOp *op) {
+    const IrAttr *a = ir_op_attr(op, "callee");
+    if (!a || a->kind != IR_ATTR_SYMBOL || !a->s)
+        return;
+    const IrFunc *f = ir_module_find_func(v->m, a->s);
+    if (!f) {
+        op_error(v, op, "calls @%s, which is not defined", a->s);
+        return;
+    }
+    if (f->kind == IR_FUNC_KERNEL) {
+        op_error(v, op, "calls kernel @%s; only funcs can be called", a->s);
+        return;
+    }
+    const IrBlock *body = f->body;
+    int np = body ? body->num_args : 0;
+    if (op->num_operands != np) {
+        op_error(v, op, "passes %d argument%s, but @%s takes %d", op->num_operands, op->num_operands == 1 ? "" : "s",
+                 a->s, np);
+        return;
+    }
+    for (int i = 0; i < np; i++)
+        if (OPND(i) != body->args[i]->type)
+            op_error(v, op, "argument %d has type %s, but @%s expects %s", i, type_str(v, OPND(i)), a->s,
+                     type_str(v, body->args[i]->type));
+    if (op->num_results != f->num_results) {
+        op_error(v, op, "has %d result%s, but @%s returns %d", op->num_results, op->num_results == 1 ? "" : "s", a->s,
+                 f->num_results);
+        return;
+    }
+    for (int i = 0; i < f->num_results; i++)
+        if (RES(i) != f->result_types[i])
+            op_error(v, op, "result %d has type %s, but @%s returns %s", i, type_str(v, RES(i)), a->s,
+                     type_str(v, f->result_types[i]));
+}
+
+static void verify_shared_ops(Verifier *v, const IrOp *op) {
+    switch (op->opc) {
+    case IR_OP_LOCAL_ALLOC: {
+        const IrType *r = RES(0);
+        if (!is_smem(r)) {
+            op_error(v, op, "result must be shared memory (smem<...>), got %s", type_str(v, r));
+            return;
+        }
+        if (op->num_operands == 1) {
+            const IrType *s = OPND(0);
+            if (!is_tile(s) || s->elem != r->elem || !same_shape(s, r))
+                op_error(v, op, "initial value %s does not match the buffer %s", type_str(v, s), type_str(v, r));
+        }
+        return;
+    }
+    case IR_OP_LOCAL_LOAD: {
+        const IrType *s = OPND(0), *r = RES(0);
+        if (!is_smem(s) || !is_tile(r) || s->elem != r->elem || !same_shape(s, r))
+            op_error(v, op, "loads %s from %s; expected a tile of the buffer's shape and element type", type_str(v, r),
+                     type_str(v, s));
+        return;
+    }
+    case IR_OP_LOCAL_STORE: {
+        const IrType *t = OPND(0), *s = OPND(1);
+        if (!is_tile(t) || !is_smem(s) || t->elem != s->elem || !same_shape(t, s))
+            op_error(v, op, "stores %s into %s; expected a tile of the buffer's shape and element type", type_str(v, t),
+                     type_str(v, s));
+        return;
+    }
+    case IR_OP_MEMDESC_INDEX: {
+        const IrType *s = OPND(0), *r = RES(0);
+        if (!is_int(OPND(1)) || is_i1(OPND(1)))
+            op_error(v, op, "operand 1 (the stage) must be a scalar integer, got %s", type_str(v, OPND(1)));
+        bool good = is_smem(s) && is_smem(r) && s->rank >= 2 && r->rank == s->rank - 1 && r->elem == s->elem;
+        for (int i = 0; good && i < r->rank; i++)
+            good = r->shape[i] == s->shape[i + 1];
+        if (!good)
+            op_error(v, op, "result %s is not one stage of the ring %s", type_str(v, r), type_str(v, s));
+        return;
+    }
+    case IR_OP_ASYNC_COPY: {
+        const IrType *p = OPND(0), *s = OPND(1);
+        if (!is_tile(p) || !is_ptr(p->elem)) {
+            op_error(v, op, "operand 0 must be a tile of pointers, got %s", type_str(v, p));
+            return;
+        }
+        if (!is_smem(s) || s->elem != p->elem->elem || !same_shape(s, p))
+            op_error(v, op, "copies %s into %s; expected a buffer of the pointee type and the pointer's shape",
+                     type_str(v, p), type_str(v, s));
+        if (op->num_operands > 2 && (!is_i1(elem_of(OPND(2))) || !same_form(OPND(2), p)))
+            op_error(v, op, "operand 2 (the mask) has type %s, expected i1 shaped like the pointer %s",
+                     type_str(v, OPND(2)), type_str(v, p));
+        if (op->num_operands > 3 && (elem_of(OPND(3)) != p->elem->elem || !same_form(OPND(3), p)))
+            op_error(v, op, "operand 3 (the other value) has type %s, expected %s shaped like the pointer",
+                     type_str(v, OPND(3)), type_str(v, p->elem->elem));
+        return;
+    }
+    default: tc_unreachable("not a shared-memory op");
+    }
+}
+
+/* The op's own rule, once counts are known to be right. */
+static void verify_op_types(Verifier *v, const IrOp *op) {
+    for (int i = 0; i < op->num_results; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "result %d", i);
+        check_type(v, op, what, RES(i));
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (!op->operands[i]->type)
+            return; /* reported where it was defined */
+    for (int i = 0; i < op->num_results; i++)
+        if (!RES(i))
+            return;
+    if (ir_op_info[op->opc].flags & OPF_ELEMENTWISE) {
+        verify_elementwise(v, op);
+        return;
+    }
+    int64_t x;
+    switch (op->opc) {
+    case IR_OP_CONSTANT: verify_constant(v, op); break;
+    case IR_OP_PROGRAM_ID:
+    case IR_OP_NUM_PROGRAMS:
+        if (RES(0)->kind != IR_I32)
+            op_error(v, op, "result must be i32, got %s", type_str(v, RES(0)));
+        if (int_attr(op, "axis", &x) && (x < 0 || x > 2))
+            op_error(v, op, "axis must be 0, 1 or 2, got %lld", (long long)x);
+        break;
+    case IR_OP_ARANGE: {
+        int64_t start, end;
+        if (!int_attr(op, "start", &start) || !int_attr(op, "end", &end))
+            break;
+        const IrType *r = RES(0);
+        if (end <= start)
+            op_error(v, op, "end (%lld) must be greater than start (%lld)", (long long)end, (long long)start);
+        else if (!is_tile(r) || r->rank != 1 || r->elem->kind != IR_I32 || r->shape[0] != end - start)
+            op_error(v, op, "result must be tile<%lldxi32>, got %s", (long long)(end - start), type_str(v, r));
+        break;
+    }
+    case IR_OP_SPLAT:
+    case IR_OP_BROADCAST:
+    case IR_OP_EXPAND_DIMS:
+    case IR_OP_RESHAPE:
+    case IR_OP_TRANS:
+    case IR_OP_CONVERT_LAYOUT: verify_shape_op(v, op); break;
+    case IR_OP_LOAD:
+        check_memory_access(v, op, RES(0), "result", 1);
+        if (op->num_operands == 3 && OPND(2) != RES(0))
+            op_error(v, op, "operand 2 (the other value) has type %s, expected the result type %s",
+                     type_str(v, OPND(2)), type_str(v, RES(0)));
+        break;
+    case IR_OP_STORE: check_memory_access(v, op, OPND(1), "operand 1 (the value)", 2); break;
+    case IR_OP_ATOMIC:
+        check_word(v, op, "kind", "add max min xchg");
+        check_memory_access(v, op, OPND(1), "operand 1 (the value)", 2);
+        if (RES(0) != OPND(1))
+            op_error(v, op, "result type %s differs from the value's %s", type_str(v, RES(0)), type_str(v, OPND(1)));
+        if (!is_number(elem_of(OPND(1))))
+            op_error(v, op, "value must be a number or a tile of numbers");
+        break;
+    case IR_OP_REDUCE: verify_reduce(v, op); break;
+    case IR_OP_DOT: verify_dot(v, op); break;
+    case IR_OP_FOR: verify_for(v, op); break;
+    case IR_OP_IF:
+        if (!is_i1(OPND(0)))
+            op_error(v, op, "condition must be a scalar i1, got %s", type_str(v, OPND(0)));
+        for (int r = 0; r < 2; r++)
+            if (op->regions[r]->num_args)
+                op_error(v, op, "region %d must not have arguments", r);
+        break;
+    case IR_OP_YIELD: check_yield(v, op); break;
+    case IR_OP_RETURN: check_return(v, op); break;
+    case IR_OP_CALL: verify_call(v, op); break;
+    case IR_OP_ASSERT:
+        if (!is_i1(elem_of(OPND(0))) || is_smem(OPND(0)))
+            op_error(v, op, "condition must be i1 or a tile of i1, got %s", type_str(v, OPND(0)));
+        break;
+    case IR_OP_LOCAL_ALLOC:
+    case IR_OP_LOCAL_LOAD:
+    case IR_OP_LOCAL_STORE:
+    case IR_OP_MEMDESC_INDEX:
+    case IR_OP_ASYNC_COPY: verify_shared_ops(v, op); break;
+    case IR_OP_ASYNC_WAIT:
+        if (int_attr(op, "num", &x) && x < 0)
+            op_error(v, op, "num must be >= 0, got %lld", (long long)x);
+        break;
+    case IR_OP_ASYNC_COMMIT:
+    case IR_OP_BARRIER: break;
+    default: tc_unreachable("verify: unhandled op %s", ir_op_info[op->opc].name);
+    }
+}
+
+/* ---- scopes and the walk ---- */
+
+static void define(Verifier *v, const IrValue *val) {
+    ir_map_put(&v->scope, val, VISIBLE);
+    if (v->num_defined == v->cap_defined) {
+        size_t cap = v->cap_defined ? v->cap_defined * 2 : 64;
+        v->defined = arena_grow(&v->arena, v->defined, sizeof(IrValue *) * v->num_defined, sizeof(IrValue *) * cap);
+        v->cap_defined = cap;
+    }
+    v->defined[v->num_defined++] = val;
+}
+
+static void check_operands_in_scope(Verifier *v, const IrOp *op) {
+    for (int i = 0; i < op->num_operands; i++) {
+        const IrValue *val = op->operands ? op->operands[i] : NULL;
+        if (!val)
+            continue; /* reported by check_counts */
+        void *state = ir_map_get(&v->scope, val);
+        if (state == RETIRED)
+            op_error(v, op, "operand %d is defined inside a region that does not contain this op", i);
+        else if (!state)
+            op_error(v, op, "operand %d is used before its definition (or defined in another function)", i);
+    }
+}
+
+static void verify_block(Verifier *v, const IrBlock *b) {
+    size_t mark = v->num_defined;
+    /* The terminator: `return` ends a function body, `yield` a region.
+     * Checked first, so that messages come out in line order. */
+    const IrOp *last = b->last;
+    IrOpcode want = b->parent_op ? IR_OP_YIELD : IR_OP_RETURN;
+    if (!last || last->opc != want) {
+        if (last && (ir_op_info[last->opc].flags & OPF_TERMINATOR))
+            ; /* the wrong terminator: its own check reported it */
+        else if (b->parent_op)
+            op_error(v, b->parent_op, "region %d must end with 'yield'",
+                     b->parent_op->num_regions > 1 && b->parent_op->regions[1] == b ? 1 : 0);
+        else
+            func_error(v, "body must end with 'return'");
+    }
+    for (int i = 0; i < b->num_args; i++) {
+        const IrValue *a = b->args[i];
+        if (!a || a->block != b || a->def || a->index != i) {
+            if (b->parent_op)
+                op_error(v, b->parent_op, "block argument %d does not point back to its block", i);
+            else
+                func_error(v, "parameter %d does not point back to the body", i);
+            continue;
+        }
+        define(v, a);
+        if (b->parent_op) {
+            char what[40];
+            snprintf(what, sizeof what, "block argument %d", i);
+            check_type(v, b->parent_op, what, a->type);
+        } else {
+            char what[32];
+            snprintf(what, sizeof what, "parameter %d", i);
+            check_type(v, NULL, what, a->type);
+        }
+    }
+    for (const IrOp *op = b->first; op; op = op->next) {
+        if (op->parent != b)
+            op_error(v, op, "does not point back to its block");
+        if ((ir_op_info[op->opc].flags & OPF_TERMINATOR) && op->next)
+            op_error(v, op, "must be the last op of its block");
+        check_operands_in_scope(v, op);
+        check_required_attrs(v, op);
+        bool counts_ok = check_counts(v, op);
+        if (counts_ok)
+            verify_op_types(v, op);
+        for (int r = 0; r < op->num_regions; r++)
+            if (op->regions && op->regions[r])
+                verify_block(v, op->regions[r]);
+        for (int i = 0; i < op->num_results; i++)
+            if (op->results && op->results[i])
+                define(v, op->results[i]);
+    }
+    for (size_t i = mark; i < v->num_defined; i++)
+        ir_map_put(&v->scope, v->defined[i], RETIRED);
+    v->num_defined = mark;
+}
+
+static bool verify_func(Verifier *v, const IrFunc *f) {
+    v->func = f;
+    if (!f->body) {
+        func_error(v, "has no body");
+        return false;
+    }
+    if (f->kind == IR_FUNC_KERNEL && f->num_results)
+        func_error(v, "a kernel cannot return values");
+    for (int i = 0; i < f->num_results; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "result type %d", i);
+        check_type(v, NULL, what, f->result_types[i]);
+    }
+    if (f->body->parent_op)
+        func_error(v, "body is owned by an op");
+    verify_block(v, f->body);
+    return v->ok;
+}
+
+static void verifier_init(Verifier *v, const IrModule *m, DiagList *diags) {
+    memset(v, 0, sizeof *v);
+    v->diags = diags;
+    v->m = m;
+    v->ok = true;
+    arena_init(&v->arena);
+    ir_map_init(&v->scope, &v->arena);
+}
+
+bool ir_verify(const IrModule *m, DiagList *diags) {
+    Verifier v;
+    verifier_init(&v, m, diags);
+    for (const IrFunc *f = m->first; f; f = f->next) {
+        for (const IrFunc *g = m->first; g != f; g = g->next)
+            if (g->name && f->name && strcmp(g->name, f->name) == 0) {
+                v.func = f;
+                func_error(&v, "is defined twice");
+                break;
+            }
+        verify_func(&v, f);
+    }
+    arena_free(&v.arena);
+    return v.ok;
+}
+
+bool ir_verify_func(const IrFunc *f, DiagList *diags) {
+    Verifier v;
+    verifier_init(&v, f->module, diags);
+    bool ok = verify_func(&v, f);
+    arena_free(&v.arena);
+    return ok;
+}

@@ -1,0 +1,86 @@
+/*
+ * rewrite.c — helpers for rewriting IR that has no use lists.
+ *
+ * The IR stores operands but not uses (ir.h), which keeps ops small and
+ * cloning trivial. Passes replace values with a substitution map instead:
+ * record old -> new when an op is folded or merged, and rewrite each later
+ * op's operands as the walk reaches it. Structured control flow makes the
+ * pre-order walk a topological order (every definition comes before its
+ * uses), so a single walk leaves no stale operand behind. Chains (a -> b,
+ * then b -> c) are followed at lookup time.
+ *
+ * Use counts, when a pass needs them, are computed in one walk into the
+ * IrValue.id scratch field; removing dead ops then walks blocks backwards so
+ * that an op's users are gone before the op itself is looked at.
+ */
+#include "passes.h"
+
+IrValue *pass_subst_value(const IrMap *subst, IrValue *v) {
+    for (int guard = 0; guard < 1 << 20; guard++) {
+        IrValue *to = ir_map_get(subst, v);
+        if (!to || to == v)
+            return v;
+        v = to;
+    }
+    tc_unreachable("substitution cycle");
+}
+
+bool pass_subst_operands(const IrMap *subst, IrOp *op) {
+    if (!subst->count)
+        return false;
+    bool changed = false;
+    for (int i = 0; i < op->num_operands; i++) {
+        IrValue *to = pass_subst_value(subst, op->operands[i]);
+        if (to != op->operands[i]) {
+            ir_op_set_operand(op, i, to);
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+static void count_block(IrBlock *b) {
+    for (int i = 0; i < b->num_args; i++)
+        b->args[i]->id = 0;
+    for (IrOp *op = b->first; op; op = op->next) {
+        for (int i = 0; i < op->num_results; i++)
+            op->results[i]->id = 0;
+        for (int i = 0; i < op->num_operands; i++)
+            op->operands[i]->id++;
+        for (int r = 0; r < op->num_regions; r++)
+            count_block(op->regions[r]);
+    }
+}
+
+void pass_count_uses(IrFunc *f) {
+    count_block(f->body);
+}
+
+bool pass_op_is_removable(const IrOp *op) {
+    return (ir_op_info[op->opc].flags & OPF_PURE) && op->num_regions == 0;
+}
+
+static bool erase_dead_in_block(IrBlock *b) {
+    bool changed = false;
+    for (IrOp *op = b->last, *prev; op; op = prev) {
+        prev = op->prev;
+        for (int r = op->num_regions - 1; r >= 0; r--)
+            changed |= erase_dead_in_block(op->regions[r]);
+        if (!pass_op_is_removable(op))
+            continue;
+        bool used = false;
+        for (int i = 0; i < op->num_results; i++)
+            used |= op->results[i]->id != 0;
+        if (used)
+            continue;
+        for (int i = 0; i < op->num_operands; i++)
+            op->operands[i]->id--;
+        ir_op_unlink(op);
+        changed = true;
+    }
+    return changed;
+}
+
+bool pass_erase_dead_pure_ops(IrFunc *f) {
+    return erase_dead_in_block(f->body);
+}
