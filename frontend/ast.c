@@ -10,13 +10,21 @@
  * whole lists from node to node, which keeps the rule).
  *
  * The dump prints one node per line, indented two spaces per level, with the
- * node's kind, its key fields and its position:
+ * node's kind, its key fields and its position. For
  *
- *     kernel softmax @1:1
- *       param out: f16* @1:16
- *       param BLOCK: constexpr i32 @1:60
- *         int 1024 @1:80                    <- the default value
- *       block @1:86
+ *     kernel k(f16* out, constexpr i32 B = 64) {
+ *         let row = program_id(0);
+ *         if (c) { } else { }
+ *         for (i in range(0, n)) { }
+ *     }
+ *
+ * it prints
+ *
+ *     kernel k @1:1
+ *       param out: f16* @1:10
+ *       param B: constexpr i32 @1:20
+ *         int 64 @1:38                      <- the default value
+ *       block @1:42
  *         let row @2:5
  *           call @2:15
  *             ident program_id @2:15
@@ -25,12 +33,18 @@
  *           ident c @3:9
  *           block @3:12
  *           else                            <- introduces the else branch
- *             block @3:20
+ *             block @3:21
  *         for i @4:5
  *           range                           <- the range() arguments
- *             int 0 @4:20
- *             ident n @4:23
- *           block @4:27
+ *             int 0 @4:21
+ *             ident n @4:24
+ *           block @4:28
+ *
+ * The other lines: `int 42`, `float 1.5` (numbers as the IR prints them),
+ * `bool true`, `string "..."`, `type f32`, `unary -`, `binary <=`,
+ * `ternary`, `index`, `slice`, `none`, `list`, `var acc`, `assign acc +=`,
+ * `expr` (an expression statement), `return`, `static_assert "message"`,
+ * `func silu`; every node ends with @line:col.
  *
  * Children come in the order they appear in the source (a call's callee,
  * then its arguments; an index's base, then its items). The format is meant
@@ -174,9 +188,15 @@ static void dump(const AstNode *n, int level, Buf *out) {
     buf_puts(out, ast_kind_name(n->kind));
     switch (n->kind) {
     case AST_INT_LIT: buf_printf(out, " %lld", (long long)n->ival); break;
-    case AST_FLOAT_LIT: buf_puts(out, " "); ir_print_number(out, n->fval); break; /* as the IR prints it */
+    case AST_FLOAT_LIT:
+        buf_puts(out, " ");
+        ir_print_number(out, n->fval);
+        break; /* as the IR prints it */
     case AST_BOOL_LIT: buf_puts(out, n->ival ? " true" : " false"); break;
-    case AST_STRING_LIT: buf_puts(out, " "); put_string(out, n->str ? n->str : ""); break;
+    case AST_STRING_LIT:
+        buf_puts(out, " ");
+        put_string(out, n->str ? n->str : "");
+        break;
     case AST_TYPE: buf_printf(out, " %s", ir_scalar_name(n->type.scalar)); break;
     case AST_UNARY:
     case AST_BINARY: buf_printf(out, " %s", ast_op_spelling(n->op)); break;
@@ -208,7 +228,10 @@ static void dump(const AstNode *n, int level, Buf *out) {
     int in = level + 1;
     switch (n->kind) {
     case AST_UNARY: dump(n->lhs, in, out); break;
-    case AST_BINARY: dump(n->lhs, in, out); dump(n->rhs, in, out); break;
+    case AST_BINARY:
+        dump(n->lhs, in, out);
+        dump(n->rhs, in, out);
+        break;
     case AST_TERNARY:
         dump(n->cond, in, out);
         dump(n->lhs, in, out);

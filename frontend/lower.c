@@ -44,9 +44,12 @@ static void lower_stmt(Lower *L, const AstNode *s);
 
 /* ---- declarations ---- */
 
+/* Names compare equal when both exist (a malformed AST may lack one). */
+static bool same_name(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
 DeclInfo *lower_find_decl(Lower *L, const char *name) {
-    for (int i = 0; i < L->num_decls; i++)
-        if (strcmp(L->decls[i].decl->name, name) == 0)
+    for (int i = 0; i < L->num_decls && name; i++)
+        if (same_name(L->decls[i].decl->name, name))
             return &L->decls[i];
     return NULL;
 }
@@ -54,8 +57,10 @@ DeclInfo *lower_find_decl(Lower *L, const char *name) {
 /* ---- scopes ---- */
 
 static int lookup_index(Lower *L, const char *name) {
+    if (!name)
+        return -1;
     for (int i = L->num_syms - 1; i >= L->frame; i--)
-        if (strcmp(L->syms[i].name, name) == 0)
+        if (same_name(L->syms[i].name, name))
             return i;
     return -1;
 }
@@ -69,6 +74,8 @@ Symbol *lower_lookup(Lower *L, const char *name) {
  * is still in scope is a redefinition (reported; the new symbol still wins,
  * so that later uses see what the user meant). Returns the symbol's index. */
 static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind, Val val) {
+    if (!name)
+        name = "?"; /* only a malformed AST has nameless declarations */
     int prev = lookup_index(L, name);
     if (prev >= 0) {
         lower_error(L, decl, "redefinition of '%s'", name);
@@ -686,7 +693,7 @@ Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
 static const FeConstexpr *find_constexpr(Lower *L, const char *name) {
     const FeConstexpr *found = NULL; /* the last -D of a name wins */
     for (int i = 0; i < L->opts->num_constexprs; i++)
-        if (strcmp(L->opts->constexprs[i].name, name) == 0)
+        if (same_name(L->opts->constexprs[i].name, name))
             found = &L->opts->constexprs[i];
     return found;
 }
@@ -780,7 +787,7 @@ static void check_decls(Lower *L) {
     for (int i = 0; i < L->num_decls; i++) {
         const AstNode *d = L->decls[i].decl;
         for (int j = 0; j < i; j++) {
-            if (strcmp(L->decls[j].decl->name, d->name) == 0) {
+            if (same_name(L->decls[j].decl->name, d->name)) {
                 lower_error(L, d, "redefinition of '%s'", d->name);
                 diag_note(L->diags, L->decls[j].decl->loc, "previous declaration is here");
                 break;
@@ -793,7 +800,7 @@ static void check_decls(Lower *L) {
         for (int p = 0; p < d->num_items; p++) {
             const AstNode *pp = d->items[p];
             for (int q = 0; q < p; q++) {
-                if (strcmp(d->items[q]->name, pp->name) == 0) {
+                if (same_name(d->items[q]->name, pp->name)) {
                     lower_error(L, pp, "redefinition of '%s'", pp->name);
                     diag_note(L->diags, d->items[q]->loc, "previous declaration is here");
                     break;
@@ -815,15 +822,18 @@ static void check_constexprs(Lower *L, const AstNode **kernels, int nk) {
         bool used = false;
         for (int k = 0; k < nk && !used; k++)
             for (int p = 0; p < kernels[k]->num_items && !used; p++)
-                used = kernels[k]->items[p]->type.is_constexpr && strcmp(kernels[k]->items[p]->name, name) == 0;
+                used = kernels[k]->items[p]->type.is_constexpr && same_name(kernels[k]->items[p]->name, name);
         if (used)
             continue;
         Buf b;
         buf_init(&b);
         for (int k = 0; k < nk; k++)
             buf_printf(&b, "%s'%s'", k ? ", " : "", kernels[k]->name);
-        diag_error(L->diags, file_loc, "-D %s matches no constexpr parameter of kernel%s %s", name,
-                   nk == 1 ? "" : "s", nk ? b.data : "(none)");
+        if (nk)
+            diag_error(L->diags, file_loc, "-D %s matches no constexpr parameter of kernel%s %s", name,
+                       nk == 1 ? "" : "s", b.data);
+        else
+            diag_error(L->diags, file_loc, "-D %s matches no constexpr parameter: this file has no kernels", name);
         buf_free(&b);
     }
 }
@@ -839,7 +849,7 @@ static void lower_file(Lower *L) {
     const AstNode **kernels = ARENA_ARRAY(&L->tmp, const AstNode *, f->num_decls > 0 ? f->num_decls : 1);
     int nk = 0;
     for (int i = 0; i < f->num_decls; i++)
-        if (f->decls[i]->kind == AST_KERNEL && (!L->opts->kernel || strcmp(f->decls[i]->name, L->opts->kernel) == 0))
+        if (f->decls[i]->kind == AST_KERNEL && (!L->opts->kernel || same_name(f->decls[i]->name, L->opts->kernel)))
             kernels[nk++] = f->decls[i];
     if (L->opts->kernel && nk == 0) {
         Buf b;

@@ -111,7 +111,8 @@ struct Lower {
     int cap_syms;           /* symbols allocated */
     int frame;              /* index of the first symbol of the current function */
     DeclInfo *decls;        /* one per file->decls entry */
-    int num_decls;
+    int num_decls;          /* entries in decls */
+    const IrType *scalars[IR_F64 + 1]; /* interned scalar types, filled on first use */
 };
 
 /* ==== lower.c ==== */

@@ -149,7 +149,11 @@ static bool shape_eq(const Shape *a, const Shape *b) {
 
 /* ---- types and their names in messages ---- */
 
-const IrType *lower_scalar(Lower *L, IrTypeKind k) { return ir_type_scalar(L->m, k); }
+const IrType *lower_scalar(Lower *L, IrTypeKind k) {
+    if (!L->scalars[k])
+        L->scalars[k] = ir_type_scalar(L->m, k);
+    return L->scalars[k];
+}
 
 const IrType *lower_tile_type(Lower *L, const IrType *elem, const Shape *s) {
     if (s->rank == 0)
@@ -839,7 +843,7 @@ static Val lower_call(Lower *L, const AstNode *n) {
     const AstNode *callee = n->lhs;
     if (callee && callee->kind == AST_TYPE)
         return lower_cast_call(L, n);
-    if (!callee || callee->kind != AST_IDENT) {
+    if (!callee || callee->kind != AST_IDENT || !callee->name) {
         lower_error(L, n, "called object is not a function");
         return val_error();
     }
@@ -872,6 +876,10 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
     case AST_FLOAT_LIT: return val_weak_float(L, n->fval);
     case AST_BOOL_LIT: return val_int(lower_scalar(L, IR_I1), n->ival != 0);
     case AST_IDENT: {
+        if (!n->name) {
+            lower_error(L, n, "missing name");
+            return val_error();
+        }
         Symbol *s = lower_lookup(L, n->name);
         if (s)
             return s->val;

@@ -445,6 +445,8 @@ void ir_builder_at_end(IrBuilder *b, IrModule *m, IrBlock *block) {
 }
 
 void ir_builder_before(IrBuilder *b, IrOp *op) {
+    tc_assert(op->parent && op->parent->func);
+    b->m = op->parent->func->module;
     b->block = op->parent;
     b->before = op;
     b->loc = op->loc;

@@ -490,6 +490,63 @@ void *ir_map_get(const IrMap *map, const void *key);     /* NULL if absent */
  * originals (so cloning a sequence of ops keeps their def-use edges). */
 IrOp *ir_op_clone(IrModule *m, const IrOp *op, IrMap *map);
 
+/* ==== linear_layout.c: distributed layouts as linear maps over GF(2) ==== */
+
+/*
+ * Every distributed layout (blocked, slice, mma, dot_op) of a tile whose
+ * dimensions are powers of two is a map from (register, lane, warp) to tile
+ * coordinates that is linear over GF(2): bit k of the register index, of the
+ * lane id and of the warp id each contribute one basis vector (a coordinate
+ * tuple), and an element's coordinates are the XOR of the bases of the set
+ * bits. A zero basis means that bit does not move the element: those lanes or
+ * warps hold copies (broadcast). Codegen, reductions, conversions and shared
+ * memory sizing all work on this one form (see linear_layout.c for worked
+ * examples), so a new layout only needs its construction here.
+ */
+enum { LL_REG, LL_LANE, LL_WARP, LL_NUM_IN };
+#define LL_MAX_BITS 16
+
+typedef struct LinearLayout {
+    int rank;                                           /* tile dimensions */
+    int64_t shape[IR_MAX_RANK];                         /* tile extent per dimension */
+    int num_bits[LL_NUM_IN];                            /* log2 of registers, lanes, warps */
+    int32_t bases[LL_NUM_IN][LL_MAX_BITS][IR_MAX_RANK]; /* coordinates moved by each input bit */
+} LinearLayout;
+
+/* The map of a distributed layout for a tile of this shape, with num_warps
+ * warps of 32 lanes. Returns false and sets *why when the layout cannot
+ * describe the tile (rank mismatch, not a power of two, too many registers). */
+bool ll_from_layout(const Layout *l, int rank, const int64_t *shape, int num_warps, LinearLayout *out,
+                    const char **why);
+/* ll_from_layout for a tile type that has a distributed layout. */
+bool ll_of_type(const IrType *t, int num_warps, LinearLayout *out, const char **why);
+int ll_num_regs(const LinearLayout *ll);
+/* Coordinates of register `reg` in lane `lane` of warp `warp`. */
+void ll_apply(const LinearLayout *ll, int reg, int lane, int warp, int64_t *coord);
+/* The coordinates contributed by one input alone (the others zero). */
+void ll_apply_in(const LinearLayout *ll, int in, int index, int64_t *coord);
+bool ll_equal(const LinearLayout *a, const LinearLayout *b);
+/* Bitmask of the lane (or warp) bits whose bases are all zero: the lanes
+ * that hold copies of one another's elements. */
+unsigned ll_broadcast_mask(const LinearLayout *ll, int in);
+/* For every register r of `to`, the register of `from` that holds, in the
+ * same lane and warp, the element at coordinates proj(to(r)): reg_map[r].
+ * proj keeps a coordinate if keep_dim[d] (else uses 0) — the projection of a
+ * broadcast — and from and to must have the same rank. Returns false when
+ * some element lives in another thread (a real data movement is needed). */
+bool ll_same_thread_map(const LinearLayout *from, const LinearLayout *to, const bool *keep_dim, int *reg_map);
+/* "reg: [(0, 1), (0, 2)]; lane: ...; warp: ..." for tests and diagnostics. */
+void ll_print(Buf *out, const LinearLayout *ll);
+/* The default #blocked layout for a tile of this shape: one element per
+ * thread, lanes then warps along the last dimension first, as many as the
+ * shape holds (Triton's default encoding). */
+const Layout *ll_default_blocked(IrModule *m, int rank, const int64_t *shape, int num_warps);
+/* A #blocked layout with the given elements per thread and order, lanes and
+ * warps filled in the same way (clamped to the shape, leftovers on the
+ * slowest dimension). */
+const Layout *ll_blocked_layout(IrModule *m, int rank, const int64_t *shape, const int *spt, const int *order,
+                                int num_warps);
+
 /* ==== verify.c ==== */
 
 /* Checks operand/result counts and types, required attributes, terminators,

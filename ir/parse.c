@@ -130,8 +130,8 @@ typedef struct Parser {
     IrModule *m;
     LexState lex;
     Tok tok;
-    const char *lex_error; /* message for a T_ERROR token */
-    jmp_buf fail;          /* back to the top-level loop */
+    const char *lex_error;  /* message for a T_ERROR token */
+    jmp_buf fail;           /* back to the top-level loop */
     const char *item_start; /* first token of the top-level item being parsed */
     IrFunc *cur_func;       /* function being parsed, removed again if it fails */
     int region_depth;
@@ -166,10 +166,10 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
     return q;
 }
 
-#define PUSH(p, arr, n, cap, v)                                                          \
-    do {                                                                                 \
-        (p)->arr = grow((p)->arr, &(p)->cap, (p)->n + 1, sizeof *(p)->arr);              \
-        (p)->arr[(p)->n++] = (v);                                                        \
+#define PUSH(p, arr, n, cap, v)                                                                                        \
+    do {                                                                                                               \
+        (p)->arr = grow((p)->arr, &(p)->cap, (p)->n + 1, sizeof *(p)->arr);                                            \
+        (p)->arr[(p)->n++] = (v);                                                                                      \
     } while (0)
 
 /* ---- name table ---- */
@@ -248,13 +248,25 @@ static void table_pop(NameTable *t, int mark) {
 
 /* ---- lexing ---- */
 
-static bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
-static bool is_name_char(char c) { return is_ident_char(c) || c == '.' || c == '$' || c == '-'; }
+static bool is_ident_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+static bool is_ident_char(char c) {
+    return is_ident_start(c) || is_digit(c);
+}
+static bool is_name_char(char c) {
+    return is_ident_char(c) || c == '.' || c == '$' || c == '-';
+}
 
-static char peek_at(const Parser *p, size_t pos) { return pos < p->src->len ? p->src->text[pos] : 0; }
-static bool at_end(const Parser *p, size_t pos) { return pos >= p->src->len; }
+static char peek_at(const Parser *p, size_t pos) {
+    return pos < p->src->len ? p->src->text[pos] : 0;
+}
+static bool at_end(const Parser *p, size_t pos) {
+    return pos >= p->src->len;
+}
 
 static void skip_space(Parser *p) {
     LexState *l = &p->lex;
@@ -370,7 +382,7 @@ static void lex(Parser *p) {
     case '^':
         end = scan_names(p, start + 1);
         if (end == start + 1)
-            p->lex_error = c == '%' ? "expected a value name after '%'"
+            p->lex_error = c == '%'   ? "expected a value name after '%'"
                            : c == '#' ? "expected a layout name after '#'"
                                       : "expected a block name after '^'";
         else
@@ -471,10 +483,10 @@ static _Noreturn void fail(Parser *p) {
     longjmp(p->fail, 1);
 }
 
-#define ERROR_AT(p, tokp, ...)                                                           \
-    do {                                                                                 \
-        diag_error((p)->diags, loc_of((p), (tokp)), __VA_ARGS__);                       \
-        fail(p);                                                                         \
+#define ERROR_AT(p, tokp, ...)                                                                                         \
+    do {                                                                                                               \
+        diag_error((p)->diags, loc_of((p), (tokp)), __VA_ARGS__);                                                      \
+        fail(p);                                                                                                       \
     } while (0)
 
 /* "expected X, saw Y" at the current token. */
@@ -719,8 +731,10 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
             ERROR_AT(p, &close, "missing field '%s' in a #%s layout", layout_fields[kind][i], kname);
     /* The fields that are lists, and those that are not, per kind. */
     static const bool is_list[][4] = {
-        [LAYOUT_BLOCKED] = {true, true, true, true}, [LAYOUT_SLICE] = {false, false},
-        [LAYOUT_MMA] = {false, true, true},          [LAYOUT_DOT_OP] = {false, false, false},
+        [LAYOUT_BLOCKED] = {true, true, true, true},
+        [LAYOUT_SLICE] = {false, false},
+        [LAYOUT_MMA] = {false, true, true},
+        [LAYOUT_DOT_OP] = {false, false, false},
         [LAYOUT_SHARED] = {false, false, false, true},
     };
     for (int i = 0; i < 4; i++) {
@@ -813,7 +827,8 @@ static const Layout *parse_layout(Parser *p, int depth) {
     size_t n = t.n - 1;
     if (peek(p, 1).kind == T_LT) {
         for (int k = LAYOUT_BLOCKED; k <= LAYOUT_SHARED; k++)
-            if (strlen(ir_layout_kind_name((LayoutKind)k)) == n && memcmp(ir_layout_kind_name((LayoutKind)k), name, n) == 0)
+            if (strlen(ir_layout_kind_name((LayoutKind)k)) == n &&
+                memcmp(ir_layout_kind_name((LayoutKind)k), name, n) == 0)
                 return parse_layout_literal(p, (LayoutKind)k, depth);
         ERROR_AT(p, &t, "unknown layout kind '#%.*s' (expected blocked, slice, mma, dot_op or shared)", (int)n, name);
     }
@@ -969,8 +984,7 @@ static void parse_attr_value(Parser *p, IrAttr *a) {
         a->list.v = v;
         return;
     }
-    default:
-        expected(p, "an attribute value");
+    default: expected(p, "an attribute value");
     }
     advance(p);
 }

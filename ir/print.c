@@ -110,13 +110,13 @@ static void strmap_put(Arena *a, StrMap *m, const char *key, int val) {
 
 typedef struct Printer {
     Buf *out;
-    Arena arena;      /* names and tables; freed by printer_done */
-    IrMap values;     /* IrValue * -> its name, without '%' */
-    StrMap used;      /* names taken in the current function */
-    StrMap suffix;    /* hint -> next suffix to try for it */
-    int next_number;  /* next number for a value without a hint */
-    bool aliases;     /* print layouts by alias (module printing) */
-    IrMap layouts;    /* Layout * -> alias name, without '#' */
+    Arena arena;                       /* names and tables; freed by printer_done */
+    IrMap values;                      /* IrValue * -> its name, without '%' */
+    StrMap used;                       /* names taken in the current function */
+    StrMap suffix;                     /* hint -> next suffix to try for it */
+    int next_number;                   /* next number for a value without a hint */
+    bool aliases;                      /* print layouts by alias (module printing) */
+    IrMap layouts;                     /* Layout * -> alias name, without '#' */
     int kind_count[LAYOUT_SHARED + 1]; /* aliases made per layout kind */
     const Layout **alias_order;        /* layouts in definition order */
     size_t num_aliases, cap_aliases;
@@ -130,7 +130,9 @@ static void printer_init(Printer *p, Buf *out) {
     ir_map_init(&p->layouts, &p->arena);
 }
 
-static void printer_done(Printer *p) { arena_free(&p->arena); }
+static void printer_done(Printer *p) {
+    arena_free(&p->arena);
+}
 
 /* Forgets the names of the previous function: names are unique per function. */
 static void reset_names(Printer *p) {
@@ -359,13 +361,13 @@ static void print_type_to(Printer *p, Buf *out, const IrType *t) {
         }
         buf_puts(out, ">");
         return;
-    default:
-        buf_puts(out, ir_scalar_name(t->kind));
-        return;
+    default: buf_puts(out, ir_scalar_name(t->kind)); return;
     }
 }
 
-void ir_print_type(Buf *out, const IrType *t) { print_type_to(NULL, out, t); }
+void ir_print_type(Buf *out, const IrType *t) {
+    print_type_to(NULL, out, t);
+}
 
 /* ---- layout aliases (module printing) ---- */
 
@@ -382,8 +384,8 @@ static void collect_layout(Printer *p, const Layout *l) {
     ir_map_put(&p->layouts, l, (void *)name);
     if (p->num_aliases == p->cap_aliases) {
         size_t cap = p->cap_aliases ? p->cap_aliases * 2 : 16;
-        p->alias_order = arena_grow(&p->arena, p->alias_order, sizeof(Layout *) * p->cap_aliases,
-                                    sizeof(Layout *) * cap);
+        p->alias_order =
+            arena_grow(&p->arena, p->alias_order, sizeof(Layout *) * p->cap_aliases, sizeof(Layout *) * cap);
         p->cap_aliases = cap;
     }
     p->alias_order[p->num_aliases++] = l;
@@ -417,21 +419,11 @@ static void collect_func(Printer *p, const IrFunc *f) {
 
 static void print_attr_value(Buf *out, const IrAttr *a) {
     switch (a->kind) {
-    case IR_ATTR_INT:
-        buf_printf(out, "%" PRId64, a->i);
-        break;
-    case IR_ATTR_FLOAT:
-        ir_print_number(out, a->f);
-        break;
-    case IR_ATTR_WORD:
-        buf_puts(out, a->s ? a->s : "");
-        break;
-    case IR_ATTR_STRING:
-        print_string(out, a->s ? a->s : "");
-        break;
-    case IR_ATTR_SYMBOL:
-        print_symbol(out, a->s);
-        break;
+    case IR_ATTR_INT: buf_printf(out, "%" PRId64, a->i); break;
+    case IR_ATTR_FLOAT: ir_print_number(out, a->f); break;
+    case IR_ATTR_WORD: buf_puts(out, a->s ? a->s : ""); break;
+    case IR_ATTR_STRING: print_string(out, a->s ? a->s : ""); break;
+    case IR_ATTR_SYMBOL: print_symbol(out, a->s); break;
     case IR_ATTR_INTS:
         buf_puts(out, "[");
         for (int i = 0; i < a->list.n; i++)

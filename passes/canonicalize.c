@@ -406,15 +406,16 @@ static IrValue *simplify(Canon *c, IrOp *op) {
         c->changed = true;
     }
 
+    /* convert_layout(convert_layout(v)) converts v once. */
+    if (op->opc == IR_OP_CONVERT_LAYOUT && x->def && x->def->opc == IR_OP_CONVERT_LAYOUT) {
+        ir_op_set_operand(op, 0, x->def->operands[0]);
+        x = op->operands[0];
+        isk[0] = get_const(x, &k[0]);
+        c->changed = true;
+    }
+
     switch (op->opc) {
     case IR_OP_CONVERT_LAYOUT:
-        if (x->def && x->def->opc == IR_OP_CONVERT_LAYOUT) {
-            ir_op_set_operand(op, 0, x->def->operands[0]);
-            x = op->operands[0];
-            isk[0] = get_const(x, &k[0]);
-            c->changed = true;
-        }
-        /* fall through */
     case IR_OP_SPLAT:
     case IR_OP_BROADCAST:
     case IR_OP_EXPAND_DIMS:

@@ -25,10 +25,10 @@ run() { # name, corpus seeds...
   mkdir -p "$corpus" "$build/artifacts"
   for f in "$@"; do cp "$f" "$corpus/" 2>/dev/null || true; done
   echo "fuzz: $name for ${seconds}s from $(ls "$corpus" | wc -l) seeds"
-  ASAN_OPTIONS=detect_leaks=1 "$build/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  ASAN_OPTIONS=detect_leaks=1 "$build/tests/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$corpus" 2>&1 | tail -n 12
 }
 shopt -s globstar nullglob
-run fuzz_frontend lib/*.tile tests/lit/**/*.tile
-run fuzz_ir tests/lit/**/*.tir
+run fuzz_frontend lib/*.tile tests/lit/**/*.tile tests/fuzz/regressions/*.tile
+run fuzz_ir tests/lit/**/*.tir tests/fuzz/regressions/*.tir
 echo "fuzz: no crash"

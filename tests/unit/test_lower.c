@@ -349,13 +349,44 @@ TEST(malformed_ast_reports_errors) {
     AstNode *es3 = node(&a, AST_EXPR_STMT);
     es3->lhs = un;
     ast_push(&a, body, es3);
+    /* Expression kinds out of place: a slice, a string, a parameter. */
+    AstKind odd[3] = {AST_SLICE, AST_STRING_LIT, AST_PARAM};
+    for (int i = 0; i < 3; i++) {
+        AstNode *e = node(&a, AST_EXPR_STMT);
+        e->lhs = node(&a, odd[i]);
+        ast_push(&a, body, e);
+    }
+    /* A cast to a pointer type. */
+    AstNode *pc = node(&a, AST_CALL);
+    pc->lhs = node(&a, AST_TYPE);
+    pc->lhs->type.scalar = IR_F32;
+    pc->lhs->type.is_pointer = true;
+    ast_push(&a, pc, node(&a, AST_INT_LIT));
+    AstNode *es4 = node(&a, AST_EXPR_STMT);
+    es4->lhs = pc;
+    ast_push(&a, body, es4);
+    /* Parameters the grammar does not allow: a runtime one with a default,
+     * a constexpr pointer (in a kernel and in a func). */
     AstNode *p = node(&a, AST_PARAM);
     p->name = "n";
     p->type.scalar = IR_I32;
     p->rhs = node(&a, AST_INT_LIT);
     ast_push(&a, k, p);
-    AstNode *decls[1] = {k};
-    AstFile f = {NULL, decls, 1};
+    AstNode *cp = node(&a, AST_PARAM);
+    cp->name = "P";
+    cp->type.scalar = IR_F16;
+    cp->type.is_pointer = cp->type.is_constexpr = true;
+    ast_push(&a, k, cp);
+    AstNode *fn = node(&a, AST_FUNC);
+    fn->name = "g";
+    fn->body = node(&a, AST_BLOCK);
+    AstNode *fp = node(&a, AST_PARAM);
+    fp->name = "x";
+    fp->type.scalar = IR_F32;
+    fp->rhs = node(&a, AST_FLOAT_LIT);
+    ast_push(&a, fn, fp);
+    AstNode *decls[2] = {k, fn};
+    AstFile f = {NULL, decls, 2};
     DiagList d;
     diag_init(&d);
     IrModule *m = fe_lower(&f, NULL, &d);
@@ -366,6 +397,12 @@ TEST(malformed_ast_reports_errors) {
     CHECK(find_diag(&d, "an index item must be ':' or None") != NULL);
     CHECK(find_diag(&d, "unknown unary operator") != NULL);
     CHECK(find_diag(&d, "only constexpr parameters have default values") != NULL);
+    CHECK(find_diag(&d, "':' and None are only allowed inside an index") != NULL);
+    CHECK(find_diag(&d, "a string is only allowed as the message of static_assert") != NULL);
+    CHECK(find_diag(&d, "expected an expression, found param") != NULL);
+    CHECK(find_diag(&d, "cannot cast to a pointer type") != NULL);
+    CHECK(find_diag(&d, "constexpr parameter 'P' must be an integer, float or bool, not a pointer") != NULL);
+    CHECK(find_diag(&d, "func parameters have no default values") != NULL);
     diag_free(&d);
     arena_free(&a);
 }

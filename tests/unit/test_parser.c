@@ -39,7 +39,9 @@ static Parse *parse_bytes(const char *text, size_t len) {
     return p;
 }
 
-static Parse *parse(const char *text) { return parse_bytes(text, strlen(text)); }
+static Parse *parse(const char *text) {
+    return parse_bytes(text, strlen(text));
+}
 
 static void done(Parse *p) {
     diag_free(&p->diags);
@@ -281,7 +283,7 @@ TEST(statements) {
     CHECK(f->items[1]->type.is_constexpr);
     CHECK_EQ_INT(f->body->num_items, 1 + 11 + 1 + 3 + 2 + 1 + 2); /* the empty statement leaves no node */
     CHECK(stmt(p, 0)->kind == AST_VAR);
-    static const AstOp ops[] = {AST_OP_ADD, AST_OP_SUB, AST_OP_MUL, AST_OP_DIV, AST_OP_MOD, AST_OP_SHL,
+    static const AstOp ops[] = {AST_OP_ADD, AST_OP_SUB,    AST_OP_MUL,   AST_OP_DIV,    AST_OP_MOD,   AST_OP_SHL,
                                 AST_OP_SHR, AST_OP_BITAND, AST_OP_BITOR, AST_OP_BITXOR, AST_OP_ASSIGN};
     for (int i = 0; i < 11; i++) {
         AstNode *s = stmt(p, 1 + i);
@@ -719,10 +721,12 @@ TEST(random_bytes) {
         done(p);
     }
     /* random tokens are closer to real input than random bytes */
+    // clang-format off
     static const char *const toks[] = {"kernel", "func", "k", "(", ")", "{", "}", "[", "]", ",", ";", "let", "var",
                                        "x", "=", "+", "*", "-", "?", ":", "if", "else", "for", "in", "range", "1",
                                        "2.5", "None", "f32", "f16*", "const", "constexpr", "return", "+=", "<",
                                        "&&", "!", "static_assert", "\"s\"", "/*", "*/", "\n", "inf", "true"};
+    // clang-format on
     Buf b;
     buf_init(&b);
     for (int iter = 0; iter < 500; iter++) {

@@ -120,8 +120,7 @@ static const Layout *blocked2(IrModule *m, int s0, int s1) {
  * duplicate and numeric name hints. */
 static IrModule *build_big_module(void) {
     IrModule *m = ir_module_create();
-    const IrType *i32 = ir_type_scalar(m, IR_I32), *f32 = ir_type_scalar(m, IR_F32),
-                 *f16 = ir_type_scalar(m, IR_F16);
+    const IrType *i32 = ir_type_scalar(m, IR_I32), *f32 = ir_type_scalar(m, IR_F32), *f16 = ir_type_scalar(m, IR_F16);
     const IrType *pf16 = ir_type_ptr(m, f16);
     const Layout *bl = blocked2(m, 1, 4), *bl2 = blocked2(m, 2, 2);
     Layout l;

@@ -1,0 +1,224 @@
+/*
+ * test_linear_layout.c — every layout's index map, checked exhaustively on
+ * small shapes: each element of the tile is held by exactly the (register,
+ * lane, warp) triples the layout's definition says, and by no other.
+ */
+#include "ir/ir.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+static const Layout *blocked(IrModule *m, int rank, const int *spt, const int *tpw, const int *wpc,
+                             const int *order) {
+    Layout l = {.kind = LAYOUT_BLOCKED, .rank = rank};
+    for (int d = 0; d < rank; d++) {
+        l.blocked.spt[d] = spt[d];
+        l.blocked.tpw[d] = tpw[d];
+        l.blocked.wpc[d] = wpc[d];
+        l.blocked.order[d] = order[d];
+    }
+    return ir_layout_intern(m, &l);
+}
+
+/* Counts owners of every element; checks the count is `expect` for all. */
+static void check_cover(const LinearLayout *ll, int num_warps, int expect) {
+    int64_t n = ll->shape[0] * (ll->rank > 1 ? ll->shape[1] : 1);
+    int *count = calloc((size_t)n, sizeof *count);
+    for (int w = 0; w < num_warps; w++)
+        for (int l = 0; l < 32; l++)
+            for (int r = 0; r < ll_num_regs(ll); r++) {
+                int64_t c[IR_MAX_RANK];
+                ll_apply(ll, r, l, w, c);
+                int64_t idx = ll->rank > 1 ? c[0] * ll->shape[1] + c[1] : c[0];
+                CHECK(idx >= 0 && idx < n);
+                if (idx >= 0 && idx < n)
+                    count[idx]++;
+            }
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad += count[i] != expect;
+    CHECK_EQ_INT(bad, 0);
+    free(count);
+}
+
+TEST(blocked_worked_example) {
+    IrModule *m = ir_module_create();
+    const Layout *l = blocked(m, 2, (int[]){1, 4}, (int[]){2, 16}, (int[]){4, 1}, (int[]){1, 0});
+    LinearLayout ll;
+    const char *why = NULL;
+    CHECK(ll_from_layout(l, 2, (int64_t[]){64, 64}, 4, &ll, &why));
+    Buf b;
+    buf_init(&b);
+    ll_print(&b, &ll);
+    CHECK_EQ_STR(b.data, "reg: [(0, 1), (0, 2), (8, 0), (16, 0), (32, 0)]; "
+                         "lane: [(0, 4), (0, 8), (0, 16), (0, 32), (1, 0)]; warp: [(2, 0), (4, 0)]");
+    buf_free(&b);
+    int64_t c[IR_MAX_RANK];
+    ll_apply(&ll, 5, 17, 2, c);
+    CHECK_EQ_INT(c[0], 13);
+    CHECK_EQ_INT(c[1], 5);
+    check_cover(&ll, 4, 1);
+    ir_module_destroy(m);
+}
+
+/* A blocked layout larger than the tile: lanes and warps hold copies. */
+TEST(blocked_broadcast) {
+    IrModule *m = ir_module_create();
+    const Layout *l = blocked(m, 1, (int[]){4}, (int[]){32}, (int[]){4}, (int[]){0});
+    LinearLayout ll;
+    CHECK(ll_from_layout(l, 1, (int64_t[]){64}, 4, &ll, NULL));
+    CHECK_EQ_INT(ll_num_regs(&ll), 4);
+    CHECK_EQ_INT(ll_broadcast_mask(&ll, LL_LANE), 0x10); /* lanes 16..31 repeat 0..15 */
+    CHECK_EQ_INT(ll_broadcast_mask(&ll, LL_WARP), 0x3);
+    check_cover(&ll, 4, 2 * 4);
+    /* Fewer elements than per-thread registers: registers are dropped. */
+    CHECK(ll_from_layout(l, 1, (int64_t[]){2}, 4, &ll, NULL));
+    CHECK_EQ_INT(ll_num_regs(&ll), 2);
+    check_cover(&ll, 4, 32 * 4);
+    ir_module_destroy(m);
+}
+
+TEST(default_blocked_matches_triton) {
+    IrModule *m = ir_module_create();
+    const Layout *l = ll_default_blocked(m, 2, (int64_t[]){64, 64}, 4);
+    CHECK_EQ_INT(l->blocked.tpw[1], 32);
+    CHECK_EQ_INT(l->blocked.tpw[0], 1);
+    CHECK_EQ_INT(l->blocked.wpc[1], 2);
+    CHECK_EQ_INT(l->blocked.wpc[0], 2);
+    l = ll_default_blocked(m, 2, (int64_t[]){128, 16}, 8);
+    CHECK_EQ_INT(l->blocked.tpw[1], 16);
+    CHECK_EQ_INT(l->blocked.tpw[0], 2);
+    CHECK_EQ_INT(l->blocked.wpc[1], 1);
+    CHECK_EQ_INT(l->blocked.wpc[0], 8);
+    l = ll_default_blocked(m, 1, (int64_t[]){1024}, 4);
+    CHECK_EQ_INT(l->blocked.tpw[0], 32);
+    CHECK_EQ_INT(l->blocked.wpc[0], 4);
+    /* Coalesced 16-byte f16 vectors on a 64x64 tile: [1,8] per thread. */
+    l = ll_blocked_layout(m, 2, (int64_t[]){64, 64}, (int[]){1, 8}, (int[]){1, 0}, 4);
+    CHECK_EQ_INT(l->blocked.tpw[1], 8);
+    CHECK_EQ_INT(l->blocked.tpw[0], 4);
+    CHECK_EQ_INT(l->blocked.wpc[0], 4);
+    LinearLayout ll;
+    CHECK(ll_from_layout(l, 2, (int64_t[]){64, 64}, 4, &ll, NULL));
+    check_cover(&ll, 4, 1);
+    ir_module_destroy(m);
+}
+
+TEST(slice_of_blocked) {
+    IrModule *m = ir_module_create();
+    const Layout *p = blocked(m, 2, (int[]){1, 4}, (int[]){2, 16}, (int[]){4, 1}, (int[]){1, 0});
+    Layout s = {.kind = LAYOUT_SLICE, .rank = 1};
+    s.slice.dim = 1;
+    s.slice.parent = p;
+    LinearLayout ll;
+    CHECK(ll_from_layout(ir_layout_intern(m, &s), 1, (int64_t[]){64}, 4, &ll, NULL));
+    /* Rows: one per (lane bit 4, warp bits, repetition); columns' lanes copy. */
+    CHECK_EQ_INT(ll_num_regs(&ll), 8);
+    CHECK_EQ_INT(ll_broadcast_mask(&ll, LL_LANE), 0xf);
+    check_cover(&ll, 4, 16);
+    /* Every register of the slice is in the same thread as the parent's row. */
+    LinearLayout full, row;
+    CHECK(ll_from_layout(p, 2, (int64_t[]){64, 64}, 4, &full, NULL));
+    CHECK(ll_from_layout(p, 2, (int64_t[]){64, 1}, 4, &row, NULL));
+    int map[64];
+    bool keep[2] = {true, false};
+    CHECK(ll_same_thread_map(&row, &full, keep, map)); /* broadcast [64,1] -> [64,64] */
+    for (int r = 0; r < ll_num_regs(&full); r++) {
+        int64_t a[IR_MAX_RANK], b[IR_MAX_RANK];
+        ll_apply(&full, r, 9, 3, a);
+        ll_apply(&row, map[r], 9, 3, b);
+        CHECK_EQ_INT(a[0], b[0]);
+    }
+    bool keep_all[2] = {true, true};
+    const Layout *other = blocked(m, 2, (int[]){4, 1}, (int[]){16, 2}, (int[]){1, 4}, (int[]){0, 1});
+    LinearLayout t;
+    CHECK(ll_from_layout(other, 2, (int64_t[]){64, 64}, 4, &t, NULL));
+    CHECK(!ll_same_thread_map(&full, &t, keep_all, map)); /* a transpose moves data between threads */
+    ir_module_destroy(m);
+}
+
+static const Layout *mma_v2(IrModule *m, int wm, int wn) {
+    Layout l = {.kind = LAYOUT_MMA, .rank = 2};
+    l.mma.version = 2;
+    l.mma.wpc[0] = wm;
+    l.mma.wpc[1] = wn;
+    l.mma.instr[0] = 16, l.mma.instr[1] = 8, l.mma.instr[2] = 16;
+    return ir_layout_intern(m, &l);
+}
+
+/* The accumulator fragment of mma.sync.m16n8k16 (PTX ISA): c_i sits at row
+ * groupID + 8*(i >= 2), column 2*threadID_in_group + (i & 1). */
+TEST(mma_v2_accumulator) {
+    IrModule *m = ir_module_create();
+    LinearLayout ll;
+    CHECK(ll_from_layout(mma_v2(m, 1, 1), 2, (int64_t[]){16, 8}, 1, &ll, NULL));
+    CHECK_EQ_INT(ll_num_regs(&ll), 4);
+    for (int lane = 0; lane < 32; lane++)
+        for (int i = 0; i < 4; i++) {
+            int64_t c[IR_MAX_RANK];
+            ll_apply(&ll, i, lane, 0, c);
+            CHECK_EQ_INT(c[0], lane / 4 + 8 * (i >= 2));
+            CHECK_EQ_INT(c[1], 2 * (lane % 4) + (i & 1));
+        }
+    CHECK(ll_from_layout(mma_v2(m, 4, 1), 2, (int64_t[]){128, 64}, 4, &ll, NULL));
+    check_cover(&ll, 4, 1);
+    CHECK(ll_from_layout(mma_v2(m, 2, 2), 2, (int64_t[]){64, 64}, 4, &ll, NULL));
+    check_cover(&ll, 4, 1);
+    ir_module_destroy(m);
+}
+
+/* The A and B fragments of mma.sync.m16n8k16 with 16-bit types (PTX ISA). */
+TEST(dot_operands_v2) {
+    IrModule *m = ir_module_create();
+    const Layout *parent = mma_v2(m, 1, 1);
+    Layout a = {.kind = LAYOUT_DOT_OP, .rank = 2};
+    a.dot_op.idx = 0, a.dot_op.parent = parent, a.dot_op.kwidth = 2;
+    Layout b = a;
+    b.dot_op.idx = 1;
+    LinearLayout la, lb;
+    CHECK(ll_from_layout(ir_layout_intern(m, &a), 2, (int64_t[]){16, 16}, 1, &la, NULL));
+    CHECK(ll_from_layout(ir_layout_intern(m, &b), 2, (int64_t[]){16, 8}, 1, &lb, NULL));
+    CHECK_EQ_INT(ll_num_regs(&la), 8);
+    CHECK_EQ_INT(ll_num_regs(&lb), 4);
+    for (int lane = 0; lane < 32; lane++) {
+        int group = lane / 4, tig = lane % 4;
+        for (int i = 0; i < 8; i++) {
+            int64_t c[IR_MAX_RANK];
+            ll_apply(&la, i, lane, 0, c);
+            CHECK_EQ_INT(c[0], group + ((i / 2) % 2) * 8);
+            CHECK_EQ_INT(c[1], tig * 2 + (i & 1) + (i >= 4) * 8);
+        }
+        for (int i = 0; i < 4; i++) {
+            int64_t c[IR_MAX_RANK];
+            ll_apply(&lb, i, lane, 0, c);
+            CHECK_EQ_INT(c[0], tig * 2 + (i & 1) + (i >= 2) * 8);
+            CHECK_EQ_INT(c[1], group);
+        }
+    }
+    /* With warps [4, 1], A is split over warps along M and B is copied. */
+    const Layout *p4 = mma_v2(m, 4, 1);
+    a.dot_op.parent = p4;
+    b.dot_op.parent = p4;
+    CHECK(ll_from_layout(ir_layout_intern(m, &a), 2, (int64_t[]){128, 64}, 4, &la, NULL));
+    check_cover(&la, 4, 1);
+    CHECK(ll_from_layout(ir_layout_intern(m, &b), 2, (int64_t[]){64, 64}, 4, &lb, NULL));
+    check_cover(&lb, 4, 4);
+    ir_module_destroy(m);
+}
+
+TEST(rejects_bad_layouts) {
+    IrModule *m = ir_module_create();
+    LinearLayout ll;
+    const char *why = NULL;
+    const Layout *l = blocked(m, 1, (int[]){1}, (int[]){16}, (int[]){4}, (int[]){0});
+    CHECK(!ll_from_layout(l, 1, (int64_t[]){64}, 4, &ll, &why));
+    CHECK(why != NULL);
+    l = blocked(m, 1, (int[]){1}, (int[]){32}, (int[]){4}, (int[]){0});
+    CHECK(!ll_from_layout(l, 1, (int64_t[]){64}, 8, &ll, &why));
+    CHECK(!ll_from_layout(l, 1, (int64_t[]){48}, 4, &ll, &why));
+    CHECK(!ll_from_layout(l, 2, (int64_t[]){64, 64}, 4, &ll, &why));
+    ir_module_destroy(m);
+}
+
+UNIT_SUITE(linear_layout, blocked_worked_example, blocked_broadcast, default_blocked_matches_triton,
+           slice_of_blocked, mma_v2_accumulator, dot_operands_v2, rejects_bad_layouts)
