@@ -47,6 +47,9 @@ const char *tc_status_string(tc_status s) {
     case TC_ERROR_OUT_OF_MEMORY: return "out of memory";
     case TC_ERROR_INTERNAL: return "internal compiler error";
     case TC_ERROR_UNSUPPORTED: return "unsupported";
+    case TC_ERROR_NO_DRIVER: return "no CUDA driver";
+    case TC_ERROR_NO_DEVICE: return "no CUDA device";
+    case TC_ERROR_CUDA: return "CUDA driver error";
     }
     return "unknown status";
 }
@@ -319,7 +322,16 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fcx[i].i = cx[i].i;
         fcx[i].f = cx[i].f;
     }
-    FeOptions fo = {kernel, fcx, (int)num_cx, opt.num_warps > 0 ? opt.num_warps : 4};
+    if (opt.num_params && !opt.params) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
+    }
+    FeParamSpec *fps = ARENA_ARRAY(&j.ast_arena, FeParamSpec, opt.num_params ? opt.num_params : 1);
+    for (size_t i = 0; i < opt.num_params; i++) {
+        fps[i].name = opt.params[i].name ? opt.params[i].name : "";
+        fps[i].divisibility = opt.params[i].divisibility;
+    }
+    FeOptions fo = {kernel, fcx, (int)num_cx, opt.num_warps > 0 ? opt.num_warps : 4, fps, (int)opt.num_params};
     j.module = fe_lower(ast, &fo, &j.diags);
     if (!j.module || diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);

@@ -44,9 +44,12 @@ struct Builtin {
     const char *kind; /* reduce and atomic kind word */
 };
 
-
-static bool is_value(const Val *v) { return v->kind == VAL_CONST || v->kind == VAL_IR; }
-static const AstNode *arg(const AstNode *call, int i) { return i < call->num_items ? call->items[i] : NULL; }
+static bool is_value(const Val *v) {
+    return v->kind == VAL_CONST || v->kind == VAL_IR;
+}
+static const AstNode *arg(const AstNode *call, int i) {
+    return i < call->num_items ? call->items[i] : NULL;
+}
 
 /* ---- argument helpers ---- */
 
@@ -147,7 +150,8 @@ static Val b_arange(Lower *L, const AstNode *call, const Builtin *bi) {
         return val_error();
     }
     if (len > LOWER_MAX_NUMEL) {
-        lower_error(L, call, "arange length %lld is more than %lld elements", (long long)len, (long long)LOWER_MAX_NUMEL);
+        lower_error(L, call, "arange length %lld is more than %lld elements", (long long)len,
+                    (long long)LOWER_MAX_NUMEL);
         return val_error();
     }
     Shape s = {1, {len}};
@@ -195,7 +199,7 @@ static Val b_reshape(Lower *L, const AstNode *call, const Builtin *bi) {
         numel *= s.dim[i];
     if (numel != ir_type_numel(t)) {
         lower_error(L, call, "cannot reshape %s (%lld elements) to %s (%lld elements)", lower_type_str(L, t),
-                 (long long)ir_type_numel(t), lower_shape_str(L, &s), (long long)numel);
+                    (long long)ir_type_numel(t), lower_shape_str(L, &s), (long long)numel);
         return val_error();
     }
     const IrType *rt = lower_tile_type(L, ir_type_elem(t), &s);
@@ -374,7 +378,7 @@ static Val b_cdiv(Lower *L, const AstNode *call, const Builtin *bi) {
         return val_error();
     if (!ir_type_is_int(val_elem(&a)) || !ir_type_is_int(val_elem(&b))) {
         lower_error(L, call, "operands of 'cdiv' must be integers, got %s and %s", lower_val_str(L, &a),
-                 lower_val_str(L, &b));
+                    lower_val_str(L, &b));
         return val_error();
     }
     if (b.kind == VAL_CONST && b.i == 0) {
@@ -408,7 +412,7 @@ static Val b_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
     if (s.rank == 0) {
         if (bi->opc == IR_OP_REDUCE || call->num_items != 2) {
             lower_error(L, arg(call, 0), "'%s' needs a tile%s, got %s", bi->name,
-                     bi->opc == IR_OP_REDUCE ? "" : " (or two scalars)", lower_val_str(L, &x));
+                        bi->opc == IR_OP_REDUCE ? "" : " (or two scalars)", lower_val_str(L, &x));
             return val_error();
         }
         Val b = need_number(L, lower_expr(L, arg(call, 1)), arg(call, 1), bi->name);
@@ -438,13 +442,13 @@ static Val b_dot(Lower *L, const AstNode *call, const Builtin *bi) {
     Shape sa = val_shape(&a), sb = val_shape(&b);
     if (sa.rank != 2 || sb.rank != 2) {
         lower_error(L, call, "operands of 'dot' must be 2-D tiles, got %s and %s", lower_val_str(L, &a),
-                 lower_val_str(L, &b));
+                    lower_val_str(L, &b));
         return val_error();
     }
     const IrType *ea = val_elem(&a), *eb = val_elem(&b);
     if (ea != eb) {
         lower_error(L, call, "operands of 'dot' must have the same element type, got %s and %s", lower_val_str(L, &a),
-                 lower_val_str(L, &b));
+                    lower_val_str(L, &b));
         return val_error();
     }
     if (ea->kind != IR_F16 && ea->kind != IR_BF16 && ea->kind != IR_F32) {
@@ -454,12 +458,12 @@ static Val b_dot(Lower *L, const AstNode *call, const Builtin *bi) {
     int64_t M = sa.dim[0], K = sa.dim[1], N = sb.dim[1];
     if (sb.dim[0] != K) {
         lower_error(L, call, "inner dimensions of 'dot' differ: %s @ %s", lower_shape_str(L, &sa),
-                 lower_shape_str(L, &sb));
+                    lower_shape_str(L, &sb));
         return val_error();
     }
     if (M < 16 || N < 16 || K < 16) {
         lower_error(L, call, "'dot' needs M, N and K of at least 16, got %s @ %s", lower_shape_str(L, &sa),
-                 lower_shape_str(L, &sb));
+                    lower_shape_str(L, &sb));
         return val_error();
     }
     Shape so = {2, {M, N}};
@@ -507,13 +511,13 @@ static bool ptr_and_mask(Lower *L, const AstNode *call, const char *fname, Val *
         return false;
     if (val_elem(mask)->kind != IR_I1) {
         lower_error(L, arg(call, 2 - (strcmp(fname, "load") == 0)), "mask of '%s' must be bool, got %s", fname,
-                 lower_val_str(L, mask));
+                    lower_val_str(L, mask));
         return false;
     }
     Shape ms = val_shape(mask);
     if (!lower_broadcast_shapes(s, &ms, s)) {
         lower_error(L, call, "mask of '%s' of shape %s does not broadcast with the pointer of shape %s", fname,
-                 lower_shape_str(L, &ms), lower_shape_str(L, s));
+                    lower_shape_str(L, &ms), lower_shape_str(L, s));
         return false;
     }
     *p = lower_broadcast(L, *p, s, call, fname);
@@ -560,7 +564,7 @@ static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
     if (p.const_param) {
         const AstNode *cp = p.const_param;
         lower_error(L, call, "%s through pointer to const: '%s' is declared 'const %s*'",
-                 bi->opc == IR_OP_STORE ? "store" : bi->name, cp->name, ir_scalar_name(cp->type.scalar));
+                    bi->opc == IR_OP_STORE ? "store" : bi->name, cp->name, ir_scalar_name(cp->type.scalar));
         diag_note(L->diags, cp->loc, "'%s' declared here", cp->name);
         return val_error();
     }
@@ -577,7 +581,7 @@ static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
     if (is_value(&v) && (!lower_broadcast_shapes(&vs, &s, &r) || r.rank != s.rank ||
                          memcmp(r.dim, s.dim, sizeof(int64_t) * (size_t)s.rank) != 0)) {
         lower_error(L, arg(call, 1), "value of '%s' of shape %s does not fit the pointer shape %s", bi->name,
-                 lower_shape_str(L, &vs), lower_shape_str(L, &s));
+                    lower_shape_str(L, &vs), lower_shape_str(L, &s));
         return val_error();
     }
     lower_at(L, call);
@@ -650,7 +654,9 @@ static const Builtin *find_builtin(const char *name) {
     return NULL;
 }
 
-bool lower_is_builtin(const char *name) { return find_builtin(name) != NULL; }
+bool lower_is_builtin(const char *name) {
+    return find_builtin(name) != NULL;
+}
 
 bool lower_builtin(Lower *L, const AstNode *call, const char *name, Val *out) {
     const Builtin *bi = find_builtin(name);
@@ -659,7 +665,8 @@ bool lower_builtin(Lower *L, const AstNode *call, const char *name, Val *out) {
     int n = call->num_items;
     if (n < bi->min_args || n > bi->max_args) {
         if (bi->min_args == bi->max_args)
-            lower_error(L, call, "'%s' takes %d argument%s, got %d", name, bi->min_args, bi->min_args == 1 ? "" : "s", n);
+            lower_error(L, call, "'%s' takes %d argument%s, got %d", name, bi->min_args, bi->min_args == 1 ? "" : "s",
+                        n);
         else
             lower_error(L, call, "'%s' takes %d to %d arguments, got %d", name, bi->min_args, bi->max_args, n);
         *out = val_error();

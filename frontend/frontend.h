@@ -132,6 +132,7 @@ struct AstTypeSpec {
     bool is_pointer;   /* `T*` */
     bool is_const;     /* `const T*`: stores through it are errors */
     bool is_constexpr; /* specialization parameter */
+    int64_t divisibility; /* `divisible_by(N)`: address (bytes) or value is a multiple of N; 0 = no claim */
 };
 
 struct AstNode {
@@ -185,11 +186,19 @@ struct FeConstexpr {
     double f;
 };
 
+/* A fact about a runtime parameter from the caller (JIT specialization). */
+typedef struct FeParamSpec {
+    const char *name;
+    int64_t divisibility; /* pointer address in bytes or integer value is a multiple of this */
+} FeParamSpec;
+
 struct FeOptions {
     const char *kernel; /* lower only this kernel; NULL = every kernel */
     const FeConstexpr *constexprs;
     int num_constexprs;
     int num_warps; /* recorded as the kernel attribute num_warps (default 4) */
+    const FeParamSpec *params; /* divisibility facts by parameter name (may be NULL) */
+    int num_params;
 };
 
 /* Specializes and lowers kernels (and the funcs they call) to a new module.

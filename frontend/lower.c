@@ -39,13 +39,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void lower_stmt(Lower *L, const AstNode *s);
 
 /* ---- declarations ---- */
 
 /* Names compare equal when both exist (a malformed AST may lack one). */
-static bool same_name(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+static bool same_name(const char *a, const char *b) {
+    return a && b && strcmp(a, b) == 0;
+}
 
 DeclInfo *lower_find_decl(Lower *L, const char *name) {
     for (int i = 0; i < L->num_decls && name; i++)
@@ -122,7 +123,8 @@ static bool same_val(const Val *a, const Val *b) {
         return false;
     switch (a->kind) {
     case VAL_IR: return a->v == b->v;
-    case VAL_CONST: return a->type == b->type && a->weak == b->weak && a->i == b->i && (a->f == b->f || a->f != a->f);
+    case VAL_CONST: /* bitwise on floats: -0.0 is not 0.0, NaN is itself */
+        return a->type == b->type && a->weak == b->weak && a->i == b->i && memcmp(&a->f, &b->f, sizeof a->f) == 0;
     default: return true;
     }
 }
@@ -174,7 +176,7 @@ static Val assign_convert(Lower *L, const AstNode *s, const Symbol *sym, Val v) 
                     memcmp(r.dim, ts.dim, sizeof(int64_t) * (size_t)r.rank) == 0;
     if (!elem_ok || !shape_ok) {
         lower_error(L, s, "cannot assign %s to var '%s' of type %s", lower_val_str(L, &v), sym->name,
-                 lower_type_str(L, vt));
+                    lower_type_str(L, vt));
         return val_error();
     }
     lower_at(L, s);
@@ -329,17 +331,14 @@ static void scan_assigns(Lower *L, const AstNode *s) {
         scan_assigns(L, s->body);
         scan_assigns(L, s->els);
         break;
-    case AST_FOR:
-        scan_assigns(L, s->body);
-        break;
+    case AST_FOR: scan_assigns(L, s->body); break;
     case AST_ASSIGN: {
         int i = lookup_index(L, s->name);
         if (i >= 0 && L->syms[i].kind == SYM_VAR)
             L->syms[i].carried = true;
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -467,7 +466,7 @@ static void lower_static_assert(Lower *L, const AstNode *s) {
         return;
     if (c.kind != VAL_CONST || val_is_ptr(&c)) {
         lower_error(L, s->cond, "static_assert condition must be a constant expression, got a runtime %s",
-                 lower_val_str(L, &c));
+                    lower_val_str(L, &c));
         return;
     }
     if (!val_truthy(&c)) {
@@ -498,7 +497,7 @@ static void lower_stmt(Lower *L, const AstNode *s) {
     case AST_STATIC_ASSERT: lower_static_assert(L, s); break;
     case AST_RETURN:
         lower_error(L, s, "'return' must be the last statement of a %s",
-                 L->fn_decl->kind == AST_KERNEL ? "kernel" : "func");
+                    L->fn_decl->kind == AST_KERNEL ? "kernel" : "func");
         if (s->lhs)
             lower_expr(L, s->lhs);
         break;
@@ -602,12 +601,12 @@ static bool bind_arg(Lower *L, const AstNode *call, const AstNode *f, int i, Val
     if (ts->is_constexpr) {
         if (a->kind != VAL_CONST) {
             lower_error(L, an, "argument %d of '%s' must be a constant: parameter '%s' is constexpr", i + 1, f->name,
-                     p->name);
+                        p->name);
             return false;
         }
         if (ir_type_is_float(a->type) && !ir_type_is_float(want)) {
             lower_error(L, an, "argument %d of '%s' must be %s, got %s", i + 1, f->name, ir_scalar_name(ts->scalar),
-                     lower_val_str(L, a));
+                        lower_val_str(L, a));
             return false;
         }
         *a = lower_convert(L, *a, want, an);
@@ -619,12 +618,12 @@ static bool bind_arg(Lower *L, const AstNode *call, const AstNode *f, int i, Val
         const IrType *pt = ir_type_ptr(L->m, want);
         if (val_elem(a) != pt) {
             lower_error(L, an, "argument %d of '%s' must be a pointer to %s, got %s", i + 1, f->name,
-                     ir_scalar_name(ts->scalar), lower_val_str(L, a));
+                        ir_scalar_name(ts->scalar), lower_val_str(L, a));
             return false;
         }
         if (a->const_param && !ts->is_const) {
             lower_error(L, an, "argument %d of '%s' points to const data but parameter '%s' is not 'const %s*'", i + 1,
-                     f->name, p->name, ir_scalar_name(ts->scalar));
+                        f->name, p->name, ir_scalar_name(ts->scalar));
             return false;
         }
         sig->type = val_type(a);
@@ -635,7 +634,7 @@ static bool bind_arg(Lower *L, const AstNode *call, const AstNode *f, int i, Val
     const IrType *have = val_elem(a);
     if (!(have == want || (weak && weak_fits(a, want)))) {
         lower_error(L, an, "argument %d of '%s' must be %s (a scalar or a tile of %s), got %s", i + 1, f->name,
-                 ir_scalar_name(ts->scalar), ir_scalar_name(ts->scalar), lower_val_str(L, a));
+                    ir_scalar_name(ts->scalar), ir_scalar_name(ts->scalar), lower_val_str(L, a));
         return false;
     }
     *a = lower_convert(L, *a, want, an);
@@ -710,24 +709,26 @@ static Val constexpr_value(Lower *L, const AstNode *k, const AstNode *p) {
     if (cx) {
         if (cx->is_float && !ir_type_is_float(t)) {
             lower_error(L, p, "constexpr parameter '%s' of kernel '%s' is %s, but -D %s=%g is not an integer", p->name,
-                     k->name, tn, p->name, cx->f);
+                        k->name, tn, p->name, cx->f);
             return val_error();
         }
         if (t->kind == IR_I1 && !cx->is_float && cx->i != 0 && cx->i != 1) {
             lower_error(L, p, "constexpr parameter '%s' of kernel '%s' is bool; -D %s=%lld must be true, false, 0 or 1",
-                     p->name, k->name, p->name, (long long)cx->i);
+                        p->name, k->name, p->name, (long long)cx->i);
             return val_error();
         }
         if (ir_type_is_int(t) && !cx->is_float && ir_int_wrap(cx->i, ir_type_bits(t)) != cx->i) {
             lower_error(L, p, "-D %s=%lld does not fit constexpr parameter '%s' of type %s", p->name, (long long)cx->i,
-                     p->name, tn);
+                        p->name, tn);
             return val_error();
         }
-        return cx->is_float ? val_float(t, cx->f) : ir_type_is_float(t) ? val_float(t, (double)cx->i) : val_int(t, cx->i);
+        return cx->is_float          ? val_float(t, cx->f)
+               : ir_type_is_float(t) ? val_float(t, (double)cx->i)
+                                     : val_int(t, cx->i);
     }
     if (!p->rhs) {
         lower_error(L, p, "constexpr parameter '%s' of kernel '%s' has no value (pass -D %s=...)", p->name, k->name,
-                 p->name);
+                    p->name);
         return val_error();
     }
     Val v = lower_expr(L, p->rhs);
@@ -739,10 +740,23 @@ static Val constexpr_value(Lower *L, const AstNode *k, const AstNode *p) {
     }
     if (ir_type_is_float(v.type) && !ir_type_is_float(t)) {
         lower_error(L, p->rhs, "default value of constexpr parameter '%s' must be %s, got %s", p->name, tn,
-                 lower_val_str(L, &v));
+                    lower_val_str(L, &v));
         return val_error();
     }
     return lower_convert(L, v, t, p->rhs);
+}
+
+/* The divisibility a parameter is known to have: the larger of what the
+ * source declares (divisible_by) and what the caller specializes on
+ * (FeOptions.params, as the JIT does with the actual arguments). */
+static int64_t lower_param_divisibility(Lower *L, const AstNode *p) {
+    int64_t div = p->type.divisibility;
+    for (int i = 0; i < L->opts->num_params; i++) {
+        const FeParamSpec *s = &L->opts->params[i];
+        if (strcmp(s->name, p->name) == 0 && s->divisibility > div)
+            div = s->divisibility;
+    }
+    return div;
 }
 
 static void lower_kernel(Lower *L, const AstNode *k) {
@@ -766,7 +780,13 @@ static void lower_kernel(Lower *L, const AstNode *k) {
         const IrType *t = lower_scalar(L, p->type.scalar);
         if (p->type.is_pointer)
             t = ir_type_ptr(L->m, t);
-        Val v = val_ir(ir_func_add_param(fn, t, p->name));
+        IrValue *param = ir_func_add_param(fn, t, p->name);
+        int64_t div = lower_param_divisibility(L, p);
+        if (div > 1) {
+            IrAttr a = {.name = "divisibility", .kind = IR_ATTR_INT, .i = div};
+            ir_attrs_set(L->m, &param->num_attrs, &param->attrs, &a);
+        }
+        Val v = val_ir(param);
         if (p->type.is_pointer && p->type.is_const)
             v.const_param = p;
         declare(L, p, p->name, SYM_PARAM, v);
@@ -809,7 +829,8 @@ static void check_decls(Lower *L) {
             if (pp->rhs)
                 lower_error(L, pp->rhs, "func parameters have no default values");
             if (pp->type.is_constexpr && pp->type.is_pointer)
-                lower_error(L, pp, "constexpr parameter '%s' must be an integer, float or bool, not a pointer", pp->name);
+                lower_error(L, pp, "constexpr parameter '%s' must be an integer, float or bool, not a pointer",
+                            pp->name);
         }
     }
 }

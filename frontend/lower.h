@@ -44,7 +44,7 @@ struct Val {
     double f;           /* CONST float: the value, rounded to the type (weak: a double) */
     IrValue *v;         /* IR */
     const AstNode *const_param; /* pointers: the `const T*` parameter this pointer derives from, or NULL */
-    const char *what;   /* VOID: what gave no value ("store", "func 'f'"), for the message */
+    const char *what;           /* VOID: what gave no value ("store", "func 'f'"), for the message */
 };
 
 /* A tile shape; rank 0 is a scalar. */
@@ -64,7 +64,7 @@ typedef enum {
 /* A name in scope. Symbols live on one stack (Lower.syms); a block scope is
  * a mark on that stack, a function's symbols start at Lower.frame. */
 struct Symbol {
-    const char *name;    /* as written */
+    const char *name; /* as written */
     SymKind kind;
     Val val;             /* current binding */
     const IrType *type;  /* SYM_VAR: the var's fixed type (NULL if its initializer had an error) */
@@ -81,37 +81,37 @@ typedef struct ParamSig {
 
 /* A func specialized for one argument signature: `func @silu`, `@silu.1`... */
 struct FuncInst {
-    ParamSig *sig;                 /* one per AST parameter */
-    IrFunc *ir;                    /* the IR func */
-    const IrType *result;          /* returned type, NULL when it returns nothing */
-    const AstNode *result_const;   /* the returned pointer derives from this const parameter */
-    bool failed;                   /* its body had errors: calls give VAL_ERROR */
-    FuncInst *next;                /* other instances of the same func */
+    ParamSig *sig;               /* one per AST parameter */
+    IrFunc *ir;                  /* the IR func */
+    const IrType *result;        /* returned type, NULL when it returns nothing */
+    const AstNode *result_const; /* the returned pointer derives from this const parameter */
+    bool failed;                 /* its body had errors: calls give VAL_ERROR */
+    FuncInst *next;              /* other instances of the same func */
 };
 
 /* Per top-level declaration. */
 struct DeclInfo {
-    const AstNode *decl;  /* AST_KERNEL or AST_FUNC */
-    FuncInst *instances;  /* AST_FUNC: instances made so far, newest first */
-    int num_instances;    /* for the name suffix */
-    bool active;          /* AST_FUNC: being instantiated now (a call to it is recursion) */
+    const AstNode *decl; /* AST_KERNEL or AST_FUNC */
+    FuncInst *instances; /* AST_FUNC: instances made so far, newest first */
+    int num_instances;   /* for the name suffix */
+    bool active;         /* AST_FUNC: being instantiated now (a call to it is recursion) */
 };
 
 struct Lower {
-    IrModule *m;            /* the module being built */
-    const AstFile *file;    /* what is lowered */
-    const FeOptions *opts;  /* kernel selection, constexpr values, num_warps */
-    DiagList *diags;        /* where errors go */
-    Arena tmp;              /* symbols, snapshots, instances: freed when lowering ends */
-    IrBuilder b;            /* insertion point in the function being lowered */
-    IrFunc *fn;             /* the function being lowered */
-    const AstNode *fn_decl; /* its declaration (AST_KERNEL or AST_FUNC) */
-    Symbol *syms;           /* the scope stack */
-    int num_syms;           /* symbols in use */
-    int cap_syms;           /* symbols allocated */
-    int frame;              /* index of the first symbol of the current function */
-    DeclInfo *decls;        /* one per file->decls entry */
-    int num_decls;          /* entries in decls */
+    IrModule *m;                       /* the module being built */
+    const AstFile *file;               /* what is lowered */
+    const FeOptions *opts;             /* kernel selection, constexpr values, num_warps */
+    DiagList *diags;                   /* where errors go */
+    Arena tmp;                         /* symbols, snapshots, instances: freed when lowering ends */
+    IrBuilder b;                       /* insertion point in the function being lowered */
+    IrFunc *fn;                        /* the function being lowered */
+    const AstNode *fn_decl;            /* its declaration (AST_KERNEL or AST_FUNC) */
+    Symbol *syms;                      /* the scope stack */
+    int num_syms;                      /* symbols in use */
+    int cap_syms;                      /* symbols allocated */
+    int frame;                         /* index of the first symbol of the current function */
+    DeclInfo *decls;                   /* one per file->decls entry */
+    int num_decls;                     /* entries in decls */
     const IrType *scalars[IR_F64 + 1]; /* interned scalar types, filled on first use */
 };
 
@@ -127,15 +127,15 @@ DeclInfo *lower_find_decl(Lower *L, const char *name);
 Val val_error(void);
 Val val_void(const char *what);
 Val val_ir(IrValue *v);
-Val val_int(const IrType *type, int64_t i);   /* typed integer constant (wrapped to the type) */
-Val val_float(const IrType *type, double f);  /* typed float constant (rounded to the type) */
+Val val_int(const IrType *type, int64_t i);  /* typed integer constant (wrapped to the type) */
+Val val_float(const IrType *type, double f); /* typed float constant (rounded to the type) */
 Val val_weak_int(Lower *L, int64_t i);
 Val val_weak_float(Lower *L, double f);
-const IrType *val_type(const Val *x);         /* CONST: scalar type; IR: value type; else NULL */
-const IrType *val_elem(const Val *x);         /* element type */
+const IrType *val_type(const Val *x); /* CONST: scalar type; IR: value type; else NULL */
+const IrType *val_elem(const Val *x); /* element type */
 Shape val_shape(const Val *x);
 bool val_is_ptr(const Val *x);
-bool val_truthy(const Val *x);                /* CONST: nonzero */
+bool val_truthy(const Val *x); /* CONST: nonzero */
 
 const IrType *lower_scalar(Lower *L, IrTypeKind k);
 const IrType *lower_tile_type(Lower *L, const IrType *elem, const Shape *s); /* scalar when rank 0 */

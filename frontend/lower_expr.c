@@ -102,7 +102,9 @@ Val val_weak_float(Lower *L, double f) {
     return v;
 }
 
-const IrType *val_type(const Val *x) { return (x->kind == VAL_CONST || x->kind == VAL_IR) ? x->type : NULL; }
+const IrType *val_type(const Val *x) {
+    return (x->kind == VAL_CONST || x->kind == VAL_IR) ? x->type : NULL;
+}
 
 const IrType *val_elem(const Val *x) {
     const IrType *t = val_type(x);
@@ -132,8 +134,12 @@ bool val_truthy(const Val *x) {
     return ir_type_is_float(x->type) ? x->f != 0 : x->i != 0;
 }
 
-static bool is_weak(const Val *x) { return x->kind == VAL_CONST && x->weak; }
-static bool is_tile(const Val *x) { return val_shape(x).rank > 0; }
+static bool is_weak(const Val *x) {
+    return x->kind == VAL_CONST && x->weak;
+}
+static bool is_tile(const Val *x) {
+    return val_shape(x).rank > 0;
+}
 static bool elem_is_int(const Val *x) {
     const IrType *e = val_elem(x);
     return e && ir_type_is_int(e);
@@ -220,7 +226,6 @@ void lower_error(Lower *L, const AstNode *n, const char *fmt, ...) {
     diag_error(L->diags, n ? n->loc : srcloc_none(), "%s", msg);
 }
 
-
 /* ---- materializing ---- */
 
 /* A constant of any type (scalar or splat tile) with x's value. */
@@ -268,6 +273,7 @@ Val lower_convert(Lower *L, Val x, const IrType *elem, const AstNode *n) {
         return val_int(elem, (int64_t)x.f);
     }
     IrValue *v = x.v;
+    lower_at(L, n);
     if (elem->kind == IR_I1) {
         /* Casting to bool is a comparison with zero, as in C. */
         Val zero = ir_type_is_float(from) ? val_float(from, 0) : val_int(from, 0);
@@ -310,7 +316,7 @@ bool lower_check_shape(Lower *L, const Shape *s, const AstNode *n) {
         }
         if (d > LOWER_MAX_NUMEL || numel * d > LOWER_MAX_NUMEL) {
             lower_error(L, n, "tile of shape %s has more than %lld elements", lower_shape_str(L, s),
-                     (long long)LOWER_MAX_NUMEL);
+                        (long long)LOWER_MAX_NUMEL);
             return false;
         }
         numel *= d;
@@ -331,6 +337,7 @@ Val lower_broadcast(Lower *L, Val x, const Shape *s, const AstNode *n, const cha
     const IrType *elem = val_elem(&x);
     const IrType *target = lower_tile_type(L, elem, s);
     const AstNode *cp = x.const_param;
+    lower_at(L, n);
     Val out;
     if (xs.rank == 0) {
         if (x.kind == VAL_CONST)
@@ -357,15 +364,13 @@ Val lower_broadcast(Lower *L, Val x, const Shape *s, const AstNode *n, const cha
 
 /* ---- promotion ---- */
 
-static int int_rank(const IrType *t) { return ir_type_bits(t); }
-
 /* Promotion of two typed element types (both numbers). */
 static const IrType *promote_typed(Lower *L, const IrType *a, const IrType *b) {
     if (a == b)
         return a;
     bool ai = ir_type_is_int(a), bi = ir_type_is_int(b);
     if (ai && bi)
-        return int_rank(a) >= int_rank(b) ? a : b;
+        return ir_type_bits(a) >= ir_type_bits(b) ? a : b;
     if (!ai && !bi) {
         if (ir_type_bits(a) == ir_type_bits(b)) /* f16 with bf16 */
             return lower_scalar(L, IR_F32);
@@ -417,7 +422,7 @@ const IrType *lower_promote(Lower *L, const Val *a, const Val *b, const AstNode 
     const IrType *t = common_elem(L, v, 2);
     if (!t)
         lower_error(L, n, "operands of '%s' must be numbers, got %s and %s", op, lower_val_str(L, a),
-                 lower_val_str(L, b));
+                    lower_val_str(L, b));
     return t;
 }
 
@@ -429,7 +434,7 @@ static bool common_shape(Lower *L, const Val *vals, int n, const AstNode *node, 
         Shape vs = val_shape(&vals[i]), r;
         if (!lower_broadcast_shapes(&s, &vs, &r)) {
             lower_error(L, node, "operands of '%s' have incompatible shapes %s and %s", op, lower_shape_str(L, &s),
-                     lower_shape_str(L, &vs));
+                        lower_shape_str(L, &vs));
             return false;
         }
         s = r;
@@ -440,7 +445,7 @@ static bool common_shape(Lower *L, const Val *vals, int n, const AstNode *node, 
             numel *= s.dim[i];
         if (numel > LOWER_MAX_NUMEL) {
             lower_error(L, node, "result of '%s' of shape %s has more than %lld elements", op, lower_shape_str(L, &s),
-                     (long long)LOWER_MAX_NUMEL);
+                        (long long)LOWER_MAX_NUMEL);
             return false;
         }
     }
@@ -462,7 +467,7 @@ bool lower_unify(Lower *L, Val *vals, int n, bool same_elem, const AstNode *node
                 if (ei->kind != IR_PTR || (p && p != ei)) {
                     if (n == 2)
                         lower_error(L, node, "operands of '%s' have incompatible types %s and %s", op,
-                                 lower_val_str(L, &vals[0]), lower_val_str(L, &vals[1]));
+                                    lower_val_str(L, &vals[0]), lower_val_str(L, &vals[1]));
                     else
                         lower_error(L, node, "operands of '%s' have incompatible types", op);
                     return false;
@@ -516,8 +521,7 @@ static IrOpcode ast_op_opcode(AstOp op, const char **pred) {
 }
 
 /* Folds a binary op on two constants of element type `t` (NULL: both weak). */
-static Val fold_binary(Lower *L, const AstNode *n, IrOpcode opc, const char *pred, const char *spelling, Val a,
-                       Val b) {
+static Val fold_binary(Lower *L, const AstNode *n, IrOpcode opc, const char *pred, const char *spelling, Val a, Val b) {
     bool weak = a.weak && b.weak;
     const IrType *t = NULL;
     if (!weak) {
@@ -538,7 +542,7 @@ static Val fold_binary(Lower *L, const AstNode *n, IrOpcode opc, const char *pre
                 lower_error(L, n, "division by zero in a constant expression");
             else
                 lower_error(L, n, "shift amount %lld is out of range for %s", (long long)b.i,
-                         weak ? "a 64-bit literal" : lower_type_str(L, t));
+                            weak ? "a 64-bit literal" : lower_type_str(L, t));
             return val_error();
         }
         return weak ? val_weak_int(L, r) : val_int(t, r);
@@ -553,9 +557,7 @@ static Val fold_binary(Lower *L, const AstNode *n, IrOpcode opc, const char *pre
     case IR_OP_REM: r = fmod(x, y); break;
     case IR_OP_MIN: r = fmin(x, y); break;
     case IR_OP_MAX: r = fmax(x, y); break;
-    default:
-        lower_error(L, n, "operands of '%s' must be integers", spelling);
-        return val_error();
+    default: lower_error(L, n, "operands of '%s' must be integers", spelling); return val_error();
     }
     return weak ? val_weak_float(L, r) : val_float(t, r);
 }
@@ -597,7 +599,7 @@ static Val pointer_binop(Lower *L, const AstNode *n, AstOp op, Val a, Val b) {
     }
     if (op != AST_OP_ADD && op != AST_OP_SUB) {
         lower_error(L, n, "operands of '%s' must be numbers, got %s and %s", sp, lower_val_str(L, &a),
-                 lower_val_str(L, &b));
+                    lower_val_str(L, &b));
         return val_error();
     }
     if (pa && pb) {
@@ -645,7 +647,7 @@ Val lower_binop(Lower *L, const AstNode *n, AstOp op, Val a, Val b) {
     case AST_OP_LOR:
         if (val_elem(&a)->kind != IR_I1 || val_elem(&b)->kind != IR_I1) {
             lower_error(L, n, "operands of '%s' must be bool, got %s and %s", sp, lower_val_str(L, &a),
-                     lower_val_str(L, &b));
+                        lower_val_str(L, &b));
             return val_error();
         }
         break;
@@ -656,12 +658,11 @@ Val lower_binop(Lower *L, const AstNode *n, AstOp op, Val a, Val b) {
     case AST_OP_SHR:
         if (!elem_is_int(&a) || !elem_is_int(&b)) {
             lower_error(L, n, "operands of '%s' must be integers, got %s and %s", sp, lower_val_str(L, &a),
-                     lower_val_str(L, &b));
+                        lower_val_str(L, &b));
             return val_error();
         }
         break;
-    default:
-        break;
+    default: break;
     }
     return lower_arith(L, n, opc, pred, sp, a, b);
 }
@@ -676,7 +677,7 @@ static Val lower_unary(Lower *L, const AstNode *n) {
     case AST_OP_NEG:
         if (e->kind == IR_PTR) {
             lower_error(L, n, "operand of unary '%s' must be a number, got %s", n->op == AST_OP_NEG ? "-" : "+",
-                     lower_val_str(L, &x));
+                        lower_val_str(L, &x));
             return val_error();
         }
         if (n->op == AST_OP_PLUS)
@@ -709,9 +710,7 @@ static Val lower_unary(Lower *L, const AstNode *n) {
             return x.weak ? val_weak_int(L, ~x.i) : val_int(x.type, ~x.i);
         lower_at(L, n);
         return val_ir(ir_build_unary(&L->b, IR_OP_NOT, x.v->type, x.v));
-    default:
-        lower_error(L, n, "unknown unary operator");
-        return val_error();
+    default: lower_error(L, n, "unknown unary operator"); return val_error();
     }
 }
 
@@ -740,12 +739,14 @@ Val lower_select(Lower *L, const AstNode *n, Val c, Val a, Val b, const char *wh
         return val_error();
     }
     if (c.kind == VAL_CONST && a.kind == VAL_CONST && b.kind == VAL_CONST) {
-        /* Both arms still unify, so `true ? 1 : 2.5` is a float. */
+        /* Both arms still unify: where(true, 1, 2.5) is a float. */
         const IrType *t = lower_promote(L, &a, &b, n, what);
         if (!t)
             return val_error();
         Val r = c.i ? a : b;
-        return (a.weak && b.weak) ? r : lower_convert(L, r, t, n);
+        if (!a.weak || !b.weak)
+            return lower_convert(L, r, t, n);
+        return ir_type_is_float(t) && !ir_type_is_float(r.type) ? val_weak_float(L, (double)r.i) : r;
     }
     Val ab[2] = {a, b};
     if (!lower_unify(L, ab, 2, true, n, what))
@@ -905,7 +906,7 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
     case AST_INDEX: return lower_index(L, n);
     case AST_TYPE:
         lower_error(L, n, "type name '%s' is not a value; to convert, write %s(x)", ir_scalar_name(n->type.scalar),
-                 ir_scalar_name(n->type.scalar));
+                    ir_scalar_name(n->type.scalar));
         return val_error();
     case AST_STRING_LIT:
         lower_error(L, n, "a string is only allowed as the message of static_assert");
@@ -914,12 +915,8 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
         lower_error(L, n, "a list like [64, 32] is only allowed as a shape or permutation argument");
         return val_error();
     case AST_SLICE:
-    case AST_NONE:
-        lower_error(L, n, "':' and None are only allowed inside an index");
-        return val_error();
-    default:
-        lower_error(L, n, "expected an expression, found %s", ast_kind_name(n->kind));
-        return val_error();
+    case AST_NONE: lower_error(L, n, "':' and None are only allowed inside an index"); return val_error();
+    default: lower_error(L, n, "expected an expression, found %s", ast_kind_name(n->kind)); return val_error();
     }
 }
 
@@ -938,7 +935,7 @@ bool lower_const_int(Lower *L, const AstNode *n, const char *what, int64_t *out)
         return false;
     if (v.kind != VAL_CONST || !ir_type_is_int(v.type)) {
         lower_error(L, n, "%s must be a constant integer, got %s%s", what, v.kind == VAL_CONST ? "" : "a runtime ",
-                 lower_val_str(L, &v));
+                    lower_val_str(L, &v));
         return false;
     }
     *out = v.i;

@@ -335,6 +335,7 @@ static void recover_top(FeParser *p) {
 %token ADD_ASSIGN "+=" SUB_ASSIGN "-=" MUL_ASSIGN "*=" DIV_ASSIGN "/=" MOD_ASSIGN "%="
 %token SHL_ASSIGN "<<=" SHR_ASSIGN ">>=" AND_ASSIGN "&=" OR_ASSIGN "|=" XOR_ASSIGN "^="
 
+%type <ival> annotation_opt
 %type <node> decl params_opt params param block stmts stmt expr postfix primary
 %type <node> args_opt args index_items index_item default_opt condition
 %type <tspec> type_spec
@@ -396,16 +397,35 @@ params
     | params ',' param   { $$ = list_add(p, $1, $3); }
     ;
 
-/* param ::= type-spec IDENT ['=' expr] */
+/* param ::= type-spec IDENT ['divisible_by' '(' INT ')'] ['=' expr] */
 param
-    : type_spec IDENT default_opt {
+    : type_spec IDENT annotation_opt default_opt {
           $$ = node(p, AST_PARAM, @1);
           $$->name = $2;
           $$->type = $1;
-          if ($3 && !$1.is_constexpr)
-              diag_error(p->diags, $3->loc, "only constexpr parameters can have a default value");
+          $$->type.divisibility = $3;
+          if ($3 && ($1.is_constexpr || (!$1.is_pointer && $1.scalar != IR_I32 && $1.scalar != IR_I64)))
+              diag_error(p->diags, @3, "divisible_by applies to pointer and integer (i32, i64) parameters");
+          if ($4 && !$1.is_constexpr)
+              diag_error(p->diags, $4->loc, "only constexpr parameters can have a default value");
           else
-              $$->rhs = $3;
+              $$->rhs = $4;
+      }
+    ;
+
+/* An alignment fact the caller promises: a pointer's address in bytes, or an
+ * integer's value, is a multiple of N (a power of two). */
+annotation_opt
+    : %empty             { $$ = 0; }
+    | IDENT '(' INT_LIT ')' {
+          $$ = $3;
+          if (strcmp($1, "divisible_by") != 0) {
+              diag_error(p->diags, @1, "unknown parameter annotation '%s' (expected divisible_by(N))", $1);
+              $$ = 0;
+          } else if ($3 < 1 || $3 > (1 << 30) || ($3 & ($3 - 1)) != 0) {
+              diag_error(p->diags, @3, "divisible_by needs a power of two from 1 to 2^30, got %lld", (long long)$3);
+              $$ = 0;
+          }
       }
     ;
 

@@ -626,10 +626,14 @@ static double float_value(Parser *p, const Tok *t) {
     return strtod(cstr(p, t->s, t->n), NULL); /* out of range gives +-inf or 0: fine */
 }
 
-/* An integer in [lo, hi] at the current token. */
+/* An integer in [lo, hi] at the current token; `what` names it in messages
+ * ("'dim'", "an entry of 'spt'"). */
 static int small_int(Parser *p, int lo, int hi, const char *what) {
-    if (p->tok.kind != T_INT)
-        expected(p, what);
+    if (p->tok.kind != T_INT) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "an integer for %s", what);
+        expected(p, buf);
+    }
     int64_t v = int_value(p, &p->tok);
     if (v < lo || v > hi)
         ERROR_AT(p, &p->tok, "%s must be in %d..%d, got %lld", what, lo, hi, (long long)v);
@@ -638,8 +642,6 @@ static int small_int(Parser *p, int lo, int hi, const char *what) {
 }
 
 /* ==== types and layouts ==== */
-
-/* Grammar rule as the first comment of each parse function. */
 
 static const Layout *parse_layout(Parser *p, int depth);
 
@@ -652,7 +654,9 @@ static int parse_small_list(Parser *p, int *out, int max, int lo, int hi, const 
         for (;;) {
             if (n == max)
                 ERROR_AT(p, &p->tok, "'%s' has more than %d entries", field, max);
-            out[n++] = small_int(p, lo, hi, "a list entry");
+            char what[64];
+            snprintf(what, sizeof what, "an entry of '%s'", field);
+            out[n++] = small_int(p, lo, hi, what);
             if (p->tok.kind != T_COMMA)
                 break;
             advance(p);
@@ -691,7 +695,7 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
     Layout l;
     memset(&l, 0, sizeof l);
     l.kind = kind;
-    int lists[4][IR_MAX_RANK];
+    int lists[4][IR_MAX_RANK] = {{0}};
     int list_len[4] = {0, 0, 0, 0};
     bool was_list[4] = {false, false, false, false};
     int ints[4] = {0, 0, 0, 0};
@@ -718,8 +722,11 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
         else if ((was_list[f] = p->tok.kind == T_LBRACKET))
             list_len[f] = parse_small_list(p, lists[f], strcmp(fname, "instr") == 0 ? 3 : IR_MAX_RANK, 0,
                                            MAX_LAYOUT_PARAM, fname);
-        else
-            ints[f] = small_int(p, 0, MAX_LAYOUT_PARAM, fname);
+        else {
+            char what[32];
+            snprintf(what, sizeof what, "'%s'", fname);
+            ints[f] = small_int(p, 0, MAX_LAYOUT_PARAM, what);
+        }
         if (p->tok.kind != T_COMMA)
             break;
         advance(p);

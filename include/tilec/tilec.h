@@ -41,9 +41,20 @@ typedef enum tc_status {
     TC_ERROR_OUT_OF_MEMORY = 4,
     TC_ERROR_INTERNAL = 5,         /* a bug in tilec: please report the diagnostics text */
     TC_ERROR_UNSUPPORTED = 6,      /* a request this build or target cannot serve */
+    TC_ERROR_NO_DRIVER = 7,        /* libcuda.so.1 could not be loaded: no NVIDIA driver */
+    TC_ERROR_NO_DEVICE = 8,        /* the driver sees no GPU, or not the one asked for */
+    TC_ERROR_CUDA = 9,             /* a CUDA driver call failed: see tc_last_error() */
 } tc_status;
 
 TC_API const char *tc_status_string(tc_status status);
+
+/* The detailed text of the last failing call on this thread: the CUDA error
+ * name and string, the driver's JIT log when a module fails to load, the
+ * path of a cache file that could not be read or written; "" if no call
+ * has failed on this thread. Successful calls leave it alone. The text stays
+ * valid until the next failing call on the same thread. */
+TC_API const char *tc_last_error(void);
+
 TC_API const char *tc_version(void); /* "tilec 0.1.0 (LLVM 19.1.7)" */
 
 /* A source text: a .tile file for tc_compile, IR text for tc_opt. The text
@@ -80,12 +91,24 @@ typedef enum tc_emit {
     TC_EMIT_IR_AFTER_ALL, /* the IR after the front end and after every pass */
 } tc_emit;
 
+/* A fact about a runtime parameter that the kernel is specialized on: its
+ * value (an integer) or address in bytes (a pointer) is a multiple of
+ * `divisibility`. The JIT derives these from the actual arguments (16-byte
+ * alignment, divisibility by 16), as Triton does; the source can state the
+ * same with `divisible_by(N)`. */
+typedef struct tc_param_spec {
+    const char *name;
+    int64_t divisibility;
+} tc_param_spec;
+
 typedef struct tc_options {
     tc_emit emit;
     int num_warps;           /* warps per program; 0 = 4 */
     const char *print_after; /* a pass name: the IR after it goes to the log */
     int print_after_all;     /* the IR after every pass goes to the log */
     int verify_each;         /* run the verifier after every pass */
+    const tc_param_spec *params; /* specialization facts by parameter name */
+    size_t num_params;
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);

@@ -231,9 +231,9 @@ TEST(attention_is_fast) {
 
 TEST(errors_give_null_and_keep_going) {
     const char *src = "kernel k(f32* out, i32 n) {\n"
-                      "    let a = arange(0, 100);\n"     /* not a power of two */
-                      "    let b = undefined + 1;\n"      /* undeclared */
-                      "    let c = b * 2;\n"              /* no cascade from b */
+                      "    let a = arange(0, 100);\n"      /* not a power of two */
+                      "    let b = undefined + 1;\n"       /* undeclared */
+                      "    let c = b * 2;\n"               /* no cascade from b */
                       "    store(out, zeros([4], f16));\n" /* value does not fit a scalar pointer */
                       "}\n";
     Lowered r;
@@ -252,9 +252,9 @@ TEST(func_instances) {
                       "func store_it(f32* p, f32 v) { store(p, v); }\n"
                       "kernel k(f32* out) {\n"
                       "    let t = zeros([16], f32);\n"
-                      "    let a = twice(1.0);\n"  /* f32 scalar */
-                      "    let b = twice(t);\n"    /* tile<16xf32>: a second instance */
-                      "    let c = twice(2.0);\n"  /* f32 scalar again: the first instance */
+                      "    let a = twice(1.0);\n" /* f32 scalar */
+                      "    let b = twice(t);\n"   /* tile<16xf32>: a second instance */
+                      "    let c = twice(2.0);\n" /* f32 scalar again: the first instance */
                       "    store_it(out, a + c + sum(b, 0));\n"
                       "}\n";
     Lowered r;
@@ -414,8 +414,12 @@ typedef struct {
     int n, cap;
 } NodeList;
 
-static bool is_expr(const AstNode *n) { return n->kind <= AST_LIST; }
-static bool is_stmt(const AstNode *n) { return n->kind >= AST_LET && n->kind <= AST_STATIC_ASSERT; }
+static bool is_expr(const AstNode *n) {
+    return n->kind <= AST_LIST;
+}
+static bool is_stmt(const AstNode *n) {
+    return n->kind >= AST_LET && n->kind <= AST_STATIC_ASSERT;
+}
 
 static void collect(NodeList *l, AstNode *n) {
     if (!n)

@@ -438,6 +438,14 @@ TEST(parse_errors) {
     check_error("#a = #shared<vec = 8, per_phase = 1, max_phase = 8, order = [0]>\n"
                 "#a = #shared<vec = 8, per_phase = 1, max_phase = 8, order = [0]>\n",
                 2, 1, "redefinition of layout alias '#a'");
+    check_error("#b = #blocked<spt = [-1], tpw = [32], wpc = [4], order = [0]>\n", 1, 22,
+                "an entry of 'spt' must be in 0..65536, got -1");
+    check_error("#s = #slice<dim = 70000, parent = #b>\n", 1, 19, "'dim' must be in 0..65536, got 70000");
+    check_error("#b = #blocked<spt = [1], tpw = [32], wpc = [4], order = [0]>\n#s = #slice<dim = #b, parent = #b>\n", 2,
+                19, "expected an integer for 'dim', saw '#b'");
+    check_error("#b = #blocked<spt = [1, 2, 3, 4, 5], tpw = [32], wpc = [4], order = [0]>\n", 1, 34,
+                "'spt' has more than 4 entries");
+    check_error("#b = #blocked<spt = 1, tpw = [32], wpc = [4], order = [0]>\n", 1, 6, "must be a non-empty list");
     check_error("kernel @k(%x: tile<4x0xf32>) {\n}\n", 1, 22, "at least 1");
     check_error("kernel @k(%x: tile<1x2x3x4x5xf32>) {\n}\n", 1, 28, "at most 4 dimensions");
     check_error("kernel @k(%x: tile<65536x65536xf32>) {\n}\n", 1, 26, "more than");

@@ -1,0 +1,231 @@
+/*
+ * scratch.c — how much scratch shared memory each op needs, and where in
+ * that scratch each element goes.
+ *
+ * Scratch is shared memory an op uses only while it executes: partial sums
+ * of a reduction that crosses warps, a layout conversion that moves elements
+ * between threads, the operands of an FMA dot, old values of an atomic that
+ * must reach the threads holding copies. allocate-shared places every op's
+ * scratch (scratch_offset) and the kernel's total (shared_size); the lowering
+ * (lower_*.c) writes and reads it with exactly the layouts computed here, so
+ * the two can never disagree: both call these functions.
+ *
+ * Every scratch user brackets its use with barriers (before writing, between
+ * writing and reading), so the scratch of one op is dead once the next op
+ * that uses scratch reaches its first barrier. That is why offset 0 for every
+ * op is always a correct allocation, and what cg_kernel_shared_bytes assumes
+ * when the IR carries no offsets.
+ *
+ * Padding (cg_scratch_padding): a tile is stored row-major with `pad` bytes
+ * (4, or the element size if larger) after every `interval` bytes, where
+ * interval is one row of the tile's last dimension, at least 128 bytes (the
+ * 32 banks of 4 bytes). Worked example: a 64x64 f32 tile; row = 256 bytes,
+ * so interval = 256, pad = 4. Element (r, c) lives at byte 4c + 260r. A warp
+ * whose 32 lanes read column c of rows 0..31 hits banks (c + 65r) % 32 =
+ * (c + r) % 32: 32 distinct banks, where unpadded storage (c + 64r) % 32 = c
+ * puts all 32 reads in one bank. A warp reading 32 consecutive elements of a
+ * row is unaffected (one pad at most falls between them).
+ */
+#include "codegen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cg_elem_bytes(const IrType *t) {
+    if (t->kind == IR_PTR)
+        return 8;
+    int bits = ir_type_bits(t);
+    return bits < 8 ? 1 : bits / 8;
+}
+
+static int64_t round16(int64_t v) { return (v + 15) & ~(int64_t)15; }
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes) {
+    CgPadding p;
+    p.interval = 128;
+    while (p.interval < row_bytes)
+        p.interval *= 2;
+    p.pad = elem_bytes > 4 ? elem_bytes : 4;
+    return p;
+}
+
+int64_t cg_padded_offset(CgPadding p, int64_t offset) { return offset + offset / p.interval * p.pad; }
+
+/* Bytes of a padded row-major tile of `bytes` with rows of `row_bytes`. */
+static int64_t padded_size(int64_t bytes, int64_t row_bytes, int elem_bytes) {
+    CgPadding p = cg_scratch_padding(row_bytes, elem_bytes);
+    return round16(cg_padded_offset(p, bytes));
+}
+
+/* Row bytes used to pad a tile of this type: its last dimension (rank >= 2),
+ * or 128 bytes for 1-D tiles (rows of 32 banks). */
+static int64_t row_bytes_of(const IrType *t) {
+    int eb = cg_elem_bytes(t->elem);
+    return t->rank >= 2 ? t->shape[t->rank - 1] * eb : 128;
+}
+
+/* A 1-D row-major view of ll (coordinates linearized). With power-of-two
+ * dimensions each coordinate owns its own bit field of the linear index, so
+ * linearizing keeps the map linear. */
+static void linearize(const LinearLayout *ll, LinearLayout *out) {
+    memset(out, 0, sizeof *out);
+    out->rank = 1;
+    int64_t n = 1;
+    for (int d = 0; d < ll->rank; d++)
+        n *= ll->shape[d];
+    out->shape[0] = n;
+    for (int in = 0; in < LL_NUM_IN; in++) {
+        out->num_bits[in] = ll->num_bits[in];
+        for (int b = 0; b < ll->num_bits[in]; b++) {
+            int64_t lin = 0;
+            for (int d = 0; d < ll->rank; d++)
+                lin = lin * ll->shape[d] + ll->bases[in][b][d];
+            out->bases[in][b][0] = (int32_t)lin;
+        }
+    }
+}
+
+void cg_shape_op_views(const IrOp *op, const LinearLayout *from, const LinearLayout *to, LinearLayout *view,
+                       LinearLayout *to_view, bool *keep) {
+    *to_view = *to;
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        keep[d] = true;
+    switch (op->opc) {
+    case IR_OP_EXPAND_DIMS: {
+        int axis = (int)ir_op_get_int(op, "axis", 0);
+        memset(view, 0, sizeof *view);
+        view->rank = from->rank + 1;
+        for (int d = 0, s = 0; d < view->rank; d++)
+            view->shape[d] = d == axis ? 1 : from->shape[s++];
+        for (int in = 0; in < LL_NUM_IN; in++) {
+            view->num_bits[in] = from->num_bits[in];
+            for (int b = 0; b < from->num_bits[in]; b++)
+                for (int d = 0, s = 0; d < view->rank; d++)
+                    view->bases[in][b][d] = d == axis ? 0 : from->bases[in][b][s++];
+        }
+        break;
+    }
+    case IR_OP_TRANS: {
+        const IrAttr *perm = ir_op_attr(op, "perm");
+        *view = *from;
+        for (int i = 0; i < from->rank; i++) {
+            int p = perm && perm->kind == IR_ATTR_INTS && i < perm->list.n ? (int)perm->list.v[i] : i;
+            view->shape[i] = from->shape[p];
+            for (int in = 0; in < LL_NUM_IN; in++)
+                for (int b = 0; b < from->num_bits[in]; b++)
+                    view->bases[in][b][i] = from->bases[in][b][p];
+        }
+        break;
+    }
+    case IR_OP_RESHAPE:
+        linearize(from, view);
+        linearize(to, to_view);
+        break;
+    case IR_OP_BROADCAST:
+        *view = *from;
+        for (int d = 0; d < from->rank; d++)
+            keep[d] = !(from->shape[d] == 1 && to->shape[d] > 1);
+        break;
+    default: /* convert_layout */
+        *view = *from;
+        break;
+    }
+}
+
+/* True when the result of a shape op is a register permutation (the
+ * elements each thread needs are already in its registers). */
+static bool shape_op_in_thread(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
+    LinearLayout view, to_view;
+    bool keep[IR_MAX_RANK];
+    cg_shape_op_views(op, from, to, &view, &to_view, keep);
+    int *map = malloc(sizeof(int) * (size_t)ll_num_regs(&to_view));
+    if (!map)
+        tc_oom();
+    bool ok = ll_same_thread_map(&view, &to_view, keep, map);
+    free(map);
+    return ok;
+}
+
+static bool ll_of(const IrType *t, int num_warps, LinearLayout *ll) {
+    return t && t->kind == IR_TILE && t->layout && ll_of_type(t, num_warps, ll, NULL);
+}
+
+int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
+    LinearLayout a, b;
+    switch (op->opc) {
+    case IR_OP_REDUCE: {
+        const IrType *t = op->operands[0]->type;
+        if (!ll_of(t, num_warps, &a))
+            return 0;
+        int axis = (int)ir_op_get_int(op, "axis", 0);
+        int along = 0;
+        for (int k = 0; k < a.num_bits[LL_WARP]; k++)
+            along += a.bases[LL_WARP][k][axis] != 0;
+        if (!along)
+            return 0;
+        int64_t out = ir_type_numel(t) / t->shape[axis];
+        return round16(((int64_t)1 << along) * out * cg_elem_bytes(t->elem));
+    }
+    case IR_OP_CONVERT_LAYOUT:
+    case IR_OP_BROADCAST:
+    case IR_OP_EXPAND_DIMS:
+    case IR_OP_RESHAPE:
+    case IR_OP_TRANS: {
+        const IrType *s = op->operands[0]->type, *r = op->results[0]->type;
+        if (!ll_of(s, num_warps, &a) || !ll_of(r, num_warps, &b))
+            return 0;
+        if (shape_op_in_thread(op, &a, &b))
+            return 0;
+        int eb = cg_elem_bytes(s->elem);
+        return padded_size(ir_type_numel(s) * eb, row_bytes_of(s), eb);
+    }
+    case IR_OP_DOT: {
+        const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type;
+        if (ta->kind != IR_TILE || tb->kind != IR_TILE || ta->rank != 2 || tb->rank != 2)
+            return 0;
+        int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
+        int ea = cg_elem_bytes(ta->elem), eb = cg_elem_bytes(tb->elem);
+        return padded_size(K * M * ea, M * ea, ea) + padded_size(K * N * eb, N * eb, eb);
+    }
+    case IR_OP_ATOMIC: {
+        const IrType *p = op->operands[0]->type;
+        const IrType *e = ir_type_elem(p)->elem;
+        if (!e)
+            return 0;
+        if (p->kind != IR_TILE)
+            return round16(cg_elem_bytes(e));
+        if (!ll_of(p, num_warps, &a))
+            return 0;
+        if (!ll_broadcast_mask(&a, LL_LANE) && !ll_broadcast_mask(&a, LL_WARP))
+            return 0;
+        return round16(ir_type_numel(p) * cg_elem_bytes(e));
+    }
+    default:
+        return 0;
+    }
+}
+
+typedef struct {
+    int num_warps;
+    int64_t max;
+} SharedWalk;
+
+static void shared_walk(IrOp *op, void *ctx) {
+    SharedWalk *w = ctx;
+    int64_t bytes = cg_scratch_bytes(op, w->num_warps);
+    if (bytes > 0)
+        w->max = max64(w->max, ir_op_get_int(op, "scratch_offset", 0) + bytes);
+}
+
+int cg_kernel_num_warps(const IrFunc *f, int dflt) {
+    int64_t n = ir_func_get_int(f, "num_warps", dflt > 0 ? dflt : 4);
+    return n > 0 && n <= 32 ? (int)n : 4;
+}
+
+int64_t cg_kernel_shared_bytes(const IrFunc *f, int num_warps) {
+    SharedWalk w = {num_warps, ir_func_get_int(f, "shared_size", 0)};
+    ir_walk_func((IrFunc *)f, shared_walk, &w);
+    return w.max;
+}

@@ -1,0 +1,234 @@
+/*
+ * runtime.h — loading and launching tilec kernels through the CUDA Driver API,
+ * and compiling them at run time with a disk cache (JIT).
+ *
+ *     tc_context *ctx;
+ *     if (tc_context_create(0, &ctx) != TC_OK)          // device 0's primary context
+ *         fprintf(stderr, "%s\n", tc_last_error());     // e.g. no driver on this machine
+ *
+ *     tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+ *     tc_jit_request req;
+ *     tc_jit_request_init(&req);
+ *     req.path = "softmax.tile";                        // or req.source = text
+ *     req.kernel = "softmax_fwd";
+ *     req.constexprs = cx;
+ *     req.num_constexprs = 1;
+ *     tc_kernel *k;
+ *     tc_status st = tc_jit(ctx, &req, &k);             // compiled once, then cached
+ *
+ *     void *args[] = {&out, &x, &stride_out, &stride_x, &n_cols};
+ *     st = tc_launch(k, (tc_dim3){rows, 1, 1}, stream, args, 5);
+ *
+ * libcuda is opened with dlopen on first use, so a program linked with tilec
+ * runs on a machine without a GPU: tc_context_create then returns
+ * TC_ERROR_NO_DRIVER. Every function returns a tc_status (or is an accessor
+ * that cannot fail) and never exits or aborts; tc_last_error() (tilec.h)
+ * gives the details of the last failure on the calling thread.
+ *
+ * Threads: a tc_context may be used from any thread. tc_launch is lock-free
+ * and makes no context calls when the kernel's context is current on the
+ * calling thread (tc_context_create makes it current on the creating thread;
+ * call tc_context_make_current on others); when it is not, tc_launch notices
+ * the driver's complaint and launches again with the context pushed.
+ */
+#ifndef TILEC_RUNTIME_H
+#define TILEC_RUNTIME_H
+
+#include "tilec/tilec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The CUDA driver types tilec's API uses, declared exactly as cuda.h
+ * declares them, so that this header and cuda.h can be included together in
+ * either order. */
+typedef int CUdevice;
+#if defined(_WIN64) || defined(__LP64__)
+typedef unsigned long long CUdeviceptr;
+#else
+typedef unsigned int CUdeviceptr;
+#endif
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+/* A grid (programs along x, y, z) or a block (threads). */
+typedef struct tc_dim3 {
+    unsigned int x, y, z;
+} tc_dim3;
+
+/* ---- kernel signatures ---- */
+
+/* The type of a kernel parameter, and how a launch passes it: args[i]
+ * points to a value of the C type in the comment. */
+typedef enum tc_arg_type {
+    TC_ARG_I1,   /* uint8_t (0 or 1) */
+    TC_ARG_I8,   /* int8_t */
+    TC_ARG_I16,  /* int16_t */
+    TC_ARG_I32,  /* int32_t */
+    TC_ARG_I64,  /* int64_t */
+    TC_ARG_F16,  /* uint16_t: the bits of an IEEE half */
+    TC_ARG_BF16, /* uint16_t: the bits of a bfloat16 */
+    TC_ARG_F32,  /* float */
+    TC_ARG_F64,  /* double */
+    TC_ARG_PTR,  /* CUdeviceptr (or a void * holding a device address); never 0 */
+} tc_arg_type;
+
+typedef struct tc_param_desc {
+    const char *name;    /* as written in the source */
+    tc_arg_type type;
+    tc_arg_type pointee; /* TC_ARG_PTR: the element type */
+    int is_const;        /* TC_ARG_PTR: declared `const T*` */
+} tc_param_desc;
+
+/* What a launch needs to know about a kernel. The runtime parameters are
+ * the kernel's parameters less its constexpr ones, in order. */
+typedef struct tc_kernel_desc {
+    const char *name;            /* the PTX entry */
+    int num_warps;               /* a program runs 32 * num_warps threads */
+    size_t shared_bytes;         /* dynamic shared memory per program */
+    size_t num_params;
+    const tc_param_desc *params; /* num_params entries */
+} tc_kernel_desc;
+
+/* Bytes an argument of this type occupies (8 for pointers). */
+TC_API size_t tc_arg_type_size(tc_arg_type type);
+TC_API const char *tc_arg_type_name(tc_arg_type type); /* "i32", "ptr", ... */
+
+/* ---- the driver ---- */
+
+/* libcuda's version (e.g. 13000 for CUDA 13.0) and the number of GPUs. Both
+ * load the driver if needed: TC_ERROR_NO_DRIVER without one. */
+TC_API tc_status tc_driver_version(int *version);
+TC_API tc_status tc_device_count(int *count);
+
+/* ---- contexts ---- */
+
+typedef struct tc_context tc_context;
+
+/* Retains `device`'s primary context (the one the CUDA runtime API uses) and
+ * makes it current on the calling thread. */
+TC_API tc_status tc_context_create(int device, tc_context **out);
+/* Wraps a context the caller owns (NULL: the one current on this thread);
+ * the caller keeps it alive until tc_context_destroy. */
+TC_API tc_status tc_context_create_from(CUcontext cu, tc_context **out);
+/* Unloads every module loaded into ctx (JIT kernels included) and releases
+ * the primary context if tc_context_create retained it. NULL is a no-op. */
+TC_API tc_status tc_context_destroy(tc_context *ctx);
+TC_API tc_status tc_context_make_current(tc_context *ctx);
+TC_API CUcontext tc_context_cuda(const tc_context *ctx);
+TC_API CUdevice tc_context_device(const tc_context *ctx);
+/* Compute capability as major * 10 + minor: 80, 86, 90, 100, ... */
+TC_API int tc_context_compute_capability(const tc_context *ctx);
+/* The target tc_jit compiles for on this device: "sm_80", "sm_90a", ... */
+TC_API const char *tc_context_arch(const tc_context *ctx);
+
+/* Where compiles (and, with TILEC_LOG=2, cache hits) are reported: one line
+ * per event, e.g. "tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms".
+ * Without a callback they go to stderr when the environment has TILEC_LOG=1. */
+typedef void (*tc_log_fn)(void *user, const char *line);
+TC_API tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user);
+
+/* ---- modules and kernels ---- */
+
+typedef struct tc_module tc_module;
+typedef struct tc_kernel tc_kernel;
+
+/* Loads a compiled binary (tc_compile with emit = PTX): its PTX, and a
+ * tc_kernel for each of its kernels with the metadata tc_launch checks. The
+ * driver's JIT log of a failed load is in tc_last_error(). */
+TC_API tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module **out);
+/* Raw PTX (need not be NUL-terminated) or a cubin. `kernels` describes the
+ * entries for tc_launch; with NULL, tc_module_get_kernel still finds any
+ * entry but only tc_launch_raw can launch it. */
+TC_API tc_status tc_module_load_ptx(tc_context *ctx, const char *ptx, size_t len, const tc_kernel_desc *kernels,
+                                    size_t num_kernels, tc_module **out);
+TC_API tc_status tc_module_load_cubin(tc_context *ctx, const void *cubin, size_t len,
+                                      const tc_kernel_desc *kernels, size_t num_kernels, tc_module **out);
+/* Unloads the module; its kernels become invalid. NULL is a no-op. */
+TC_API tc_status tc_module_unload(tc_module *mod);
+TC_API tc_status tc_module_get_kernel(tc_module *mod, const char *name, tc_kernel **out);
+
+/* The kernel's metadata (NULL for an entry loaded without one), and its
+ * driver handle. */
+TC_API const tc_kernel_desc *tc_kernel_get_desc(const tc_kernel *k);
+TC_API CUfunction tc_kernel_function(const tc_kernel *k);
+
+/* Launches `grid` programs of k on `stream`: 32 * num_warps threads each,
+ * with the kernel's dynamic shared memory. args[i] points to the value of
+ * runtime parameter i (see tc_arg_type); num_args must equal the kernel's
+ * parameter count, and no pointer argument may be 0 (both
+ * TC_ERROR_INVALID_ARGUMENT, checked before the driver is called). An empty
+ * grid (a zero extent) launches nothing and returns TC_OK. */
+TC_API tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args);
+/* No checks, any block and shared memory size: for entries without metadata. */
+TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int shared_bytes,
+                               CUstream stream, void **args);
+
+/* ---- JIT ---- */
+
+/* What tc_jit compiles: a kernel of a source file or string, specialized
+ * with constexpr values and, optionally, with what is known about the
+ * alignment of its arguments. */
+typedef struct tc_jit_request {
+    const char *source;  /* the source text; NULL: read the file `path` */
+    size_t source_len;   /* bytes of source; 0: strlen(source) */
+    const char *path;    /* the .tile file (when source is NULL), or the name diagnostics show */
+    const char *kernel;  /* the kernel to compile (required) */
+    const tc_constexpr *constexprs;
+    size_t num_constexprs;
+    const tc_options *options; /* NULL: defaults; emit and the print options are ignored */
+    const char *arch;          /* NULL: the context's (tc_context_arch) */
+    /* Alignment specialization, per runtime parameter in order. Entry i is a
+     * power of two known to divide parameter i: for a pointer, its address
+     * in bytes; for an integer, its value. tilec distinguishes 16 (or more)
+     * from anything less; other types ignore it. NULL: nothing known. */
+    const int *divisibility;
+    size_t num_divisibility;
+    /* Alternatively the launch's actual arguments (as for tc_launch): each
+     * pointer is checked for 16-byte alignment and each integer for
+     * divisibility by 16. Ignored when divisibility is given. */
+    void **args;
+    size_t num_args;
+    tc_diagnostics *diags; /* compile errors are rendered here as well (may be NULL) */
+    int no_disk_cache;     /* compile and keep in memory only */
+} tc_jit_request;
+
+TC_API void tc_jit_request_init(tc_jit_request *req);
+
+/* Returns the kernel, compiled if needed. Each specialization is compiled
+ * once per process (an in-memory table in ctx) and once per machine: the PTX
+ * and the driver's cubin are kept under $TILEC_CACHE_DIR (default
+ * $XDG_CACHE_HOME/tilec, else ~/.cache/tilec), keyed by a SHA-256 of
+ * everything that affects the code. Compile errors: TC_ERROR_COMPILE with
+ * the diagnostics in req->diags and in tc_last_error(). The kernel belongs
+ * to ctx and lives until tc_context_destroy. Thread-safe. */
+TC_API tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out);
+
+/* ---- device memory, streams and timing (for examples, tests, benchmarks) ---- */
+
+TC_API tc_status tc_mem_alloc(tc_context *ctx, size_t bytes, CUdeviceptr *out);
+TC_API tc_status tc_mem_free(tc_context *ctx, CUdeviceptr ptr);
+TC_API tc_status tc_memcpy_htod(tc_context *ctx, CUdeviceptr dst, const void *src, size_t bytes);
+TC_API tc_status tc_memcpy_dtoh(tc_context *ctx, void *dst, CUdeviceptr src, size_t bytes);
+TC_API tc_status tc_memset_d8(tc_context *ctx, CUdeviceptr dst, unsigned char value, size_t bytes);
+TC_API tc_status tc_stream_create(tc_context *ctx, CUstream *out);
+TC_API tc_status tc_stream_destroy(tc_context *ctx, CUstream stream);
+TC_API tc_status tc_stream_synchronize(tc_context *ctx, CUstream stream);
+
+/* Milliseconds between two points of a stream, measured with CUDA events. */
+typedef struct tc_timer tc_timer;
+TC_API tc_status tc_timer_create(tc_context *ctx, tc_timer **out);
+TC_API tc_status tc_timer_start(tc_timer *t, CUstream stream);
+TC_API tc_status tc_timer_stop(tc_timer *t, CUstream stream);
+TC_API tc_status tc_timer_elapsed_ms(tc_timer *t, float *ms); /* waits for the stop event */
+TC_API tc_status tc_timer_destroy(tc_timer *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
