@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(TC_DTYPE_I1 == (int)IR_I1 && TC_DTYPE_BF16 == (int)IR_BF16 && TC_DTYPE_F64 == (int)IR_F64,
+               "tc_dtype mirrors IrTypeKind");
+
 struct tc_compiler {
     char arch[16]; /* sm_80, sm_90, sm_90a */
 };
@@ -132,6 +135,12 @@ tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf
     const char *v = eq + 1;
     memset(out, 0, sizeof *out);
     out->name = name_buf;
+    IrTypeKind scalar;
+    if (ir_scalar_from_name(v, strlen(v), &scalar) || strcmp(v, "bool") == 0) {
+        out->kind = TC_CONSTEXPR_DTYPE;
+        out->i = strcmp(v, "bool") == 0 ? TC_DTYPE_I1 : (int64_t)scalar;
+        return TC_OK;
+    }
     if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
         out->kind = TC_CONSTEXPR_BOOL;
         out->i = v[0] == 't';
@@ -319,6 +328,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
     for (size_t i = 0; i < num_cx; i++) {
         fcx[i].name = cx[i].name;
         fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
+        fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
         fcx[i].i = cx[i].i;
         fcx[i].f = cx[i].f;
     }

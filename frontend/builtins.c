@@ -73,11 +73,12 @@ static bool shape_arg(Lower *L, const AstNode *n, const char *fname, Shape *out)
 
 /* A dtype argument: a scalar type name. */
 static bool dtype_arg(Lower *L, const AstNode *n, const char *fname, const IrType **out) {
-    if (n->kind != AST_TYPE || n->type.is_pointer) {
+    const AstNode *t = lower_as_type(L, n);
+    if (!t || t->type.is_pointer) {
         lower_error(L, n, "dtype of '%s' must be a scalar type name such as f32", fname);
         return false;
     }
-    *out = lower_scalar(L, n->type.scalar);
+    *out = lower_scalar(L, t->type.scalar);
     return true;
 }
 
@@ -676,8 +677,20 @@ bool lower_builtin(Lower *L, const AstNode *call, const char *name, Val *out) {
     return true;
 }
 
-Val lower_cast_call(Lower *L, const AstNode *call) {
-    const AstNode *t = call->lhs;
+const AstNode *lower_as_type(Lower *L, const AstNode *n) {
+    if (n && n->kind == AST_TYPE)
+        return n;
+    if (!n || n->kind != AST_IDENT || !n->name)
+        return NULL;
+    Symbol *s = lower_lookup(L, n->name);
+    if (!s || s->kind != SYM_DTYPE || !s->type)
+        return NULL;
+    AstNode *t = ast_new(&L->tmp, AST_TYPE, n->loc);
+    t->type.scalar = s->type->kind;
+    return t;
+}
+
+Val lower_cast_call(Lower *L, const AstNode *call, const AstNode *t) {
     const IrType *elem = lower_scalar(L, t->type.scalar);
     if (t->type.is_pointer) {
         lower_error(L, call, "cannot cast to a pointer type");

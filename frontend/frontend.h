@@ -133,6 +133,8 @@ struct AstTypeSpec {
     bool is_const;     /* `const T*`: stores through it are errors */
     bool is_constexpr; /* specialization parameter */
     int64_t divisibility; /* `divisible_by(N)`: address (bytes) or value is a multiple of N; 0 = no claim */
+    bool is_dtype;         /* `constexpr dtype T`: a type parameter (its value is a scalar type) */
+    const char *type_param; /* `T* x`, `T s`: the scalar type is the value of dtype parameter T (else `scalar`) */
 };
 
 struct AstNode {
@@ -182,6 +184,7 @@ void fe_dump_ast(const AstFile *f, Buf *out);
 struct FeConstexpr {
     const char *name;
     bool is_float; /* value in f, else in i (true/false are 1/0) */
+    bool is_dtype; /* a scalar type: i holds its IrTypeKind */
     int64_t i;
     double f;
 };

@@ -190,6 +190,7 @@ static const char *why_not_assignable(SymKind k) {
     case SYM_PARAM: return "it is a parameter";
     case SYM_CONSTEXPR: return "it is a constexpr parameter";
     case SYM_LOOP: return "it is a loop variable";
+    case SYM_DTYPE: return "it is a type parameter";
     default: return "";
     }
 }
@@ -698,7 +699,51 @@ static const FeConstexpr *find_constexpr(Lower *L, const char *name) {
 }
 
 /* The value of a constexpr parameter of kernel k. */
+/* The value of `constexpr dtype T`: from -D T=bf16, else its default. */
+static const IrType *dtype_value(Lower *L, const AstNode *k, const AstNode *p) {
+    const FeConstexpr *cx = find_constexpr(L, p->name);
+    if (cx) {
+        if (!cx->is_dtype || cx->i < IR_I1 || cx->i > IR_F64) {
+            lower_error(L, p, "type parameter '%s' of kernel '%s' needs a type name (-D %s=f16, bf16, f32, ...)",
+                        p->name, k->name, p->name);
+            return NULL;
+        }
+        return lower_scalar(L, (IrTypeKind)cx->i);
+    }
+    if (!p->rhs) {
+        lower_error(L, p, "type parameter '%s' of kernel '%s' has no value (pass -D %s=f16 or similar)", p->name,
+                    k->name, p->name);
+        return NULL;
+    }
+    const AstNode *t = lower_as_type(L, p->rhs);
+    if (!t || t->type.is_pointer) {
+        lower_error(L, p->rhs, "default value of type parameter '%s' must be a type name such as f16", p->name);
+        return NULL;
+    }
+    return lower_scalar(L, t->type.scalar);
+}
+
+/* The scalar type a parameter's type spec names: a type, or a dtype
+ * parameter's value. NULL after an error. */
+static const IrType *param_scalar(Lower *L, const AstNode *p) {
+    if (!p->type.type_param)
+        return lower_scalar(L, p->type.scalar);
+    Symbol *s = lower_lookup(L, p->type.type_param);
+    if (!s || s->kind != SYM_DTYPE) {
+        lower_error(L, p, "unknown type '%s' (declare it as a parameter: constexpr dtype %s)", p->type.type_param,
+                    p->type.type_param);
+        return NULL;
+    }
+    return s->type;
+}
+
 static Val constexpr_value(Lower *L, const AstNode *k, const AstNode *p) {
+    const FeConstexpr *cx0 = find_constexpr(L, p->name);
+    if (cx0 && cx0->is_dtype) {
+        lower_error(L, p, "constexpr parameter '%s' of kernel '%s' is %s, but -D %s= names a type", p->name, k->name,
+                    ir_scalar_name(p->type.scalar), p->name);
+        return val_error();
+    }
     const IrType *t = lower_scalar(L, p->type.scalar);
     const char *tn = ir_scalar_name(p->type.scalar);
     if (p->type.is_pointer) {
@@ -767,9 +812,19 @@ static void lower_kernel(Lower *L, const AstNode *k) {
     L->fn_decl = k;
     L->frame = L->num_syms = 0;
     ir_builder_at_end(&L->b, L->m, fn->body);
+    /* Type parameters first: `T* x` may come before `constexpr dtype T`. */
     for (int i = 0; i < k->num_items; i++) {
         const AstNode *p = k->items[i];
-        if (p->kind != AST_PARAM)
+        if (p->kind == AST_PARAM && p->type.is_dtype) {
+            int idx = declare(L, p, p->name, SYM_DTYPE, val_error());
+            const IrType *t = dtype_value(L, k, p);
+            /* After an error, f32 stands in so that uses do not cascade. */
+            L->syms[idx].type = t ? t : lower_scalar(L, IR_F32);
+        }
+    }
+    for (int i = 0; i < k->num_items; i++) {
+        const AstNode *p = k->items[i];
+        if (p->kind != AST_PARAM || p->type.is_dtype)
             continue;
         if (p->type.is_constexpr) {
             declare(L, p, p->name, SYM_CONSTEXPR, constexpr_value(L, k, p));
@@ -777,7 +832,11 @@ static void lower_kernel(Lower *L, const AstNode *k) {
         }
         if (p->rhs)
             lower_error(L, p->rhs, "only constexpr parameters have default values");
-        const IrType *t = lower_scalar(L, p->type.scalar);
+        const IrType *t = param_scalar(L, p);
+        if (!t) {
+            declare(L, p, p->name, SYM_PARAM, val_error());
+            continue;
+        }
         if (p->type.is_pointer)
             t = ir_type_ptr(L->m, t);
         IrValue *param = ir_func_add_param(fn, t, p->name);
@@ -826,6 +885,9 @@ static void check_decls(Lower *L) {
                     break;
                 }
             }
+            if (pp->type.is_dtype || pp->type.type_param)
+                lower_error(L, pp, "type parameters are only allowed on kernels (a func parameter's type "
+                                   "follows its argument)");
             if (pp->rhs)
                 lower_error(L, pp->rhs, "func parameters have no default values");
             if (pp->type.is_constexpr && pp->type.is_pointer)

@@ -59,6 +59,7 @@ typedef enum {
     SYM_PARAM,     /* runtime parameter of a kernel or func */
     SYM_CONSTEXPR, /* constexpr parameter: always a VAL_CONST */
     SYM_LOOP,      /* induction variable of a `for` */
+    SYM_DTYPE,     /* `constexpr dtype T`: a type parameter; the type is in Symbol.type */
 } SymKind;
 
 /* A name in scope. Symbols live on one stack (Lower.syms); a block scope is
@@ -67,7 +68,7 @@ struct Symbol {
     const char *name; /* as written */
     SymKind kind;
     Val val;             /* current binding */
-    const IrType *type;  /* SYM_VAR: the var's fixed type (NULL if its initializer had an error) */
+    const IrType *type;  /* SYM_VAR: the var's fixed type (NULL if its initializer had an error); SYM_DTYPE: the type */
     const AstNode *decl; /* declaring node (LET, VAR, PARAM, FOR), for "previous declaration" notes */
     bool carried;        /* scratch: assigned inside the loop being scanned */
 };
@@ -184,6 +185,9 @@ Val lower_condition(Lower *L, Val c, const AstNode *n, const char *what);
 bool lower_builtin(Lower *L, const AstNode *call, const char *name, Val *out);
 bool lower_is_builtin(const char *name);
 /* Casts: f32(x), i64(x), bool(x)... */
-Val lower_cast_call(Lower *L, const AstNode *call);
+Val lower_cast_call(Lower *L, const AstNode *call, const AstNode *type);
+/* n as a type name: an AST_TYPE node, or an identifier bound to a dtype
+ * parameter (a type node is made for it). NULL if n names no type. */
+const AstNode *lower_as_type(Lower *L, const AstNode *n);
 
 #endif

@@ -842,8 +842,9 @@ static Val lower_index(Lower *L, const AstNode *n) {
 
 static Val lower_call(Lower *L, const AstNode *n) {
     const AstNode *callee = n->lhs;
-    if (callee && callee->kind == AST_TYPE)
-        return lower_cast_call(L, n);
+    const AstNode *type = lower_as_type(L, callee);
+    if (type)
+        return lower_cast_call(L, n, type);
     if (!callee || callee->kind != AST_IDENT || !callee->name) {
         lower_error(L, n, "called object is not a function");
         return val_error();
@@ -882,6 +883,10 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
             return val_error();
         }
         Symbol *s = lower_lookup(L, n->name);
+        if (s && s->kind == SYM_DTYPE) {
+            lower_error(L, n, "type parameter '%s' is not a value; to convert, write %s(x)", n->name, n->name);
+            return val_error();
+        }
         if (s)
             return s->val;
         DeclInfo *d = lower_find_decl(L, n->name);

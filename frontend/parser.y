@@ -434,7 +434,8 @@ default_opt
     | '=' expr           { $$ = $2; }
     ;
 
-/* type-spec ::= TYPE ['*'] | 'const' TYPE '*' | 'constexpr' TYPE */
+/* type-spec ::= TYPE ['*'] | 'const' TYPE '*' | 'constexpr' TYPE | 'constexpr' 'dtype'
+ *             | IDENT ['*'] | 'const' IDENT '*'      (IDENT: a dtype parameter) */
 type_spec
     : TYPE_NAME                { memset(&$$, 0, sizeof $$); $$.scalar = $1; }
     | TYPE_NAME '*'            { memset(&$$, 0, sizeof $$); $$.scalar = $1; $$.is_pointer = true; }
@@ -451,6 +452,25 @@ type_spec
                      ir_scalar_name($2));
       }
     | CONSTEXPR TYPE_NAME      { memset(&$$, 0, sizeof $$); $$.scalar = $2; $$.is_constexpr = true; }
+    /* Type parameters: `constexpr dtype T = f16`, then `T* x`, `const T* x`, `T scale`. */
+    | CONSTEXPR IDENT          {
+          memset(&$$, 0, sizeof $$);
+          $$.scalar = IR_F32;
+          $$.is_constexpr = true;
+          if (strcmp($2, "dtype") == 0)
+              $$.is_dtype = true;
+          else
+              diag_error(p->diags, @2, "unknown type '%s' (a constexpr parameter is a scalar type or 'dtype')", $2);
+      }
+    | IDENT                    { memset(&$$, 0, sizeof $$); $$.scalar = IR_F32; $$.type_param = $1; }
+    | IDENT '*'                { memset(&$$, 0, sizeof $$); $$.scalar = IR_F32; $$.type_param = $1; $$.is_pointer = true; }
+    | CONST IDENT '*'          {
+          memset(&$$, 0, sizeof $$);
+          $$.scalar = IR_F32;
+          $$.type_param = $2;
+          $$.is_pointer = true;
+          $$.is_const = true;
+      }
     ;
 
 /* block ::= '{' stmt* '}'; with recovery of a statement broken just before

@@ -137,6 +137,8 @@ void diag_render_one(const Diag *g, Buf *out) {
     size_t from = 0;
     if (len > 200 && col > 100)
         from = col - 100;
+    if (from > len)
+        from = len; /* a column past a '\r' that ended the shown line */
     size_t to = len;
     if (to - from > 200)
         to = from + 200;

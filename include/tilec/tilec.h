@@ -69,17 +69,29 @@ typedef struct tc_source {
 TC_API tc_status tc_source_read_file(const char *path, tc_source *out);
 TC_API void tc_source_free(tc_source *src);
 
-typedef enum tc_constexpr_kind { TC_CONSTEXPR_INT, TC_CONSTEXPR_FLOAT, TC_CONSTEXPR_BOOL } tc_constexpr_kind;
+typedef enum tc_constexpr_kind {
+    TC_CONSTEXPR_INT,
+    TC_CONSTEXPR_FLOAT,
+    TC_CONSTEXPR_BOOL,
+    TC_CONSTEXPR_DTYPE, /* for `constexpr dtype T`: i holds a tc_dtype */
+} tc_constexpr_kind;
+
+/* Scalar types, for type parameters. */
+typedef enum tc_dtype {
+    TC_DTYPE_I1, TC_DTYPE_I8, TC_DTYPE_I16, TC_DTYPE_I32, TC_DTYPE_I64,
+    TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32, TC_DTYPE_F64,
+} tc_dtype;
 
 /* A value for a `constexpr` parameter. */
 typedef struct tc_constexpr {
     const char *name;
     tc_constexpr_kind kind;
-    int64_t i; /* INT, BOOL (0 or 1) */
+    int64_t i; /* INT, BOOL (0 or 1), DTYPE (a tc_dtype) */
     double f;  /* FLOAT */
 } tc_constexpr;
 
-/* Parses "NAME=VALUE" (an integer, a float, true or false), as tilec's -D
+/* Parses "NAME=VALUE" (an integer, a float, true, false or a type name such
+ * as bf16), as tilec's -D
  * flag does. The name is copied into name_buf, and out->name points to it. */
 TC_API tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf, size_t name_buf_size);
 

@@ -1,0 +1,143 @@
+/*
+ * lower.h — internals shared by the files of the lowering to LLVM IR
+ * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c,
+ * lower_dot.c). Not part of codegen.h: nothing outside codegen/ uses these.
+ *
+ * The model: every IR value becomes a CgVal, an array of LLVM values. A
+ * scalar has one, the same in every thread (scalars are uniform: they come
+ * from parameters, program ids, constants and reductions to a scalar). A tile
+ * has one per register of its LinearLayout: register r of the thread (lane,
+ * warp) holds the element at ll_apply(ll, r, lane, warp). Every op is lowered
+ * register by register from that map; nothing below looks at layout kinds.
+ */
+#ifndef TILEC_CODEGEN_LOWER_H
+#define TILEC_CODEGEN_LOWER_H
+
+#include "codegen.h"
+
+#include <llvm-c/Core.h>
+
+typedef struct CgVal CgVal;
+typedef struct CgThreadMap CgThreadMap;
+typedef struct Cg Cg;
+
+/* The lowered form of an IR value. */
+struct CgVal {
+    int n;                  /* registers: 1 for a scalar */
+    LLVMValueRef *v;        /* n values of the element's LLVM type */
+    const LinearLayout *ll; /* a tile's layout; NULL for a scalar */
+};
+
+/* Per distinct LinearLayout, the thread-dependent part of every coordinate,
+ * computed once in the kernel's entry block (so it dominates every use). */
+struct CgThreadMap {
+    LinearLayout ll;
+    LLVMValueRef coord[IR_MAX_RANK]; /* lane and warp contribution per dim (i32), or NULL until needed */
+    int64_t bits[IR_MAX_RANK];       /* OR of every lane and warp basis per dim */
+    LLVMValueRef owner;              /* i1: not a broadcast copy (NULL until needed) */
+    CgThreadMap *next;
+};
+
+/* One kernel being lowered. */
+struct Cg {
+    IrModule *m;
+    IrFunc *f;
+    const CgTarget *target;
+    DiagList *diags;
+    Arena arena; /* CgVals, maps; freed after the kernel */
+    int num_warps;
+
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;      /* where ops are lowered */
+    LLVMBuilderRef entry_b; /* before the entry block's terminator: thread-invariant values */
+    LLVMValueRef fn;
+    LLVMValueRef tid, lane, warp; /* i32 */
+    LLVMValueRef smem;            /* @global_smem, the dynamic shared memory */
+
+    IrMap vals;          /* IrValue* -> CgVal* */
+    IrMap lls;           /* const IrType* -> LinearLayout* */
+    IrMap used;          /* IrValue* -> (void *)1 when some op uses it */
+    CgThreadMap *thread_maps;
+
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_gptr, t_sptr;
+    bool failed;
+};
+
+/* ---- lower.c: values, types, coordinates, helpers ---- */
+
+/* Reports an error at op's location (or the kernel's) and returns false. */
+bool cg_error(Cg *cg, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+LLVMTypeRef cg_type(Cg *cg, const IrType *scalar);  /* LLVM type of a scalar IR type (ptr = addrspace 1) */
+LLVMTypeRef cg_mem_type(Cg *cg, const IrType *scalar); /* as stored in memory: i1 -> i8 */
+CgVal *cg_new_val(Cg *cg, int n, const LinearLayout *ll);
+CgVal *cg_get(Cg *cg, const IrValue *v);
+void cg_set(Cg *cg, const IrValue *v, CgVal *val);
+bool cg_is_used(Cg *cg, const IrValue *v);
+/* The LinearLayout of a tile type (NULL and an error at op if it has none). */
+const LinearLayout *cg_ll(Cg *cg, const IrType *t, const IrOp *op);
+/* Register i of v, a scalar broadcast to every register. */
+LLVMValueRef cg_reg(const CgVal *v, int i);
+
+LLVMValueRef cg_i32(Cg *cg, int64_t v);
+LLVMValueRef cg_i64(Cg *cg, int64_t v);
+/* Coordinate `dim` of register `reg` of layout ll in this thread (i32). */
+LLVMValueRef cg_coord(Cg *cg, const LinearLayout *ll, int reg, int dim);
+/* The thread part of coordinate `dim` (lane and warp bases). */
+LLVMValueRef cg_thread_coord(Cg *cg, const LinearLayout *ll, int dim);
+/* i1: this thread is the first of its copies of ll's elements (lanes and
+ * warps whose bases are zero hold copies; only the lowest of them owns). */
+LLVMValueRef cg_owner(Cg *cg, const LinearLayout *ll);
+/* Row-major linear index of the element at coordinates c (i32 each) of a
+ * tile with this shape. */
+LLVMValueRef cg_linear_index(Cg *cg, int rank, const int64_t *shape, LLVMValueRef *c);
+
+/* Calls an LLVM intrinsic; overloaded ones take their types in `over`. */
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args,
+                          int num_args);
+/* Inline PTX. ret may be void, one type, or a struct of outputs. */
+LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
+                    int num_args, bool side_effect);
+void cg_barrier(Cg *cg);
+/* A pointer to byte `offset` (i32) of the dynamic shared memory. */
+LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset);
+/* Byte offset of op's scratch (its scratch_offset, default 0), as i32. */
+int64_t cg_scratch_base(const IrOp *op);
+/* Butterfly shuffle of any scalar value across lanes lane ^ mask. */
+LLVMValueRef cg_shfl_xor(Cg *cg, LLVMValueRef v, int mask);
+/* Sets `contract` on a floating-point instruction (so mul+add fuse). */
+LLVMValueRef cg_contract(LLVMValueRef inst);
+/* A new basic block at the end of the kernel. */
+LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
+/* Runs `body` only where cond is true: returns the block to continue in
+ * after the caller branches there (see users). */
+
+/* ---- lower_math.c: elementwise ops, constants, casts ---- */
+
+bool cg_lower_elementwise(Cg *cg, IrOp *op);
+bool cg_lower_constant(Cg *cg, IrOp *op);
+/* Scalar conversion with the IR's cast semantics. */
+LLVMValueRef cg_cast(Cg *cg, LLVMValueRef v, const IrType *from, const IrType *to);
+/* a kind b for reduce kinds sum|max|min. */
+LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueRef a, LLVMValueRef b);
+
+/* ---- lower_memory.c: load, store, atomic ---- */
+
+bool cg_lower_load(Cg *cg, IrOp *op);
+bool cg_lower_store(Cg *cg, IrOp *op);
+bool cg_lower_atomic(Cg *cg, IrOp *op);
+
+/* ---- lower_layout.c: splat, arange, shape ops, convert_layout ---- */
+
+bool cg_lower_shape(Cg *cg, IrOp *op);
+bool cg_lower_arange(Cg *cg, IrOp *op);
+
+/* ---- lower_reduce.c ---- */
+
+bool cg_lower_reduce(Cg *cg, IrOp *op);
+
+/* ---- lower_dot.c ---- */
+
+bool cg_lower_dot(Cg *cg, IrOp *op);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * runtime.h — internals of the runtime (include/tilec/runtime.h is the
+ * public side): the dlopen'ed driver, hashing, the disk cache, kernel
+ * metadata, and the JIT's build step.
+ *
+ * The runtime allocates with plain malloc and checks every result (no
+ * TcGuard/longjmp), except around calls into the compiler, which guard
+ * themselves. Errors are reported with rt_fail(), which records the text
+ * for tc_last_error() and returns the status, so that a failing path reads
+ * `return rt_fail(TC_ERROR_IO, "%s: %s", path, strerror(errno));`.
+ */
+#ifndef TILEC_RUNTIME_INTERNAL_H
+#define TILEC_RUNTIME_INTERNAL_H
+
+#include "tilec/runtime.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct RtBytes RtBytes;
+typedef struct RtCuda RtCuda;
+typedef struct RtSha256 RtSha256;
+typedef struct RtCacheEntry RtCacheEntry;
+typedef struct RtMeta RtMeta;
+typedef struct RtLogger RtLogger;
+typedef struct RtJitInputs RtJitInputs;
+typedef struct RtJitBuild RtJitBuild;
+typedef struct RtCompileRequest RtCompileRequest;
+
+/* ==== error.c: the thread's last error, bytes, logging ==== */
+
+/* Records the message as this thread's tc_last_error() and returns st. */
+tc_status rt_fail(tc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends to the last error (e.g. the driver's JIT log after the headline). */
+void rt_fail_append(const char *text, size_t len);
+
+/* A growable byte buffer whose appends report failure instead of jumping. */
+struct RtBytes {
+    uint8_t *data; /* malloc-owned; NUL-terminated after any append */
+    size_t len;
+    size_t cap;
+};
+bool rt_bytes_append(RtBytes *b, const void *p, size_t n);
+bool rt_bytes_u8(RtBytes *b, uint8_t v);
+bool rt_bytes_u32(RtBytes *b, uint32_t v); /* little-endian */
+bool rt_bytes_u64(RtBytes *b, uint64_t v); /* little-endian */
+bool rt_bytes_str(RtBytes *b, const char *s); /* u32 length + bytes */
+void rt_bytes_free(RtBytes *b);
+
+/* Where compile events go: the callback if set, else stderr when
+ * TILEC_LOG >= level (1: compiles and rejected cache entries, 2: cache hits). */
+struct RtLogger {
+    tc_log_fn fn;
+    void *user;
+};
+void rt_log(const RtLogger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ==== cuda.c: libcuda through dlopen ==== */
+
+/* The driver API as tilec calls it. CUresult and the option enums are plain
+ * ints here (same ABI); nothing includes cuda.h. */
+typedef int RtCuResult;
+typedef struct CUlinkState_st *RtCuLinkState;
+
+enum {
+    RT_CUDA_SUCCESS = 0,
+    RT_CUDA_ERROR_OUT_OF_MEMORY = 2,
+    RT_CUDA_ERROR_NOT_INITIALIZED = 3,
+    RT_CUDA_ERROR_STUB_LIBRARY = 34,
+    RT_CUDA_ERROR_NO_DEVICE = 100,
+    RT_CUDA_ERROR_INVALID_DEVICE = 101,
+    RT_CUDA_ERROR_INVALID_CONTEXT = 201,
+    RT_CUDA_ERROR_INVALID_HANDLE = 400,
+    RT_CUDA_ERROR_NOT_FOUND = 500,
+    RT_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
+    RT_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
+
+    RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    RT_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+
+    RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+    RT_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+    RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+
+    RT_CU_JIT_INFO_LOG_BUFFER = 3,
+    RT_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+    RT_CU_JIT_ERROR_LOG_BUFFER = 5,
+    RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    RT_CU_JIT_LOG_VERBOSE = 12,
+
+    RT_CU_JIT_INPUT_CUBIN = 0,
+    RT_CU_JIT_INPUT_PTX = 1,
+};
+
+/* Statically allocated shared memory above this needs an opt-in per function. */
+#define RT_DEFAULT_MAX_SHARED (48 * 1024)
+
+typedef RtCuResult (*RtCuLaunchKernelFn)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                         unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                                         void **params, void **extra);
+
+struct RtCuda {
+    void *handle; /* from dlopen */
+    RtCuResult (*cuInit)(unsigned flags);
+    RtCuResult (*cuDriverGetVersion)(int *version);
+    RtCuResult (*cuDeviceGet)(CUdevice *dev, int ordinal);
+    RtCuResult (*cuDeviceGetCount)(int *count);
+    RtCuResult (*cuDeviceGetAttribute)(int *value, int attrib, CUdevice dev);
+    RtCuResult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+    RtCuResult (*cuDevicePrimaryCtxRelease)(CUdevice dev);                 /* _v2 */
+    RtCuResult (*cuCtxGetCurrent)(CUcontext *ctx);
+    RtCuResult (*cuCtxSetCurrent)(CUcontext ctx);
+    RtCuResult (*cuCtxPushCurrent)(CUcontext ctx);                         /* _v2 */
+    RtCuResult (*cuCtxPopCurrent)(CUcontext *ctx);                         /* _v2 */
+    RtCuResult (*cuCtxGetDevice)(CUdevice *dev);
+    RtCuResult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned num_options, int *options,
+                                     void **values);
+    RtCuResult (*cuModuleUnload)(CUmodule mod);
+    RtCuResult (*cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
+    RtCuLaunchKernelFn cuLaunchKernel;
+    RtCuResult (*cuFuncSetAttribute)(CUfunction fn, int attrib, int value);
+    RtCuResult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
+    RtCuResult (*cuLinkCreate)(unsigned num_options, int *options, void **values, RtCuLinkState *state); /* _v2 */
+    RtCuResult (*cuLinkAddData)(RtCuLinkState state, int type, void *data, size_t size, const char *name,
+                                unsigned num_options, int *options, void **values);               /* _v2 */
+    RtCuResult (*cuLinkComplete)(RtCuLinkState state, void **cubin, size_t *size);
+    RtCuResult (*cuLinkDestroy)(RtCuLinkState state);
+    RtCuResult (*cuGetErrorName)(RtCuResult error, const char **name);
+    RtCuResult (*cuGetErrorString)(RtCuResult error, const char **text);
+    RtCuResult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                        /* _v2 */
+    RtCuResult (*cuMemFree)(CUdeviceptr ptr);                                        /* _v2 */
+    RtCuResult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);      /* _v2 */
+    RtCuResult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);            /* _v2 */
+    RtCuResult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t bytes);    /* _v2 */
+    RtCuResult (*cuStreamCreate)(CUstream *stream, unsigned flags);
+    RtCuResult (*cuStreamDestroy)(CUstream stream);                                  /* _v2 */
+    RtCuResult (*cuStreamSynchronize)(CUstream stream);
+    RtCuResult (*cuEventCreate)(CUevent *event, unsigned flags);
+    RtCuResult (*cuEventRecord)(CUevent event, CUstream stream);
+    RtCuResult (*cuEventSynchronize)(CUevent event);
+    RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);          /* _v2 if present */
+    RtCuResult (*cuEventDestroy)(CUevent event);                                      /* _v2 */
+};
+
+/* The process's driver table: valid once rt_cuda_load() returned TC_OK. */
+extern RtCuda rt_cu;
+
+/* Opens `soname` and resolves every symbol into *out (nothing else is
+ * touched: tests use it with libraries that are not libcuda). A missing
+ * library or symbol is TC_ERROR_NO_DRIVER with the reason in tc_last_error. */
+tc_status rt_cuda_open(const char *soname, RtCuda *out);
+void rt_cuda_close(RtCuda *cu);
+/* Loads libcuda.so.1 and calls cuInit, once per process (thread-safe); later
+ * calls return the first call's status and message. */
+tc_status rt_cuda_load(void);
+/* TC_OK for CUDA_SUCCESS; otherwise records "what: NAME (text)" and maps the
+ * error to a status (NO_DEVICE, OUT_OF_MEMORY, NO_DRIVER or CUDA). */
+tc_status rt_cuda_check(RtCuResult r, const char *what);
+
+/* ==== hash.c: SHA-256 ==== */
+
+struct RtSha256 {
+    uint32_t state[8];
+    uint64_t bytes;     /* total bytes hashed */
+    uint8_t block[64];  /* pending input */
+    size_t block_len;
+};
+
+void rt_sha256_init(RtSha256 *h);
+void rt_sha256_update(RtSha256 *h, const void *data, size_t len);
+void rt_sha256_final(RtSha256 *h, uint8_t digest[32]);
+void rt_sha256(const void *data, size_t len, uint8_t digest[32]);
+/* Hashes a tagged, length-prefixed field: fields can't run into each other. */
+void rt_sha256_field(RtSha256 *h, const char *tag, const void *data, size_t len);
+void rt_sha256_field_str(RtSha256 *h, const char *tag, const char *s); /* NULL hashes differently from "" */
+void rt_sha256_field_i64(RtSha256 *h, const char *tag, int64_t v);
+/* Lower-case hex of n bytes into out (2n + 1 bytes). */
+void rt_hex(const uint8_t *bytes, size_t n, char *out);
+
+/* ==== cache.c: content-addressed entries on disk ==== */
+
+typedef enum { RT_PAYLOAD_PTX = 1, RT_PAYLOAD_CUBIN = 2 } RtPayloadKind;
+
+#define RT_CACHE_MAGIC "TILECv1"   /* 8 bytes with the NUL */
+#define RT_CACHE_FORMAT_VERSION 1u
+#define RT_CACHE_HEADER_SIZE 96u
+#define RT_CACHE_MAX_ENTRY (1u << 30) /* larger files are not tilec's */
+
+/* A decoded entry; every pointer points into `data`. */
+struct RtCacheEntry {
+    RtPayloadKind kind;
+    uint8_t key[32];
+    const char *compiler; /* tc_version() of the writer (NUL-terminated copy) */
+    const uint8_t *meta;  /* serialized kernel metadata (meta.c) */
+    size_t meta_len;
+    const uint8_t *payload;
+    size_t payload_len;
+    uint8_t *data; /* malloc-owned file contents */
+    size_t data_len;
+};
+
+/* The cache directory: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else
+ * $HOME/.cache/tilec. TC_ERROR_IO if none can be formed. */
+tc_status rt_cache_dir(char *out, size_t cap);
+/* DIR/HEX.entry for a key. */
+tc_status rt_cache_path(const char *dir, const uint8_t key[32], char *out, size_t cap);
+/* The bytes of an entry, and their validation (pure: used by the tests). */
+bool rt_cache_encode(RtBytes *out, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
+                     const void *payload, size_t payload_len);
+/* Validates data (taking ownership of it: freed on failure) into *e; on
+ * failure returns false with the reason in why. */
+bool rt_cache_decode(uint8_t *data, size_t len, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e,
+                     char *why, size_t why_cap);
+/* Writes atomically: a temp file in dir (pid + random suffix), fsync,
+ * rename; creates dir (and parents) if needed. TC_ERROR_IO with the path. */
+tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind kind, const void *meta,
+                         size_t meta_len, const void *payload, size_t payload_len);
+/* *hit = true with *e filled, or false: no entry, or one that was rejected
+ * (short, bad magic, other format, other compiler, bad checksum, other key,
+ * other kind), in which case the file is deleted and why says what was
+ * wrong. Only a file that exists but cannot be read is an error. */
+tc_status rt_cache_load(const char *dir, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e, bool *hit,
+                        char *why, size_t why_cap);
+void rt_cache_entry_free(RtCacheEntry *e);
+
+/* ==== meta.c: kernel metadata, its serialization, and the bridge to the compiler ==== */
+
+/* Kernel descriptions with their own storage. */
+struct RtMeta {
+    size_t num_kernels;
+    tc_kernel_desc *kernels; /* descs, params and names all in one block */
+};
+
+tc_status rt_meta_copy(const tc_kernel_desc *kernels, size_t num_kernels, RtMeta *out);
+void rt_meta_free(RtMeta *m);
+const tc_kernel_desc *rt_meta_find(const RtMeta *m, const char *name);
+bool rt_meta_encode(const RtMeta *m, RtBytes *out);
+/* Validates everything (lengths, enum values, counts): false on bad input. */
+bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out);
+
+/* The runtime signature of `kernel` (every kernel when NULL) from the
+ * source, with num_warps and no shared memory: what the front end knows
+ * before any pass runs. Syntax errors: TC_ERROR_COMPILE with diagnostics. */
+tc_status rt_signature(const tc_source *src, const char *kernel, int num_warps, RtMeta *out, tc_diagnostics *diags);
+
+/* A compile to PTX, as the JIT and the AOT generator ask for it. */
+struct RtCompileRequest {
+    const tc_source *source;
+    const char *kernel;
+    const tc_constexpr *constexprs;
+    size_t num_constexprs;
+    const tc_options *options; /* never NULL */
+    const char *arch;
+    const int *divisibility; /* per runtime parameter (normalized to 16 or 1); may be NULL */
+    size_t num_divisibility;
+};
+
+typedef tc_status (*RtCompileFn)(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
+                                 tc_diagnostics *diags);
+/* tc_compile with emit = PTX, and the kernel metadata of the result. */
+tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags);
+/* The metadata a tc_binary carries (PTX compiles only). */
+tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out);
+
+/* ==== jit.c: keys and the driver-free half of tc_jit ==== */
+
+/* Everything that goes into a JIT key. */
+struct RtJitInputs {
+    const tc_source *source;
+    const char *kernel;
+    const tc_constexpr *constexprs;
+    size_t num_constexprs;
+    const tc_options *options; /* never NULL */
+    const char *arch;
+    const uint8_t *div16; /* per runtime parameter: 1 if divisible by 16 */
+    size_t num_params;
+    const char *cache_dir; /* NULL: memory only */
+    RtCompileFn compile;   /* NULL: rt_compile_ptx */
+    void *compile_user;
+    const RtLogger *log;
+    tc_diagnostics *diags;
+};
+
+/* The key of the specialization less its argument facts, and with them. */
+void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]);
+void rt_jit_ptx_key(const uint8_t base[32], const uint8_t *div16, size_t num_params, uint8_t key[32]);
+/* The cubin's key adds the device and the driver that produced it. */
+void rt_jit_cubin_key(const uint8_t ptx_key[32], int compute_capability, int driver_version, uint8_t key[32]);
+
+/* PTX and metadata for a specialization: from the disk cache, or compiled
+ * (and then stored). */
+struct RtJitBuild {
+    RtBytes ptx;
+    RtMeta meta;
+    uint8_t key[32]; /* the PTX key */
+    bool compiled;   /* false: read from the cache */
+};
+tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out);
+void rt_jit_build_free(RtJitBuild *b);
+
+#endif
