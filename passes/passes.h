@@ -65,9 +65,111 @@ bool pass_run(IrModule *m, const char *name, const PassOptions *opts);
  * names. Stops at the first pass that fails. */
 bool pass_run_list(IrModule *m, const char *names, const PassOptions *opts);
 
-/* ==== pipeline.c: the default pipeline ==== */
+/* ==== pipeline.c: the default pipelines ==== */
 
+/* The generic clean-up (inline, canonicalize, cse, dce): what --emit=ir shows. */
 bool pass_run_pipeline(IrModule *m, const PassOptions *opts);
+/* The whole pipeline for codegen: the generic one, then layouts (assign,
+ * coalesce, remove conversions), clean-up, and shared-memory allocation.
+ * Afterwards every tile has a distributed layout, memory ops carry `vec`,
+ * scratch ops `scratch_offset`, kernels `num_warps` and `shared_size`. */
+bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts);
+
+/* ==== axis_info.c: contiguity, divisibility and constancy (an analysis) ==== */
+
+/*
+ * Per dimension of an integer or pointer value (a scalar counts as one
+ * dimension of size 1):
+ *   contiguity    the value is made of aligned runs of this many consecutive
+ *                 integers (pointers: consecutive elements) along the dim;
+ *   divisibility  the largest power of two dividing the first element of every
+ *                 such run (pointers: the address in bytes), capped at
+ *                 AXIS_MAX_DIVISIBILITY;
+ *   constancy     the value is made of aligned runs of this many equal
+ *                 elements along the dim.
+ * Runs are aligned: a run of length c starts at a multiple of c of the
+ * dimension's index. 1 everywhere is "nothing known".
+ */
+#define AXIS_MAX_DIVISIBILITY ((int64_t)1 << 30)
+
+typedef struct AxisInfo {
+    int rank;                          /* 0 for a scalar (one entry of size 1 is used) */
+    int64_t contiguity[IR_MAX_RANK];   /* see above, per dimension */
+    int64_t divisibility[IR_MAX_RANK];
+    int64_t constancy[IR_MAX_RANK];
+    bool is_const;                     /* every element equals const_value (integers) */
+    int64_t const_value;
+} AxisInfo;
+
+typedef struct AxisInfoMap AxisInfoMap;
+
+/* Runs the analysis over f (nested regions included; loop-carried values
+ * iterate to a fixpoint). Linear in the size of f, times a small bound for
+ * loops. Free with axis_info_free. */
+AxisInfoMap *axis_info_run(IrFunc *f);
+void axis_info_free(AxisInfoMap *map);
+/* The facts of v (any value of the function; values the analysis did not
+ * see, and floats, get "nothing known" of their shape). Never NULL. */
+const AxisInfo *axis_info_get(AxisInfoMap *map, const IrValue *v);
+/* "{contiguity = [1, 8], divisibility = [16, 16], constancy = [1, 1]}". */
+void axis_info_print(Buf *out, const AxisInfo *info);
+
+/* ==== layout_rewrite.c: machinery shared by the layout passes ==== */
+
+/*
+ * The layout passes decide a layout per tile value and then make the IR
+ * agree: every op's operands must have the layouts its result layouts imply
+ * (elementwise: the same; expand_dims: a slice of the result's; reduce: the
+ * parent of the result's slice; load/store/atomic: the pointer's; yield: the
+ * loop's...). Where an operand differs, a convert_layout is inserted right
+ * after the operand's definition (at the top of its block for a block
+ * argument), once per (value, layout): so a conversion of a loop-invariant
+ * value stays outside the loop, and users share it.
+ */
+typedef struct LayoutRewrite {
+    IrModule *m;
+    IrFunc *f;
+    int num_warps;   /* the function's num_warps */
+    IrMap converted; /* IrValue* -> LayoutConv* list: that value in other layouts */
+} LayoutRewrite;
+
+void pass_layout_rewrite_init(LayoutRewrite *rw, IrModule *m, IrFunc *f, int num_warps);
+/* The function's warps: its num_warps attribute, else opts->num_warps. */
+int pass_func_num_warps(const IrFunc *f, const PassOptions *opts);
+/* Triton's default #blocked layout for a tile type of this shape. */
+const Layout *pass_default_layout(LayoutRewrite *rw, const IrType *t);
+/* #slice<dim, parent>, interned. */
+const Layout *pass_slice_layout(IrModule *m, int dim, const Layout *parent);
+/* The #blocked layout of trans(x, perm) when x has blocked layout l (inverse
+ * = true: the operand's layout for a result layout l). NULL if l is not
+ * blocked. */
+const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse);
+/* The layout operand i of op must have, given the layouts of op's results
+ * (and, for store and async_copy, of the pointer); NULL when any layout
+ * will do or the operand is not a tile. */
+const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i);
+/* v in layout l: v itself, a convert made before, or a new convert_layout
+ * right after v's definition. */
+IrValue *pass_convert_to(LayoutRewrite *rw, IrValue *v, const Layout *l);
+/* Records that `conv` is v in layout l (placed so that it is visible
+ * wherever v is), for pass_convert_to to reuse. */
+void pass_remember_conversion(LayoutRewrite *rw, IrValue *v, const Layout *l, IrValue *conv);
+/* The value recorded for (v, l), or NULL. */
+IrValue *pass_find_conversion(LayoutRewrite *rw, IrValue *v, const Layout *l);
+/* Gives every tile value of the function the layout decide(ctx, v) returns
+ * (NULL: keep its type), walking in program order, and inserts converts
+ * where operands disagree with pass_operand_layout. A `for` body argument
+ * always takes its result's layout. */
+typedef const Layout *(*LayoutDecideFn)(void *ctx, IrValue *v);
+void pass_layouts_apply(LayoutRewrite *rw, LayoutDecideFn decide, void *ctx);
+/* Number of `for` loops around block b. */
+int pass_loop_depth(const IrBlock *b);
+
+/* ==== allocate_shared.c ==== */
+
+/* Bytes of shared memory the target gives one program (sm 80: 166912, sm
+ * 90: 232448). */
+int64_t pass_shared_memory_limit(int sm);
 
 /* ==== one file per pass (passes.def lists them) ==== */
 
