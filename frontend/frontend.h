@@ -140,6 +140,7 @@ struct AstTypeSpec {
 struct AstNode {
     AstKind kind;
     SrcLoc loc;           /* first token of the construct */
+    SrcLoc op_loc;        /* BINARY: the operator, where errors about the operation point */
     AstOp op;             /* UNARY, BINARY, ASSIGN */
     int64_t ival;         /* INT_LIT, BOOL_LIT */
     double fval;          /* FLOAT_LIT */

@@ -904,7 +904,13 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
     case AST_BINARY: {
         Val a = lower_expr(L, n->lhs);
         Val b = lower_expr(L, n->rhs);
-        return lower_binop(L, n, n->op, a, b);
+        /* Errors about the operation itself point at its operator. */
+        if (n->op_loc.line <= 0)
+            return lower_binop(L, n, n->op, a, b);
+        AstNode *at = ast_new(&L->tmp, AST_BINARY, n->op_loc);
+        *at = *n;
+        at->loc = n->op_loc;
+        return lower_binop(L, at, n->op, a, b);
     }
     case AST_TERNARY: return lower_ternary(L, n);
     case AST_CALL: return lower_call(L, n);

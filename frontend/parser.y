@@ -236,6 +236,7 @@ static AstNode *unary(FeParser *p, AstOp op, SrcLoc loc, AstNode *x) {
 static AstNode *binary(FeParser *p, AstOp op, SrcLoc oploc, AstNode *l, AstNode *r) {
     AstNode *n = node(p, AST_BINARY, l->loc);
     n->op = op;
+    n->op_loc = oploc;
     n->lhs = l;
     n->rhs = r;
     return expr_depth(p, n, max_int(l->depth, r->depth), oploc);
