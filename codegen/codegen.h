@@ -82,6 +82,9 @@ struct CgPadding {
 };
 CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes);
 int64_t cg_padded_offset(CgPadding p, int64_t offset); /* offset + offset / interval * pad */
+/* The padding of a whole tile of type t stored row-major (rows of its last
+ * dimension; 1-D tiles in rows of 128 bytes). */
+CgPadding cg_tile_padding(const IrType *t);
 
 /* The rank-matched view of a shape op's (convert_layout, broadcast,
  * expand_dims, reshape, trans) operand layout `from`, in the coordinates of

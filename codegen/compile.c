@@ -2,8 +2,10 @@
  * compile.c — the compile driver behind the public API (include/tilec/tilec.h).
  *
  * tc_compile: source -> fe_parse -> fe_lower (one specialization) -> verify ->
- * the pass pipeline -> the requested text. tc_opt: IR text -> ir_parse ->
- * verify -> the named passes -> IR text. Both run under a TcGuard, so an
+ * the pass pipeline -> the requested text (IR, or LLVM IR / PTX from
+ * codegen). tc_opt: IR text -> ir_parse -> verify -> the named passes -> IR
+ * text, or LLVM IR / PTX. Both record every kernel's launch metadata
+ * (cg_kernel_infos) in the binary. Both run under a TcGuard, so an
  * internal error or a failed malloc deep inside becomes a status, and both
  * render their diagnostics into the caller's tc_diagnostics while the source
  * is still alive.
@@ -12,6 +14,9 @@
  */
 #include "tilec/tilec.h"
 
+#include "tilec/runtime.h"
+
+#include "codegen/codegen.h"
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -36,9 +41,23 @@ struct tc_diagnostics {
     size_t num_errors; /* errors among them */
 };
 
+/* Launch metadata of one kernel, owned by its binary. */
+typedef struct BinKernel {
+    const char *name;
+    int num_warps;
+    size_t shared_bytes;
+    size_t num_params;
+    const char **param_names; /* "" when the IR has no name */
+    const char **param_types; /* IR type text: "ptr<f16>", "i32" */
+    tc_param_desc *params;    /* the same, as the runtime describes them */
+} BinKernel;
+
 struct tc_binary {
-    Buf text; /* the requested output */
-    Buf log;  /* print-after dumps */
+    Buf text;           /* the requested output */
+    Buf log;            /* print-after dumps */
+    Arena meta;         /* kernels and their strings */
+    BinKernel *kernels; /* num_kernels, in source order */
+    size_t num_kernels;
 };
 
 const char *tc_status_string(tc_status s) {
@@ -226,7 +245,88 @@ void tc_binary_destroy(tc_binary *b) {
         return;
     buf_free(&b->text);
     buf_free(&b->log);
+    arena_free(&b->meta);
     free(b);
+}
+
+/* ---- kernel metadata ---- */
+
+static const BinKernel *bin_kernel(const tc_binary *b, size_t k) {
+    return b && k < b->num_kernels ? &b->kernels[k] : NULL;
+}
+
+size_t tc_binary_kernel_count(const tc_binary *b) { return b ? b->num_kernels : 0; }
+
+const char *tc_binary_kernel_name(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk ? bk->name : NULL;
+}
+
+int tc_binary_kernel_num_warps(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk ? bk->num_warps : 0;
+}
+
+size_t tc_binary_kernel_shared_bytes(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk ? bk->shared_bytes : 0;
+}
+
+size_t tc_binary_kernel_num_params(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk ? bk->num_params : 0;
+}
+
+const char *tc_binary_kernel_param_name(const tc_binary *b, size_t k, size_t p) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk && p < bk->num_params ? bk->param_names[p] : NULL;
+}
+
+const char *tc_binary_kernel_param_type(const tc_binary *b, size_t k, size_t p) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk && p < bk->num_params ? bk->param_types[p] : NULL;
+}
+
+tc_status tc_binary_kernel_param(const tc_binary *b, size_t k, size_t p, tc_param_desc *out) {
+    const BinKernel *bk = bin_kernel(b, k);
+    if (!bk || p >= bk->num_params || !out)
+        return TC_ERROR_INVALID_ARGUMENT;
+    *out = bk->params[p];
+    return TC_OK;
+}
+
+/* Copies the launch metadata of every kernel of m into the binary. */
+static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps) {
+    int n = 0;
+    CgKernelInfo *ki = cg_kernel_infos(m, default_num_warps, &n);
+    Arena *a = &bin->meta;
+    bin->kernels = ARENA_ARRAY(a, BinKernel, n ? n : 1);
+    bin->num_kernels = (size_t)n;
+    for (int i = 0; i < n; i++) {
+        BinKernel *bk = &bin->kernels[i];
+        bk->name = arena_strdup(a, ki[i].name);
+        bk->num_warps = ki[i].num_warps;
+        bk->shared_bytes = (size_t)ki[i].shared_bytes;
+        bk->num_params = (size_t)ki[i].num_params;
+        int np = ki[i].num_params ? ki[i].num_params : 1;
+        bk->param_names = ARENA_ARRAY(a, const char *, np);
+        bk->param_types = ARENA_ARRAY(a, const char *, np);
+        bk->params = ARENA_ARRAY(a, tc_param_desc, np);
+        for (int p = 0; p < ki[i].num_params; p++) {
+            const IrType *t = ki[i].param_types[p];
+            Buf tb;
+            buf_init(&tb);
+            ir_print_type(&tb, t);
+            bk->param_types[p] = arena_strdup(a, tb.data ? tb.data : "");
+            buf_free(&tb);
+            bk->param_names[p] = arena_strdup(a, ki[i].param_names[p] ? ki[i].param_names[p] : "");
+            tc_param_desc *d = &bk->params[p];
+            d->name = bk->param_names[p];
+            d->is_pointer = t->kind == IR_PTR;
+            d->dtype = (tc_dtype)(d->is_pointer ? t->elem->kind : t->kind);
+            d->is_const = 0; /* the IR does not keep `const` */
+        }
+    }
 }
 
 /* ---- compiling ---- */
@@ -285,6 +385,21 @@ static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_o
     po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
     po->print_out = opt->emit == TC_EMIT_IR_AFTER_ALL ? &j->bin->text : &j->bin->log;
     po->num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
+}
+
+static CgTarget target_of(const tc_compiler *cc) {
+    CgTarget t;
+    t.sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
+    t.arch_a = strcmp(cc->arch, "sm_90a") == 0;
+    return t;
+}
+
+/* Lowers the module to LLVM IR or PTX into the binary's text. */
+static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
+    CgTarget t = target_of(cc);
+    CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
+    return cg_compile_module(j->module, &t, e, opt->num_warps > 0 ? opt->num_warps : 4, &j->bin->text, &j->diags,
+                             NULL);
 }
 
 tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
@@ -364,12 +479,18 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         buf_puts(&j.bin->text, "// -----// IR after lower //----- //\n");
         ir_print_module(j.module, &j.bin->text);
     }
-    if (!pass_run_pipeline(j.module, &po)) {
+    bool gpu = opt.emit != TC_EMIT_IR;
+    if (!(gpu ? pass_run_gpu_pipeline(j.module, &po) : pass_run_pipeline(j.module, &po))) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    if (opt.emit == TC_EMIT_IR)
+    record_kernels(j.bin, j.module, opt.num_warps);
+    if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);
+    if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
     tc_guard_pop(&g);
     return finish(&j, TC_OK, diags, out);
 }
@@ -387,7 +508,8 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_options_init(&opt);
     if (opt.emit == TC_EMIT_IR_AFTER_ALL)
         opt.print_after_all = 1;
-    opt.emit = TC_EMIT_IR;
+    if (opt.emit != TC_EMIT_LLVM && opt.emit != TC_EMIT_PTX)
+        opt.emit = TC_EMIT_IR;
 
     Job j;
     job_init(&j, ir);
@@ -409,7 +531,13 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    ir_print_module(j.module, &j.bin->text);
+    record_kernels(j.bin, j.module, opt.num_warps);
+    if (opt.emit == TC_EMIT_IR) {
+        ir_print_module(j.module, &j.bin->text);
+    } else if (!emit_code(&j, cc, &opt)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
     tc_guard_pop(&g);
     return finish(&j, TC_OK, diags, out);
 }

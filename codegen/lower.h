@@ -101,16 +101,20 @@ LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *const
 void cg_barrier(Cg *cg);
 /* A pointer to byte `offset` (i32) of the dynamic shared memory. */
 LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset);
-/* Byte offset of op's scratch (its scratch_offset, default 0), as i32. */
+/* Byte offset of op's scratch (its scratch_offset, default 0). */
 int64_t cg_scratch_base(const IrOp *op);
+/* offset + offset / interval * pad, on an i32 byte offset. */
+LLVMValueRef cg_padded(Cg *cg, CgPadding p, LLVMValueRef offset);
+/* Stores / loads one element of IR type elem at a byte offset of shared
+ * memory (i1 as a byte). */
+void cg_smem_store(Cg *cg, LLVMValueRef v, const IrType *elem, LLVMValueRef offset);
+LLVMValueRef cg_smem_load(Cg *cg, const IrType *elem, LLVMValueRef offset);
 /* Butterfly shuffle of any scalar value across lanes lane ^ mask. */
 LLVMValueRef cg_shfl_xor(Cg *cg, LLVMValueRef v, int mask);
 /* Sets `contract` on a floating-point instruction (so mul+add fuse). */
 LLVMValueRef cg_contract(LLVMValueRef inst);
 /* A new basic block at the end of the kernel. */
 LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
-/* Runs `body` only where cond is true: returns the block to continue in
- * after the caller branches there (see users). */
 
 /* ---- lower_math.c: elementwise ops, constants, casts ---- */
 

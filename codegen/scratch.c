@@ -66,6 +66,8 @@ static int64_t row_bytes_of(const IrType *t) {
     return t->rank >= 2 ? t->shape[t->rank - 1] * eb : 128;
 }
 
+CgPadding cg_tile_padding(const IrType *t) { return cg_scratch_padding(row_bytes_of(t), cg_elem_bytes(t->elem)); }
+
 /* A 1-D row-major view of ll (coordinates linearized). With power-of-two
  * dimensions each coordinate owns its own bit field of the linear index, so
  * linearizing keeps the map linear. */

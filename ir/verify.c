@@ -18,7 +18,11 @@
  *   - types: well-formed types (a tile's layout has the tile's rank), and
  *     each op's typing rule (elementwise shapes and layouts agree, float-only
  *     ops take floats, cmp gives i1, load gives the pointee shaped like the
- *     pointer, dot is MxK by KxN into MxN f32, ...).
+ *     pointer, dot is MxK by KxN into MxN f32, ...). Where layouts are
+ *     present, the ops that only reinterpret a tile keep data in place:
+ *     broadcast keeps its operand's layout, expand_dims takes the #slice of
+ *     its result's layout, reduce gives the #slice of its operand's; moving
+ *     data between threads is convert_layout's job alone.
  *   - dominance: an operand must be defined earlier in its block or in an
  *     enclosing one, or be a parameter or an enclosing block argument.
  *     Control flow is structured, so this is a scope check: a map from
@@ -487,6 +491,9 @@ static void verify_shape_op(Verifier *v, const IrOp *op) {
         if (!good)
             op_error(v, op, "cannot broadcast shape %s to %s (only size-1 dimensions widen)", shape_str(v, s),
                      shape_str(v, r));
+        else if (s->layout && r->layout && s->layout != r->layout)
+            op_error(v, op, "operand has type %s, expected the result's layout (%s)", type_str(v, s),
+                     type_str(v, r));
         break;
     }
     case IR_OP_EXPAND_DIMS: {
@@ -503,9 +510,14 @@ static void verify_shape_op(Verifier *v, const IrOp *op) {
                 continue;
             good = r->shape[i] == s->shape[j++];
         }
-        if (!good)
+        if (!good) {
             op_error(v, op, "result shape %s is not %s with a size-1 dimension at %lld", shape_str(v, r),
                      shape_str(v, s), (long long)axis);
+            break;
+        }
+        const Layout *sl = s->layout, *rl = r->layout;
+        if (sl && rl && !(sl->kind == LAYOUT_SLICE && sl->slice.dim == axis && sl->slice.parent == rl))
+            op_error(v, op, "operand layout must be #slice<dim = %lld> of the result's layout", (long long)axis);
         break;
     }
     case IR_OP_RESHAPE: {

@@ -148,8 +148,8 @@ const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const 
  * (and, for store and async_copy, of the pointer); NULL when any layout
  * will do or the operand is not a tile. */
 const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i);
-/* v in layout l: v itself, a convert made before, or a new convert_layout
- * right after v's definition. */
+/* v in layout l: v itself (or the source of the conversions v comes from),
+ * a convert made before, or a new convert_layout right after the definition. */
 IrValue *pass_convert_to(LayoutRewrite *rw, IrValue *v, const Layout *l);
 /* Records that `conv` is v in layout l (placed so that it is visible
  * wherever v is), for pass_convert_to to reuse. */

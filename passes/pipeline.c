@@ -1,12 +1,16 @@
 /*
- * pipeline.c — the default pipeline, as a literal list.
+ * pipeline.c — the default pipelines, as literal lists.
  *
  * Read top to bottom, this is what `tilec` does to a kernel after the front
  * end: each line names a pass and what it may assume on entry. The pass
  * manager verifies the IR after each one (debug builds, --verify-each) and
- * prints it when asked (--print-after, --print-after-all). Later stages
- * (axis-info, assign-layouts, coalesce, accelerate-dot, ...) are added here
- * in the order DESIGN.md lists them.
+ * prints it when asked (--print-after, --print-after-all).
+ *
+ * pass_run_pipeline is the target-independent clean-up (`--emit=ir`);
+ * pass_run_gpu_pipeline continues with the GPU stages in the order DESIGN.md
+ * lists them (`--emit=ir-gpu`, and everything codegen compiles). Stages not
+ * written yet (accelerate-dot, stage-shared, pipeline) go where DESIGN.md
+ * puts them.
  */
 #include "passes.h"
 
@@ -15,4 +19,15 @@ bool pass_run_pipeline(IrModule *m, const PassOptions *opts) {
            && pass_run(m, "canonicalize", opts) /* no calls left: fold constants and constant control flow */
            && pass_run(m, "cse", opts)          /* canonical operand order, so commuted duplicates match */
            && pass_run(m, "dce", opts);         /* last: removes what folding and CSE left unused */
+}
+
+bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts) {
+    return pass_run_pipeline(m, opts)                        /* clean, inlined, no layouts yet */
+           && pass_run(m, "assign-layouts", opts)            /* every tile gets a default #blocked or #slice layout */
+           && pass_run(m, "coalesce", opts)                  /* memory accesses get coalesced layouts and `vec` */
+           && pass_run(m, "remove-layout-conversions", opts) /* the kernel moves into the accesses' layouts */
+           && pass_run(m, "canonicalize", opts)              /* fold what the layout rewrites exposed */
+           && pass_run(m, "cse", opts)                       /* merge recomputed index math */
+           && pass_run(m, "dce", opts)                       /* drop the layouts' leftovers */
+           && pass_run(m, "allocate-shared", opts);          /* last: scratch sizes depend on final layouts */
 }

@@ -27,8 +27,10 @@ typedef struct Sym {
     const char *fallback;
 } Sym;
 
-#define SYM(field, name) {offsetof(RtCuda, field), name, NULL}
-#define SYM2(field, name, old) {offsetof(RtCuda, field), name, old}
+#define SYM(field, name)                                                                                               \
+    { offsetof(RtCuda, field), name, NULL }
+#define SYM2(field, name, old)                                                                                         \
+    { offsetof(RtCuda, field), name, old }
 
 static const Sym syms[] = {
     SYM(cuInit, "cuInit"),
@@ -140,16 +142,10 @@ tc_status rt_cuda_check(RtCuResult r, const char *what) {
     switch (r) {
     case RT_CUDA_ERROR_NO_DEVICE:
     case RT_CUDA_ERROR_INVALID_DEVICE:
-    case RT_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE:
-        st = TC_ERROR_NO_DEVICE;
-        break;
+    case RT_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: st = TC_ERROR_NO_DEVICE; break;
     case RT_CUDA_ERROR_STUB_LIBRARY:
-    case RT_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
-        st = TC_ERROR_NO_DRIVER;
-        break;
-    case RT_CUDA_ERROR_OUT_OF_MEMORY:
-        st = TC_ERROR_OUT_OF_MEMORY;
-        break;
+    case RT_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: st = TC_ERROR_NO_DRIVER; break;
+    case RT_CUDA_ERROR_OUT_OF_MEMORY: st = TC_ERROR_OUT_OF_MEMORY; break;
     }
     return rt_fail(st, "%s: %s (%s)", what, name, text ? text : "no description");
 }

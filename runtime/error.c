@@ -18,7 +18,9 @@
 
 static _Thread_local char last_error[LAST_ERROR_SIZE];
 
-const char *tc_last_error(void) { return last_error; }
+const char *tc_last_error(void) {
+    return last_error;
+}
 
 static void mark_truncated(void) {
     static const char note[] = "\n[... truncated]";
@@ -68,14 +70,18 @@ bool rt_bytes_append(RtBytes *b, const void *p, size_t n) {
     return true;
 }
 
-bool rt_bytes_u8(RtBytes *b, uint8_t v) { return rt_bytes_append(b, &v, 1); }
+bool rt_bytes_u8(RtBytes *b, uint8_t v) {
+    return rt_bytes_append(b, &v, 1);
+}
 
 bool rt_bytes_u32(RtBytes *b, uint32_t v) {
     uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
     return rt_bytes_append(b, le, 4);
 }
 
-bool rt_bytes_u64(RtBytes *b, uint64_t v) { return rt_bytes_u32(b, (uint32_t)v) && rt_bytes_u32(b, (uint32_t)(v >> 32)); }
+bool rt_bytes_u64(RtBytes *b, uint64_t v) {
+    return rt_bytes_u32(b, (uint32_t)v) && rt_bytes_u32(b, (uint32_t)(v >> 32));
+}
 
 bool rt_bytes_str(RtBytes *b, const char *s) {
     size_t n = s ? strlen(s) : 0;

@@ -14,6 +14,7 @@
 
 #include "tilec/runtime.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,8 @@ typedef struct RtLogger RtLogger;
 typedef struct RtJitInputs RtJitInputs;
 typedef struct RtJitBuild RtJitBuild;
 typedef struct RtCompileRequest RtCompileRequest;
+typedef struct RtRawKernel RtRawKernel;
+typedef struct RtJitTable RtJitTable;
 
 /* ==== error.c: the thread's last error, bytes, logging ==== */
 
@@ -43,8 +46,8 @@ struct RtBytes {
 };
 bool rt_bytes_append(RtBytes *b, const void *p, size_t n);
 bool rt_bytes_u8(RtBytes *b, uint8_t v);
-bool rt_bytes_u32(RtBytes *b, uint32_t v); /* little-endian */
-bool rt_bytes_u64(RtBytes *b, uint64_t v); /* little-endian */
+bool rt_bytes_u32(RtBytes *b, uint32_t v);    /* little-endian */
+bool rt_bytes_u64(RtBytes *b, uint64_t v);    /* little-endian */
 bool rt_bytes_str(RtBytes *b, const char *s); /* u32 length + bytes */
 void rt_bytes_free(RtBytes *b);
 
@@ -97,9 +100,8 @@ enum {
 /* Statically allocated shared memory above this needs an opt-in per function. */
 #define RT_DEFAULT_MAX_SHARED (48 * 1024)
 
-typedef RtCuResult (*RtCuLaunchKernelFn)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                         unsigned by, unsigned bz, unsigned shared, CUstream stream,
-                                         void **params, void **extra);
+typedef RtCuResult (*RtCuLaunchKernelFn)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                         unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
 
 struct RtCuda {
     void *handle; /* from dlopen */
@@ -109,11 +111,11 @@ struct RtCuda {
     RtCuResult (*cuDeviceGetCount)(int *count);
     RtCuResult (*cuDeviceGetAttribute)(int *value, int attrib, CUdevice dev);
     RtCuResult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
-    RtCuResult (*cuDevicePrimaryCtxRelease)(CUdevice dev);                 /* _v2 */
+    RtCuResult (*cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
     RtCuResult (*cuCtxGetCurrent)(CUcontext *ctx);
     RtCuResult (*cuCtxSetCurrent)(CUcontext ctx);
-    RtCuResult (*cuCtxPushCurrent)(CUcontext ctx);                         /* _v2 */
-    RtCuResult (*cuCtxPopCurrent)(CUcontext *ctx);                         /* _v2 */
+    RtCuResult (*cuCtxPushCurrent)(CUcontext ctx); /* _v2 */
+    RtCuResult (*cuCtxPopCurrent)(CUcontext *ctx); /* _v2 */
     RtCuResult (*cuCtxGetDevice)(CUdevice *dev);
     RtCuResult (*cuModuleLoadDataEx)(CUmodule *mod, const void *image, unsigned num_options, int *options,
                                      void **values);
@@ -124,24 +126,24 @@ struct RtCuda {
     RtCuResult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
     RtCuResult (*cuLinkCreate)(unsigned num_options, int *options, void **values, RtCuLinkState *state); /* _v2 */
     RtCuResult (*cuLinkAddData)(RtCuLinkState state, int type, void *data, size_t size, const char *name,
-                                unsigned num_options, int *options, void **values);               /* _v2 */
+                                unsigned num_options, int *options, void **values); /* _v2 */
     RtCuResult (*cuLinkComplete)(RtCuLinkState state, void **cubin, size_t *size);
     RtCuResult (*cuLinkDestroy)(RtCuLinkState state);
     RtCuResult (*cuGetErrorName)(RtCuResult error, const char **name);
     RtCuResult (*cuGetErrorString)(RtCuResult error, const char **text);
-    RtCuResult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                        /* _v2 */
-    RtCuResult (*cuMemFree)(CUdeviceptr ptr);                                        /* _v2 */
-    RtCuResult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);      /* _v2 */
-    RtCuResult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);            /* _v2 */
-    RtCuResult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t bytes);    /* _v2 */
+    RtCuResult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);                     /* _v2 */
+    RtCuResult (*cuMemFree)(CUdeviceptr ptr);                                     /* _v2 */
+    RtCuResult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);   /* _v2 */
+    RtCuResult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);         /* _v2 */
+    RtCuResult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t bytes); /* _v2 */
     RtCuResult (*cuStreamCreate)(CUstream *stream, unsigned flags);
-    RtCuResult (*cuStreamDestroy)(CUstream stream);                                  /* _v2 */
+    RtCuResult (*cuStreamDestroy)(CUstream stream); /* _v2 */
     RtCuResult (*cuStreamSynchronize)(CUstream stream);
     RtCuResult (*cuEventCreate)(CUevent *event, unsigned flags);
     RtCuResult (*cuEventRecord)(CUevent event, CUstream stream);
     RtCuResult (*cuEventSynchronize)(CUevent event);
-    RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);          /* _v2 if present */
-    RtCuResult (*cuEventDestroy)(CUevent event);                                      /* _v2 */
+    RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if present */
+    RtCuResult (*cuEventDestroy)(CUevent event);                             /* _v2 */
 };
 
 /* The process's driver table: valid once rt_cuda_load() returned TC_OK. */
@@ -163,8 +165,8 @@ tc_status rt_cuda_check(RtCuResult r, const char *what);
 
 struct RtSha256 {
     uint32_t state[8];
-    uint64_t bytes;     /* total bytes hashed */
-    uint8_t block[64];  /* pending input */
+    uint64_t bytes;    /* total bytes hashed */
+    uint8_t block[64]; /* pending input */
     size_t block_len;
 };
 
@@ -183,7 +185,7 @@ void rt_hex(const uint8_t *bytes, size_t n, char *out);
 
 typedef enum { RT_PAYLOAD_PTX = 1, RT_PAYLOAD_CUBIN = 2 } RtPayloadKind;
 
-#define RT_CACHE_MAGIC "TILECv1"   /* 8 bytes with the NUL */
+#define RT_CACHE_MAGIC "TILECv1" /* 8 bytes with the NUL */
 #define RT_CACHE_FORMAT_VERSION 1u
 #define RT_CACHE_HEADER_SIZE 96u
 #define RT_CACHE_MAX_ENTRY (1u << 30) /* larger files are not tilec's */
@@ -209,14 +211,15 @@ tc_status rt_cache_path(const char *dir, const uint8_t key[32], char *out, size_
 /* The bytes of an entry, and their validation (pure: used by the tests). */
 bool rt_cache_encode(RtBytes *out, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
                      const void *payload, size_t payload_len);
-/* Validates data (taking ownership of it: freed on failure) into *e; on
- * failure returns false with the reason in why. */
-bool rt_cache_decode(uint8_t *data, size_t len, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e,
-                     char *why, size_t why_cap);
+/* Validates data (malloc'd, with a NUL at data[len] so that a PTX payload
+ * is a C string; ownership passes to *e, or it is freed on failure) into
+ * *e; on failure returns false with the reason in why. */
+bool rt_cache_decode(uint8_t *data, size_t len, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e, char *why,
+                     size_t why_cap);
 /* Writes atomically: a temp file in dir (pid + random suffix), fsync,
  * rename; creates dir (and parents) if needed. TC_ERROR_IO with the path. */
-tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind kind, const void *meta,
-                         size_t meta_len, const void *payload, size_t payload_len);
+tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
+                         const void *payload, size_t payload_len);
 /* *hit = true with *e filled, or false: no entry, or one that was rejected
  * (short, bad magic, other format, other compiler, bad checksum, other key,
  * other kind), in which case the file is deleted and why says what was
@@ -240,10 +243,15 @@ bool rt_meta_encode(const RtMeta *m, RtBytes *out);
 /* Validates everything (lengths, enum values, counts): false on bad input. */
 bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out);
 
-/* The runtime signature of `kernel` (every kernel when NULL) from the
- * source, with num_warps and no shared memory: what the front end knows
- * before any pass runs. Syntax errors: TC_ERROR_COMPILE with diagnostics. */
-tc_status rt_signature(const tc_source *src, const char *kernel, int num_warps, RtMeta *out, tc_diagnostics *diags);
+/* The runtime signature of `kernel` (every kernel when NULL) specialized
+ * with the constexpr values (type parameters decide parameter types), with
+ * num_warps and no shared memory: what the front end knows before any pass
+ * runs. Errors in the source: TC_ERROR_COMPILE, rendered into diags. */
+tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *constexprs, size_t num_constexprs,
+                       int num_warps, RtMeta *out, tc_diagnostics *diags);
+/* Bytes of an argument of this scalar type (1 for i1). */
+size_t rt_dtype_size(tc_dtype t);
+const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
 
 /* A compile to PTX, as the JIT and the AOT generator ask for it. */
 struct RtCompileRequest {
@@ -251,10 +259,10 @@ struct RtCompileRequest {
     const char *kernel;
     const tc_constexpr *constexprs;
     size_t num_constexprs;
-    const tc_options *options; /* never NULL */
+    const tc_options *options; /* never NULL; emit is ignored */
     const char *arch;
-    const int *divisibility; /* per runtime parameter (normalized to 16 or 1); may be NULL */
-    size_t num_divisibility;
+    const tc_param_spec *specs; /* divisibility facts by parameter name (may be NULL) */
+    size_t num_specs;
 };
 
 typedef tc_status (*RtCompileFn)(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
@@ -264,23 +272,86 @@ tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, 
 /* The metadata a tc_binary carries (PTX compiles only). */
 tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out);
 
+/* ==== module.c: contexts, modules, kernels and launches ==== */
+
+struct tc_context {
+    CUcontext cu;
+    CUdevice device;
+    bool owns_primary;        /* tc_context_create retained the primary context */
+    int cc;                   /* compute capability, major * 10 + minor */
+    int driver_version;       /* cuDriverGetVersion */
+    int max_shared_optin;     /* bytes of shared memory a block may opt in to */
+    char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
+    pthread_mutex_t lock;     /* guards modules and their raw kernels */
+    tc_module *modules;       /* every module loaded into the context */
+    pthread_mutex_t jit_lock; /* guards log and jit; held through a JIT compile (taken before lock) */
+    RtLogger log;
+    RtJitTable *jit; /* jit.c's in-memory table (NULL until the first tc_jit) */
+};
+
+/* Everything tc_launch reads, precomputed at load time. */
+struct tc_kernel {
+    CUfunction fn;
+    RtCuLaunchKernelFn launch;  /* rt_cu.cuLaunchKernel */
+    size_t num_params;          /* SIZE_MAX: no metadata (tc_launch refuses) */
+    unsigned block;             /* 32 * num_warps */
+    unsigned shared;            /* dynamic shared memory bytes */
+    const uint32_t *ptr_params; /* indices of pointer parameters */
+    uint32_t num_ptr_params;
+    tc_module *module;
+    const tc_kernel_desc *desc; /* NULL: no metadata */
+    const char *name;
+};
+
+/* An entry found by name in a module loaded without metadata for it. */
+struct RtRawKernel {
+    tc_kernel kernel;
+    RtRawKernel *next;
+    char name[];
+};
+
+struct tc_module {
+    tc_context *ctx;
+    CUmodule cu;
+    RtMeta meta;            /* owned */
+    tc_kernel *kernels;     /* one per meta kernel */
+    uint32_t *ptr_index;    /* storage behind kernels[i].ptr_params */
+    RtRawKernel *raw;       /* guarded by ctx->lock */
+    tc_module *prev, *next; /* in ctx->modules */
+};
+
+/* Makes ctx current on this thread for a cold-path driver call, and restores
+ * the previous one. */
+tc_status rt_ctx_push(tc_context *ctx);
+void rt_ctx_pop(tc_context *ctx);
+/* Loads a NUL-terminated PTX or a cubin image into ctx, taking ownership of
+ * meta (freed on failure too). */
+tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta *meta, tc_module **out);
+/* The driver's cubin for a PTX (cuLink*), compiled for ctx's device. */
+tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin);
+/* The JIT target for a compute capability: "sm_80", "sm_90a", "sm_90" or "". */
+const char *rt_arch_for_cc(int cc);
+
 /* ==== jit.c: keys and the driver-free half of tc_jit ==== */
 
-/* Everything that goes into a JIT key. */
+/* Everything that goes into a JIT key, and what a compile needs besides. */
 struct RtJitInputs {
     const tc_source *source;
     const char *kernel;
     const tc_constexpr *constexprs;
     size_t num_constexprs;
-    const tc_options *options; /* never NULL */
+    const tc_options *options; /* never NULL; num_warps normalized (0 -> 4) */
     const char *arch;
     const uint8_t *div16; /* per runtime parameter: 1 if divisible by 16 */
     size_t num_params;
+    const tc_param_spec *specs; /* the same facts by name, for the compiler */
+    size_t num_specs;
     const char *cache_dir; /* NULL: memory only */
     RtCompileFn compile;   /* NULL: rt_compile_ptx */
     void *compile_user;
     const RtLogger *log;
     tc_diagnostics *diags;
+    const RtMeta *sig; /* the source's signature: what the compiled metadata lacks (const); may be NULL */
 };
 
 /* The key of the specialization less its argument facts, and with them. */
@@ -299,5 +370,7 @@ struct RtJitBuild {
 };
 tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out);
 void rt_jit_build_free(RtJitBuild *b);
+/* Frees a context's JIT table (its modules are unloaded by the caller). */
+void rt_jit_table_free(RtJitTable *t);
 
 #endif

@@ -1,11 +1,13 @@
 /*
  * tilec-opt — run passes over tile IR text.
  *
- *     tilec-opt [--pass=a,b,c] [--print-after=PASS] [--print-after-all]
- *               [--verify-each] [-o FILE] FILE.tir
+ *     tilec-opt [--pass=a,b,c] [--emit=ir|llvm|ptx] [--arch ARCH]
+ *               [--print-after=PASS] [--print-after-all] [--verify-each]
+ *               [-o FILE] FILE.tir
  *
  * Parses and verifies the IR, runs the passes in order and prints the
- * result; with no --pass it prints what it parsed. A thin driver over tc_opt.
+ * result (with --emit=llvm or ptx, lowers it: tiles must carry layouts);
+ * with no --pass it prints what it parsed. A thin driver over tc_opt.
  */
 #include "tilec/tilec.h"
 
@@ -18,6 +20,8 @@ static void usage(FILE *out) {
           "\n"
           "options:\n"
           "  --pass=a,b,c          run these passes in order\n"
+          "  --emit=KIND           ir | llvm | ptx (default: ir)\n"
+          "  --arch ARCH           sm_80 | sm_90 | sm_90a, for --emit=llvm|ptx (default: sm_90a)\n"
           "  --list-passes         list the passes\n"
           "  --num-warps N         warps per program for passes that need it (default: 4)\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
@@ -55,7 +59,7 @@ static int read_stdin(tc_source *src) {
 int main(int argc, char **argv) {
     tc_options opt;
     tc_options_init(&opt);
-    const char *path = NULL, *passes = NULL, *output = NULL;
+    const char *path = NULL, *passes = NULL, *output = NULL, *arch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -69,6 +73,22 @@ int main(int argc, char **argv) {
             return 0;
         } else if (strncmp(a, "--pass=", 7) == 0) {
             passes = a + 7;
+        } else if (strncmp(a, "--emit=", 7) == 0) {
+            const char *v = a + 7;
+            if (strcmp(v, "ir") == 0)
+                opt.emit = TC_EMIT_IR;
+            else if (strcmp(v, "llvm") == 0)
+                opt.emit = TC_EMIT_LLVM;
+            else if (strcmp(v, "ptx") == 0)
+                opt.emit = TC_EMIT_PTX;
+            else {
+                fprintf(stderr, "tilec-opt: unknown --emit kind '%s' (ir, llvm, ptx)\n", v);
+                return 2;
+            }
+        } else if (strncmp(a, "--arch=", 7) == 0) {
+            arch = a + 7;
+        } else if (strcmp(a, "--arch") == 0 && i + 1 < argc) {
+            arch = argv[++i];
         } else if (strncmp(a, "--print-after=", 14) == 0) {
             opt.print_after = a + 14;
         } else if (strcmp(a, "--print-after-all") == 0) {
@@ -99,7 +119,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     tc_compiler *cc = NULL;
-    tc_compiler_create(NULL, &cc);
+    tc_target target = {arch};
+    if (tc_compiler_create(&target, &cc) != TC_OK) {
+        fprintf(stderr, "tilec-opt: --arch %s is not supported (sm_80, sm_90, sm_90a)\n", arch ? arch : "");
+        tc_source_free(&src);
+        return 2;
+    }
     tc_diagnostics *diags = NULL;
     tc_diagnostics_create(&diags);
     tc_binary *bin = NULL;

@@ -8,6 +8,7 @@
  * stderr; the exit code is 0 on success, 1 on errors in the input, 2 on bad
  * usage or I/O errors.
  */
+#include "tilec/aot.h"
 #include "tilec/tilec.h"
 
 #include <stdio.h>
@@ -23,7 +24,7 @@ static void usage(FILE *out) {
           "Compiles the kernels of FILE.tile.\n"
           "\n"
           "options:\n"
-          "  --emit=KIND           ast | ir-raw | ir | ir-after-all (default: ir)\n"
+          "  --emit=KIND           ast | ir-raw | ir | ir-gpu | ir-after-all | llvm | ptx (default: ir)\n"
           "  -D NAME=VALUE         value of a constexpr parameter (integer, float, true, false)\n"
           "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
           "  --num-warps N         warps per program (default: 4)\n"
@@ -32,6 +33,11 @@ static void usage(FILE *out) {
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"
           "  -o FILE               write the output to FILE (default: stdout)\n"
+          "  --aot                 write a C launcher: NAME.h and NAME.c with the PTX (and, when\n"
+          "                        ptxas is found, a cubin) of every --arch (default sm_80,sm_90a)\n"
+          "                        and a typed launch function per kernel; -o NAME (default: the\n"
+          "                        input's base name); --arch takes a comma-separated list\n"
+          "  --no-cubin            with --aot: embed PTX only, even if ptxas is found\n"
           "  --time FILE...        compile every kernel of each file separately and print\n"
           "                        one line per kernel: name, output size, milliseconds (median)\n"
           "  --help                show this help\n"
@@ -68,7 +74,10 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
                       const tc_options *opt) {
     enum { RUNS = 21 };
     int rc = 0;
-    const char *what = opt->emit == TC_EMIT_AST ? "ast" : "ir";
+    const char *what = opt->emit == TC_EMIT_AST    ? "ast"
+                       : opt->emit == TC_EMIT_LLVM ? "llvm"
+                       : opt->emit == TC_EMIT_PTX  ? "ptx"
+                                                   : "ir";
     for (int p = 0; p < num_paths; p++) {
         tc_source src;
         if (tc_source_read_file(paths[p], &src) != TC_OK) {
@@ -113,10 +122,83 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
     return rc;
 }
 
+/* --aot: NAME.h and NAME.c next to each other (tc_aot_generate does the work). */
+static int aot_main(const char *path, const char *kernel, const tc_constexpr *cx, size_t num_cx, const tc_options *opt,
+                    const char *arch_list, const char *output, int no_cubin) {
+    char prefix[4096], archs_buf[256];
+    const char *archs[8];
+    size_t num_archs = 0;
+    if (arch_list) {
+        snprintf(archs_buf, sizeof archs_buf, "%s", arch_list);
+        for (char *tok = strtok(archs_buf, ","); tok && num_archs < 8; tok = strtok(NULL, ","))
+            archs[num_archs++] = tok;
+    }
+    if (output) {
+        snprintf(prefix, sizeof prefix, "%s", output);
+    } else { /* the input's base name, without its extension, in the current directory */
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        snprintf(prefix, sizeof prefix, "%s", base);
+        char *dot = strrchr(prefix, '.');
+        if (dot && dot != prefix)
+            *dot = 0;
+    }
+    const char *name = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+    char header_name[4200], h_path[4200], c_path[4200];
+    snprintf(header_name, sizeof header_name, "%s.h", name);
+    snprintf(h_path, sizeof h_path, "%s.h", prefix);
+    snprintf(c_path, sizeof c_path, "%s.c", prefix);
+
+    tc_source src;
+    if (tc_source_read_file(path, &src) != TC_OK) {
+        fprintf(stderr, "tilec: cannot read '%s'\n", path);
+        return 2;
+    }
+    tc_aot_request req;
+    tc_aot_request_init(&req);
+    req.source = &src;
+    req.kernel = kernel;
+    req.constexprs = cx;
+    req.num_constexprs = num_cx;
+    req.options = opt;
+    req.archs = num_archs ? archs : NULL;
+    req.num_archs = num_archs;
+    req.name = name;
+    req.header_name = header_name;
+    req.ptxas = no_cubin ? "" : NULL;
+    tc_diagnostics *diags = NULL;
+    tc_diagnostics_create(&diags);
+    tc_aot_output *out = NULL;
+    tc_status st = tc_aot_generate(&req, &out, diags);
+    fputs(tc_diagnostics_text(diags), stderr);
+    int rc = 0;
+    if (st == TC_OK) {
+        fputs(tc_aot_notes(out), stderr);
+        const char *files[2] = {h_path, c_path};
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            size_t len;
+            const char *text = i == 0 ? tc_aot_header(out, &len) : tc_aot_source(out, &len);
+            FILE *f = fopen(files[i], "wb");
+            if (!f || fwrite(text, 1, len, f) != len || fclose(f) != 0) {
+                fprintf(stderr, "tilec: cannot write '%s'\n", files[i]);
+                rc = 2;
+            }
+        }
+    } else {
+        if (st != TC_ERROR_COMPILE)
+            fprintf(stderr, "tilec: %s: %s\n", tc_status_string(st), tc_last_error());
+        rc = st == TC_ERROR_COMPILE ? 1 : st == TC_ERROR_INVALID_ARGUMENT || st == TC_ERROR_UNSUPPORTED ? 2 : 3;
+    }
+    tc_aot_output_destroy(out);
+    tc_diagnostics_destroy(diags);
+    tc_source_free(&src);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     tc_options opt;
     tc_options_init(&opt);
     const char *path = NULL, *kernel = NULL, *output = NULL, *arch = NULL;
+    int aot = 0, no_cubin = 0;
     char **time_paths = NULL;
     int num_time_paths = 0;
     tc_constexpr cx[MAX_DEFINES];
@@ -140,8 +222,14 @@ int main(int argc, char **argv) {
                 opt.emit = TC_EMIT_IR;
             else if (strcmp(v, "ir-after-all") == 0)
                 opt.emit = TC_EMIT_IR_AFTER_ALL;
+            else if (strcmp(v, "ir-gpu") == 0)
+                opt.emit = TC_EMIT_IR_GPU;
+            else if (strcmp(v, "llvm") == 0)
+                opt.emit = TC_EMIT_LLVM;
+            else if (strcmp(v, "ptx") == 0)
+                opt.emit = TC_EMIT_PTX;
             else {
-                fprintf(stderr, "tilec: unknown --emit kind '%s' (ast, ir-raw, ir, ir-after-all)\n", v);
+                fprintf(stderr, "tilec: unknown --emit kind '%s' (ast, ir-raw, ir, ir-gpu, ir-after-all, llvm, ptx)\n", v);
                 return 2;
             }
         } else if (strncmp(a, "-D", 2) == 0) {
@@ -173,6 +261,10 @@ int main(int argc, char **argv) {
             opt.verify_each = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
+        } else if (strcmp(a, "--aot") == 0) {
+            aot = 1;
+        } else if (strcmp(a, "--no-cubin") == 0) {
+            no_cubin = 1;
         } else if (strcmp(a, "--time") == 0) {
             time_paths = argv + i + 1;
             num_time_paths = argc - i - 1;
@@ -191,6 +283,12 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (aot && !path) {
+        fprintf(stderr, "tilec: --aot needs one input file\n");
+        return 2;
+    }
+    if (aot)
+        return aot_main(path, kernel, cx, num_cx, &opt, arch, output, no_cubin);
     if (time_paths) {
         tc_target t = {arch};
         tc_compiler *tcc = NULL;

@@ -62,41 +62,30 @@ typedef struct tc_dim3 {
 
 /* ---- kernel signatures ---- */
 
-/* The type of a kernel parameter, and how a launch passes it: args[i]
- * points to a value of the C type in the comment. */
-typedef enum tc_arg_type {
-    TC_ARG_I1,   /* uint8_t (0 or 1) */
-    TC_ARG_I8,   /* int8_t */
-    TC_ARG_I16,  /* int16_t */
-    TC_ARG_I32,  /* int32_t */
-    TC_ARG_I64,  /* int64_t */
-    TC_ARG_F16,  /* uint16_t: the bits of an IEEE half */
-    TC_ARG_BF16, /* uint16_t: the bits of a bfloat16 */
-    TC_ARG_F32,  /* float */
-    TC_ARG_F64,  /* double */
-    TC_ARG_PTR,  /* CUdeviceptr (or a void * holding a device address); never 0 */
-} tc_arg_type;
-
+/* A runtime parameter of a kernel. A launch passes args[i] pointing to a
+ * value of this C type: a pointer as CUdeviceptr (or a void * holding a
+ * device address; never 0); i1 as uint8_t (0 or 1); i8..i64 as
+ * int8_t..int64_t; f16 and bf16 as uint16_t (the bits); f32 float; f64
+ * double. */
 typedef struct tc_param_desc {
-    const char *name;    /* as written in the source */
-    tc_arg_type type;
-    tc_arg_type pointee; /* TC_ARG_PTR: the element type */
-    int is_const;        /* TC_ARG_PTR: declared `const T*` */
+    const char *name; /* as written in the source */
+    tc_dtype dtype;   /* the scalar type, or a pointer's element type */
+    int is_pointer;
+    int is_const; /* a pointer declared `const T*` */
 } tc_param_desc;
 
 /* What a launch needs to know about a kernel. The runtime parameters are
  * the kernel's parameters less its constexpr ones, in order. */
 typedef struct tc_kernel_desc {
-    const char *name;            /* the PTX entry */
-    int num_warps;               /* a program runs 32 * num_warps threads */
-    size_t shared_bytes;         /* dynamic shared memory per program */
+    const char *name;    /* the PTX entry */
+    int num_warps;       /* a program runs 32 * num_warps threads */
+    size_t shared_bytes; /* dynamic shared memory per program */
     size_t num_params;
     const tc_param_desc *params; /* num_params entries */
 } tc_kernel_desc;
 
-/* Bytes an argument of this type occupies (8 for pointers). */
-TC_API size_t tc_arg_type_size(tc_arg_type type);
-TC_API const char *tc_arg_type_name(tc_arg_type type); /* "i32", "ptr", ... */
+/* Bytes of a launch argument for this parameter (8 for pointers). */
+TC_API size_t tc_param_size(const tc_param_desc *param);
 
 /* ---- the driver ---- */
 
@@ -126,9 +115,11 @@ TC_API int tc_context_compute_capability(const tc_context *ctx);
 /* The target tc_jit compiles for on this device: "sm_80", "sm_90a", ... */
 TC_API const char *tc_context_arch(const tc_context *ctx);
 
-/* Where compiles (and, with TILEC_LOG=2, cache hits) are reported: one line
- * per event, e.g. "tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms".
- * Without a callback they go to stderr when the environment has TILEC_LOG=1. */
+/* Where the JIT reports what it does, one line per event: every compile
+ * ("tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms"), every rejected
+ * cache entry, every cache hit. Without a callback, compiles and rejections
+ * go to stderr when the environment has TILEC_LOG=1, hits too with
+ * TILEC_LOG=2; otherwise nothing is printed. */
 typedef void (*tc_log_fn)(void *user, const char *line);
 TC_API tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user);
 
@@ -146,8 +137,8 @@ TC_API tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module
  * entry but only tc_launch_raw can launch it. */
 TC_API tc_status tc_module_load_ptx(tc_context *ctx, const char *ptx, size_t len, const tc_kernel_desc *kernels,
                                     size_t num_kernels, tc_module **out);
-TC_API tc_status tc_module_load_cubin(tc_context *ctx, const void *cubin, size_t len,
-                                      const tc_kernel_desc *kernels, size_t num_kernels, tc_module **out);
+TC_API tc_status tc_module_load_cubin(tc_context *ctx, const void *cubin, size_t len, const tc_kernel_desc *kernels,
+                                      size_t num_kernels, tc_module **out);
 /* Unloads the module; its kernels become invalid. NULL is a no-op. */
 TC_API tc_status tc_module_unload(tc_module *mod);
 TC_API tc_status tc_module_get_kernel(tc_module *mod, const char *name, tc_kernel **out);
@@ -159,14 +150,14 @@ TC_API CUfunction tc_kernel_function(const tc_kernel *k);
 
 /* Launches `grid` programs of k on `stream`: 32 * num_warps threads each,
  * with the kernel's dynamic shared memory. args[i] points to the value of
- * runtime parameter i (see tc_arg_type); num_args must equal the kernel's
+ * runtime parameter i (see tc_param_desc); num_args must equal the kernel's
  * parameter count, and no pointer argument may be 0 (both
  * TC_ERROR_INVALID_ARGUMENT, checked before the driver is called). An empty
  * grid (a zero extent) launches nothing and returns TC_OK. */
 TC_API tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args);
 /* No checks, any block and shared memory size: for entries without metadata. */
-TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int shared_bytes,
-                               CUstream stream, void **args);
+TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int shared_bytes, CUstream stream,
+                               void **args);
 
 /* ---- JIT ---- */
 
@@ -174,19 +165,20 @@ TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsign
  * with constexpr values and, optionally, with what is known about the
  * alignment of its arguments. */
 typedef struct tc_jit_request {
-    const char *source;  /* the source text; NULL: read the file `path` */
-    size_t source_len;   /* bytes of source; 0: strlen(source) */
-    const char *path;    /* the .tile file (when source is NULL), or the name diagnostics show */
-    const char *kernel;  /* the kernel to compile (required) */
+    const char *source; /* the source text; NULL: read the file `path` */
+    size_t source_len;  /* bytes of source; 0: strlen(source) */
+    const char *path;   /* the .tile file (when source is NULL), or the name diagnostics show */
+    const char *kernel; /* the kernel to compile (required) */
     const tc_constexpr *constexprs;
     size_t num_constexprs;
     const tc_options *options; /* NULL: defaults; emit and the print options are ignored */
     const char *arch;          /* NULL: the context's (tc_context_arch) */
-    /* Alignment specialization, per runtime parameter in order. Entry i is a
-     * power of two known to divide parameter i: for a pointer, its address
-     * in bytes; for an integer, its value. tilec distinguishes 16 (or more)
-     * from anything less; other types ignore it. NULL: nothing known. */
-    const int *divisibility;
+    /* Alignment specialization, per runtime parameter in order: a number
+     * known to divide parameter i (a pointer's address in bytes, an
+     * integer's value), 0 or 1 if nothing is known. tilec specializes on
+     * divisibility by 16 (as Triton does) and ignores other types. NULL:
+     * nothing known. */
+    const int64_t *divisibility;
     size_t num_divisibility;
     /* Alternatively the launch's actual arguments (as for tc_launch): each
      * pointer is checked for 16-byte alignment and each integer for
@@ -203,9 +195,13 @@ TC_API void tc_jit_request_init(tc_jit_request *req);
  * once per process (an in-memory table in ctx) and once per machine: the PTX
  * and the driver's cubin are kept under $TILEC_CACHE_DIR (default
  * $XDG_CACHE_HOME/tilec, else ~/.cache/tilec), keyed by a SHA-256 of
- * everything that affects the code. Compile errors: TC_ERROR_COMPILE with
- * the diagnostics in req->diags and in tc_last_error(). The kernel belongs
- * to ctx and lives until tc_context_destroy. Thread-safe. */
+ * everything that affects the code, so a warm start loads the cubin and
+ * compiles nothing. A file source is read at every call (an edit is seen).
+ * A call that finds its kernel in memory costs a hash of the source (a few
+ * microseconds): keep the tc_kernel for hot loops. Compile errors:
+ * TC_ERROR_COMPILE with the diagnostics in req->diags and tc_last_error().
+ * The kernel belongs to ctx and lives until tc_context_destroy. Thread-safe:
+ * calls on one context are serialized, so a kernel is compiled once. */
 TC_API tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out);
 
 /* ---- device memory, streams and timing (for examples, tests, benchmarks) ---- */

@@ -99,8 +99,11 @@ TC_API tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *n
 typedef enum tc_emit {
     TC_EMIT_AST,          /* the syntax tree, as text */
     TC_EMIT_IR_RAW,       /* the IR straight from the front end */
-    TC_EMIT_IR,           /* the IR after the pass pipeline */
-    TC_EMIT_IR_AFTER_ALL, /* the IR after the front end and after every pass */
+    TC_EMIT_IR,           /* the IR after the generic passes (no layouts) */
+    TC_EMIT_IR_AFTER_ALL, /* the IR after the front end and after every pass (GPU passes included) */
+    TC_EMIT_IR_GPU,       /* the IR after the GPU passes: layouts, vectors, shared memory */
+    TC_EMIT_LLVM,         /* LLVM IR for the NVPTX back end, after -O3 */
+    TC_EMIT_PTX,          /* PTX assembly for the compiler's target */
 } tc_emit;
 
 /* A fact about a runtime parameter that the kernel is specialized on: its
@@ -149,13 +152,34 @@ TC_API const char *tc_binary_text(const tc_binary *b, size_t *len);
 TC_API const char *tc_binary_log(const tc_binary *b, size_t *len);
 TC_API void tc_binary_destroy(tc_binary *b);
 
+/* Launch metadata of the kernels in a binary (every kernel that reached the
+ * pass pipeline: filled for TC_EMIT_IR, TC_EMIT_LLVM and TC_EMIT_PTX), in
+ * source order. Indices out of range give 0, NULL or
+ * TC_ERROR_INVALID_ARGUMENT. */
+#define TC_HAVE_BINARY_METADATA 1
+struct tc_param_desc; /* include/tilec/runtime.h */
+TC_API size_t tc_binary_kernel_count(const tc_binary *b);
+TC_API const char *tc_binary_kernel_name(const tc_binary *b, size_t kernel); /* the PTX entry */
+TC_API int tc_binary_kernel_num_warps(const tc_binary *b, size_t kernel);  /* 32 * num_warps threads */
+/* Dynamic shared memory per program, in bytes; above 48 KiB the launcher
+ * must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
+TC_API size_t tc_binary_kernel_shared_bytes(const tc_binary *b, size_t kernel);
+/* Runtime parameters (constexpr ones are gone), in order. */
+TC_API size_t tc_binary_kernel_num_params(const tc_binary *b, size_t kernel);
+TC_API const char *tc_binary_kernel_param_name(const tc_binary *b, size_t kernel, size_t param);
+/* The IR type: "ptr<f16>", "i32", "bf16", ... */
+TC_API const char *tc_binary_kernel_param_type(const tc_binary *b, size_t kernel, size_t param);
+/* The same as a tc_param_desc (runtime.h); its strings live as long as b. */
+TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_t param, struct tc_param_desc *out);
+
 /* Compiles `kernel` (NULL: every kernel of the file) specialized with the
  * given constexpr values. */
 TC_API tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
                             size_t num_cx, const tc_options *opt, tc_binary **out, tc_diagnostics *diags);
 
 /* Parses IR text, verifies it, runs the comma-separated passes (NULL or "":
- * none) and returns the printed IR. */
+ * none) and returns the printed IR, or with opt->emit TC_EMIT_LLVM or
+ * TC_EMIT_PTX lowers it (every tile must then have a layout). */
 TC_API tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const tc_options *opt,
                         tc_binary **out, tc_diagnostics *diags);
 

@@ -1,0 +1,948 @@
+/*
+ * aot.c — ahead-of-time compilation to a C launcher (tilec --aot).
+ *
+ * tc_aot_generate compiles the kernels of a source once per target to PTX,
+ * turns each PTX into a cubin with ptxas when ptxas is on the machine (run
+ * as a subprocess; without it the launcher carries PTX only, which the
+ * driver compiles at load time), and writes two files:
+ *
+ *   NAME.h  the API: NAME_load / NAME_unload / NAME_last_error / NAME_image
+ *           and one typed launch function per kernel, NAME_KERNEL(stream,
+ *           arguments..., grid), documented with the kernel's signature.
+ *   NAME.c  the images as C data (PTX as string literals, one per line so a
+ *           reader can find a kernel; cubins as bytes), a table saying which
+ *           image serves which compute capability and each kernel's block
+ *           size and shared memory per image, a small dlopen loader for the
+ *           dozen driver functions it calls, and the launchers.
+ *
+ * Why a dlopen loader in every launcher rather than a call into libtilec:
+ * libtilec carries LLVM (25 MB); a deployed program should need neither it
+ * nor a toolkit, and a launcher that links libcuda directly would not even
+ * start on a machine without a driver. The generated code depends on
+ * tilec's headers only (for tc_status, tc_dim3 and the CUDA handle types),
+ * returns a status from every function, and never exits.
+ *
+ * Arguments: pointers are `void *` (`const void *` for `const T*`), so a
+ * CUdeviceptr, a cudaMalloc'ed pointer or a torch data_ptr passes with a
+ * cast; i32/i64/f32/f64 as int32_t/int64_t/float/double; f16 and bf16 as
+ * uint16_t bits; i8/i16 as int8_t/int16_t and i1 as bool. Arguments narrower
+ * than 32 bits travel in 32-bit temporaries, correct whether the PTX
+ * declares the parameter at its own width or promoted.
+ */
+#include "tilec/aot.h"
+
+#include "codegen/aot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct tc_aot_output {
+    Buf header;
+    Buf source;
+    Buf notes;
+};
+
+int cg_aot_arch_cc(const char *arch, bool *exact) {
+    *exact = false;
+    if (!arch)
+        return 0;
+    if (strcmp(arch, "sm_80") == 0)
+        return 80;
+    if (strcmp(arch, "sm_90") == 0)
+        return 90;
+    if (strcmp(arch, "sm_90a") == 0) {
+        *exact = true;
+        return 90;
+    }
+    return 0;
+}
+
+static bool is_identifier(const char *s) {
+    if (!s || !*s || (*s >= '0' && *s <= '9'))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+/* ---- emitting C ---- */
+
+/* A parameter name usable in C: C and C++ keywords, the launcher's own
+ * names (stream, grid) and the tc_ prefix get a trailing underscore. */
+static const char *c_param_name(Arena *a, const char *name) {
+    static const char *const reserved[] = {
+        "auto",         "break",    "case",      "char",     "const",     "continue",  "default",  "do",
+        "double",       "else",     "enum",      "extern",   "float",     "for",       "goto",     "if",
+        "inline",       "int",      "long",      "register", "restrict",  "return",    "short",    "signed",
+        "sizeof",       "static",   "struct",    "switch",   "typedef",   "union",     "unsigned", "void",
+        "volatile",     "while",    "bool",      "true",     "false",     "alignas",   "alignof",  "class",
+        "delete",       "new",      "namespace", "operator", "private",   "protected", "public",   "template",
+        "this",         "throw",    "try",       "catch",    "typename",  "virtual",   "using",    "friend",
+        "mutable",      "explicit", "export",    "nullptr",  "constexpr", "decltype",  "noexcept", "static_assert",
+        "thread_local", "stream",   "grid",      "NULL"};
+    bool clash = strncmp(name, "tc_", 3) == 0 || name[0] == '_';
+    for (size_t i = 0; !clash && i < sizeof reserved / sizeof reserved[0]; i++)
+        clash = strcmp(name, reserved[i]) == 0;
+    return clash ? arena_printf(a, "%s_", name) : name;
+}
+
+static const char *c_type(const tc_param_desc *p) {
+    if (p->is_pointer)
+        return p->is_const ? "const void *" : "void *";
+    switch (p->dtype) {
+    case TC_DTYPE_I1: return "bool ";
+    case TC_DTYPE_I8: return "int8_t ";
+    case TC_DTYPE_I16: return "int16_t ";
+    case TC_DTYPE_I32: return "int32_t ";
+    case TC_DTYPE_I64: return "int64_t ";
+    case TC_DTYPE_F16:
+    case TC_DTYPE_BF16: return "uint16_t ";
+    case TC_DTYPE_F32: return "float ";
+    case TC_DTYPE_F64: return "double ";
+    }
+    return "int ";
+}
+
+/* The parameter as the source declares it: "const f16* x", "i64 stride". */
+static void tile_param(Buf *b, const tc_param_desc *p) {
+    buf_printf(b, "%s%s%s %s", p->is_pointer && p->is_const ? "const " : "", rt_dtype_name(p->dtype),
+               p->is_pointer ? "*" : "", p->name);
+}
+
+/* A string literal per line of text; escapes quotes, backslashes, control
+ * bytes and "??" (trigraphs, in strict C modes). */
+static void emit_string(Buf *b, const char *text, size_t len) {
+    if (!len) {
+        buf_puts(b, "    \"\"");
+        return;
+    }
+    size_t i = 0;
+    while (i < len) {
+        buf_puts(b, "    \"");
+        for (; i < len; i++) {
+            unsigned char c = (unsigned char)text[i];
+            if (c == '\n') {
+                buf_puts(b, "\\n");
+                i++;
+                break;
+            } else if (c == '"' || c == '\\') {
+                buf_printf(b, "\\%c", c);
+            } else if (c == '?' && i + 1 < len && text[i + 1] == '?') {
+                buf_puts(b, "?\\");
+            } else if (c == '\t') {
+                buf_puts(b, "\\t");
+            } else if (c < 32 || c >= 127) {
+                buf_printf(b, "\\%03o", c);
+            } else {
+                buf_append(b, (const char *)&c, 1);
+            }
+        }
+        buf_puts(b, i < len ? "\"\n" : "\"");
+    }
+}
+
+static void emit_bytes(Buf *b, const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        buf_printf(b, "%s0x%02x,", i % 16 == 0 ? "\n    " : " ", p[i]);
+    buf_puts(b, "\n");
+}
+
+/* The loader, the same for every launcher but for its prefix, written
+ * here with '@' for NAME. */
+static const char loader_template[] =
+    "/* ---- the CUDA driver, opened with dlopen on first load ---- */\n"
+    "\n"
+    "typedef int @_CUresult;\n"
+    "\n"
+    "struct @_driver {\n"
+    "    void *lib;\n"
+    "    @_CUresult (*init)(unsigned);\n"
+    "    @_CUresult (*ctx_get_current)(CUcontext *);\n"
+    "    @_CUresult (*ctx_set_current)(CUcontext);\n"
+    "    @_CUresult (*ctx_push)(CUcontext);\n"
+    "    @_CUresult (*ctx_pop)(CUcontext *);\n"
+    "    @_CUresult (*ctx_get_device)(CUdevice *);\n"
+    "    @_CUresult (*device_get)(CUdevice *, int);\n"
+    "    @_CUresult (*device_get_attribute)(int *, int, CUdevice);\n"
+    "    @_CUresult (*primary_retain)(CUcontext *, CUdevice);\n"
+    "    @_CUresult (*primary_release)(CUdevice);\n"
+    "    @_CUresult (*module_load)(CUmodule *, const void *, unsigned, int *, void **);\n"
+    "    @_CUresult (*module_unload)(CUmodule);\n"
+    "    @_CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);\n"
+    "    @_CUresult (*func_get_attribute)(int *, int, CUfunction);\n"
+    "    @_CUresult (*func_set_attribute)(CUfunction, int, int);\n"
+    "    @_CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,\n"
+    "                          CUstream, void **, void **);\n"
+    "    @_CUresult (*error_name)(@_CUresult, const char **);\n"
+    "    @_CUresult (*error_string)(@_CUresult, const char **);\n"
+    "};\n"
+    "\n"
+    "static struct @_driver @_cu;\n"
+    "\n"
+    "static struct {\n"
+    "    CUcontext ctx;   /* where the module is loaded */\n"
+    "    CUmodule module; /* NULL: not loaded */\n"
+    "    int retained;    /* @_load retained device `device`'s primary context */\n"
+    "    CUdevice device;\n"
+    "    const struct @_image_desc *image;\n"
+    "    CUfunction fn[@_NUM_KERNELS];\n"
+    "} @_state;\n"
+    "\n"
+    "static _Thread_local char @_error[4096];\n"
+    "\n"
+    "const char *@_last_error(void) { return @_error; }\n"
+    "\n"
+    "const char *@_image(void) { return @_state.image ? @_state.image->what : \"\"; }\n"
+    "\n"
+    "#ifdef __GNUC__\n"
+    "static tc_status @_fail(tc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));\n"
+    "#endif\n"
+    "\n"
+    "static tc_status @_fail(tc_status st, const char *fmt, ...) {\n"
+    "    va_list ap;\n"
+    "    va_start(ap, fmt);\n"
+    "    vsnprintf(@_error, sizeof @_error, fmt, ap);\n"
+    "    va_end(ap);\n"
+    "    return st;\n"
+    "}\n"
+    "\n"
+    "static tc_status @_check(@_CUresult r, const char *what) {\n"
+    "    const char *name = \"CUDA error\", *text = \"no description\";\n"
+    "    if (r == 0)\n"
+    "        return TC_OK;\n"
+    "    if (@_cu.error_name)\n"
+    "        @_cu.error_name(r, &name);\n"
+    "    if (@_cu.error_string)\n"
+    "        @_cu.error_string(r, &text);\n"
+    "    @_fail(TC_ERROR_CUDA, \"%s: %s %d (%s)\", what, name, r, text);\n"
+    "    if (r == 100 || r == 101) /* CUDA_ERROR_NO_DEVICE, CUDA_ERROR_INVALID_DEVICE */\n"
+    "        return TC_ERROR_NO_DEVICE;\n"
+    "    if (r == 34 || r == 803) /* CUDA_ERROR_STUB_LIBRARY, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH */\n"
+    "        return TC_ERROR_NO_DRIVER;\n"
+    "    return r == 2 ? TC_ERROR_OUT_OF_MEMORY : TC_ERROR_CUDA;\n"
+    "}\n"
+    "\n"
+    "static tc_status @_open_driver(void) {\n"
+    "    static const struct {\n"
+    "        size_t offset;\n"
+    "        const char *name;\n"
+    "    } syms[] = {\n"
+    "        {offsetof(struct @_driver, init), \"cuInit\"},\n"
+    "        {offsetof(struct @_driver, ctx_get_current), \"cuCtxGetCurrent\"},\n"
+    "        {offsetof(struct @_driver, ctx_set_current), \"cuCtxSetCurrent\"},\n"
+    "        {offsetof(struct @_driver, ctx_push), \"cuCtxPushCurrent_v2\"},\n"
+    "        {offsetof(struct @_driver, ctx_pop), \"cuCtxPopCurrent_v2\"},\n"
+    "        {offsetof(struct @_driver, ctx_get_device), \"cuCtxGetDevice\"},\n"
+    "        {offsetof(struct @_driver, device_get), \"cuDeviceGet\"},\n"
+    "        {offsetof(struct @_driver, device_get_attribute), \"cuDeviceGetAttribute\"},\n"
+    "        {offsetof(struct @_driver, primary_retain), \"cuDevicePrimaryCtxRetain\"},\n"
+    "        {offsetof(struct @_driver, primary_release), \"cuDevicePrimaryCtxRelease_v2\"},\n"
+    "        {offsetof(struct @_driver, module_load), \"cuModuleLoadDataEx\"},\n"
+    "        {offsetof(struct @_driver, module_unload), \"cuModuleUnload\"},\n"
+    "        {offsetof(struct @_driver, module_get_function), \"cuModuleGetFunction\"},\n"
+    "        {offsetof(struct @_driver, func_get_attribute), \"cuFuncGetAttribute\"},\n"
+    "        {offsetof(struct @_driver, func_set_attribute), \"cuFuncSetAttribute\"},\n"
+    "        {offsetof(struct @_driver, launch), \"cuLaunchKernel\"},\n"
+    "        {offsetof(struct @_driver, error_name), \"cuGetErrorName\"},\n"
+    "        {offsetof(struct @_driver, error_string), \"cuGetErrorString\"},\n"
+    "    };\n"
+    "    struct @_driver cu;\n"
+    "    if (@_cu.lib)\n"
+    "        return TC_OK;\n"
+    "    memset(&cu, 0, sizeof cu);\n"
+    "    cu.lib = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_LOCAL);\n"
+    "    if (!cu.lib)\n"
+    "        return @_fail(TC_ERROR_NO_DRIVER, \"libcuda.so.1 not found: no NVIDIA driver on this machine\");\n"
+    "    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {\n"
+    "        void *p = dlsym(cu.lib, syms[i].name);\n"
+    "        if (!p) {\n"
+    "            dlclose(cu.lib);\n"
+    "            return @_fail(TC_ERROR_NO_DRIVER, \"libcuda.so.1 has no %s: the NVIDIA driver is too old\",\n"
+    "                          syms[i].name);\n"
+    "        }\n"
+    "        memcpy((char *)&cu + syms[i].offset, &p, sizeof p);\n"
+    "    }\n"
+    "    @_CUresult r = cu.init(0);\n"
+    "    if (r != 0) {\n"
+    "        tc_status st;\n"
+    "        @_cu = cu; /* for the error's name */\n"
+    "        st = @_check(r, \"cuInit\");\n"
+    "        memset(&@_cu, 0, sizeof @_cu);\n"
+    "        dlclose(cu.lib);\n"
+    "        return st;\n"
+    "    }\n"
+    "    @_cu = cu;\n"
+    "    return TC_OK;\n"
+    "}\n"
+    "\n"
+    "/* Tries the images that can run on the device, best first. The context is current. */\n"
+    "static tc_status @_load_module(void) {\n"
+    "    CUdevice dev;\n"
+    "    int major = 0, minor = 0, optin = 0, cc;\n"
+    "    tc_status st;\n"
+    "    char log[4096];\n"
+    "    if ((st = @_check(@_cu.ctx_get_device(&dev), \"cuCtxGetDevice\")) != TC_OK ||\n"
+    "        (st = @_check(@_cu.device_get_attribute(&major, 75, dev), \"cuDeviceGetAttribute\")) != TC_OK ||\n"
+    "        (st = @_check(@_cu.device_get_attribute(&minor, 76, dev), \"cuDeviceGetAttribute\")) != TC_OK ||\n"
+    "        (st = @_check(@_cu.device_get_attribute(&optin, 97, dev), \"cuDeviceGetAttribute\")) != TC_OK)\n"
+    "        return st;\n"
+    "    cc = major * 10 + minor;\n"
+    "    st = @_fail(TC_ERROR_UNSUPPORTED, \"@: no code for compute capability %d.%d (this launcher has %s)\",\n"
+    "                major, minor, @_TARGETS);\n"
+    "    for (size_t i = 0; i < sizeof @_images / sizeof @_images[0]; i++) {\n"
+    "        const struct @_image_desc *img = &@_images[i];\n"
+    "        int usable = img->exact ? cc == img->cc\n"
+    "                     : img->is_cubin ? cc / 10 == img->cc / 10 && cc >= img->cc\n"
+    "                                     : cc >= img->cc;\n"
+    "        int options[] = {5, 6}; /* CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */\n"
+    "        void *values[] = {log, (void *)(size_t)sizeof log};\n"
+    "        CUmodule module = NULL;\n"
+    "        @_CUresult r;\n"
+    "        size_t k;\n"
+    "        if (!usable)\n"
+    "            continue;\n"
+    "        log[0] = 0;\n"
+    "        r = @_cu.module_load(&module, img->image, 2, options, values);\n"
+    "        if (r != 0) { /* e.g. a cubin this driver refuses: try the next image */\n"
+    "            size_t n;\n"
+    "            st = @_check(r, img->what);\n"
+    "            n = strlen(@_error);\n"
+    "            snprintf(@_error + n, sizeof @_error - n, \"\\n%s\", log);\n"
+    "            continue;\n"
+    "        }\n"
+    "        st = TC_OK;\n"
+    "        for (k = 0; k < @_NUM_KERNELS; k++) {\n"
+    "            int static_shared = 0;\n"
+    "            st = @_check(@_cu.module_get_function(&@_state.fn[k], module, @_kernel_names[k]),\n"
+    "                         \"cuModuleGetFunction\");\n"
+    "            if (st == TC_OK)\n"
+    "                st = @_check(@_cu.func_get_attribute(&static_shared, 1, @_state.fn[k]), \"cuFuncGetAttribute\");\n"
+    "            if (st == TC_OK && img->shared[k] + (unsigned)static_shared > (unsigned)optin)\n"
+    "                st = @_fail(TC_ERROR_UNSUPPORTED, \"%s needs %u bytes of shared memory; the device allows %d\",\n"
+    "                            @_kernel_names[k], img->shared[k] + (unsigned)static_shared, optin);\n"
+    "            if (st == TC_OK && img->shared[k] + (unsigned)static_shared > 48 * 1024)\n"
+    "                st = @_check(@_cu.func_set_attribute(@_state.fn[k], 8, (int)img->shared[k]),\n"
+    "                             \"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)\");\n"
+    "            if (st != TC_OK)\n"
+    "                break;\n"
+    "        }\n"
+    "        if (st != TC_OK) {\n"
+    "            @_cu.module_unload(module);\n"
+    "            memset(@_state.fn, 0, sizeof @_state.fn);\n"
+    "            return st;\n"
+    "        }\n"
+    "        @_state.module = module;\n"
+    "        @_state.image = img;\n"
+    "        return TC_OK;\n"
+    "    }\n"
+    "    return st;\n"
+    "}\n"
+    "\n"
+    "tc_status @_load(CUcontext ctx) {\n"
+    "    CUcontext popped;\n"
+    "    CUdevice dev = 0;\n"
+    "    int retained = 0;\n"
+    "    tc_status st = @_open_driver();\n"
+    "    if (st != TC_OK)\n"
+    "        return st;\n"
+    "    if (!ctx && (st = @_check(@_cu.ctx_get_current(&ctx), \"cuCtxGetCurrent\")) != TC_OK)\n"
+    "        return st;\n"
+    "    if (@_state.module) {\n"
+    "        if (!ctx || ctx == @_state.ctx)\n"
+    "            return TC_OK;\n"
+    "        return @_fail(TC_ERROR_INVALID_ARGUMENT, \"@_load: already loaded into another context; \"\n"
+    "                                                  \"call @_unload first\");\n"
+    "    }\n"
+    "    if (!ctx) { /* like the CUDA runtime: device 0's primary context, made current */\n"
+    "        if ((st = @_check(@_cu.device_get(&dev, 0), \"cuDeviceGet\")) != TC_OK ||\n"
+    "            (st = @_check(@_cu.primary_retain(&ctx, dev), \"cuDevicePrimaryCtxRetain\")) != TC_OK)\n"
+    "            return st;\n"
+    "        retained = 1;\n"
+    "        if ((st = @_check(@_cu.ctx_set_current(ctx), \"cuCtxSetCurrent\")) != TC_OK) {\n"
+    "            @_cu.primary_release(dev);\n"
+    "            return st;\n"
+    "        }\n"
+    "    }\n"
+    "    if ((st = @_check(@_cu.ctx_push(ctx), \"cuCtxPushCurrent\")) == TC_OK) {\n"
+    "        st = @_load_module();\n"
+    "        @_cu.ctx_pop(&popped);\n"
+    "    }\n"
+    "    if (st != TC_OK) {\n"
+    "        if (retained)\n"
+    "            @_cu.primary_release(dev);\n"
+    "        return st;\n"
+    "    }\n"
+    "    @_state.ctx = ctx;\n"
+    "    @_state.retained = retained;\n"
+    "    @_state.device = dev;\n"
+    "    return TC_OK;\n"
+    "}\n"
+    "\n"
+    "tc_status @_unload(void) {\n"
+    "    CUcontext popped;\n"
+    "    tc_status st;\n"
+    "    if (!@_state.module)\n"
+    "        return TC_OK;\n"
+    "    st = @_check(@_cu.ctx_push(@_state.ctx), \"cuCtxPushCurrent\");\n"
+    "    if (st == TC_OK) {\n"
+    "        st = @_check(@_cu.module_unload(@_state.module), \"cuModuleUnload\");\n"
+    "        @_cu.ctx_pop(&popped);\n"
+    "    }\n"
+    "    if (@_state.retained)\n"
+    "        @_cu.primary_release(@_state.device);\n"
+    "    memset(&@_state, 0, sizeof @_state);\n"
+    "    return st;\n"
+    "}\n"
+    "\n"
+    "/* Launches kernel k. If its context is not current on this thread, makes\n"
+    " * it current (none was) or pushes it for the launch (another was). */\n"
+    "static tc_status @_launch(int k, const char *what, tc_dim3 grid, CUstream stream, void **args) {\n"
+    "    const struct @_image_desc *img = @_state.image;\n"
+    "    @_CUresult r;\n"
+    "    if (!@_state.module)\n"
+    "        return @_fail(TC_ERROR_INVALID_ARGUMENT, \"%s: @_load has not been called\", what);\n"
+    "    if (!grid.x || !grid.y || !grid.z)\n"
+    "        return TC_OK;\n"
+    "    r = @_cu.launch(@_state.fn[k], grid.x, grid.y, grid.z, img->block[k], 1, 1, img->shared[k], stream, args,\n"
+    "                    NULL);\n"
+    "    if (r == 201 || r == 400) { /* CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE */\n"
+    "        CUcontext cur = NULL;\n"
+    "        @_cu.ctx_get_current(&cur);\n"
+    "        if (cur != @_state.ctx) {\n"
+    "            if (!cur && @_cu.ctx_set_current(@_state.ctx) == 0) {\n"
+    "                r = @_cu.launch(@_state.fn[k], grid.x, grid.y, grid.z, img->block[k], 1, 1, img->shared[k],\n"
+    "                                stream, args, NULL);\n"
+    "            } else if (@_cu.ctx_push(@_state.ctx) == 0) {\n"
+    "                r = @_cu.launch(@_state.fn[k], grid.x, grid.y, grid.z, img->block[k], 1, 1, img->shared[k],\n"
+    "                                stream, args, NULL);\n"
+    "                @_cu.ctx_pop(&cur);\n"
+    "            }\n"
+    "        }\n"
+    "    }\n"
+    "    return @_check(r, what);\n"
+    "}\n";
+
+static void emit_template(Buf *b, const char *tmpl, const char *name) {
+    for (const char *p = tmpl; *p; p++) {
+        const char *at = strchr(p, '@');
+        if (!at) {
+            buf_puts(b, p);
+            return;
+        }
+        buf_append(b, p, (size_t)(at - p));
+        buf_puts(b, name);
+        p = at;
+    }
+}
+
+/* Images in order of preference: cubins before PTX, newer targets first. */
+static int image_rank(const CgAotImage *img, bool cubin) {
+    bool exact;
+    int cc = cg_aot_arch_cc(img->arch, &exact);
+    return (cubin ? 0 : 1000) - cc * 2 - exact;
+}
+
+typedef struct Slot {
+    const CgAotImage *img;
+    size_t index; /* of img in the input */
+    bool cubin;
+} Slot;
+
+void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
+    const char *name = in->name;
+    const RtMeta *sig = in->sig;
+    Arena a;
+    arena_init(&a);
+    Buf targets;
+    buf_init(&targets);
+    TcGuard g;
+    if (TC_GUARD(g)) { /* free what is ours, then pass the error on */
+        arena_free(&a);
+        buf_free(&targets);
+        if (g.code == 1)
+            tc_oom();
+        tc_fatal(__FILE__, __LINE__, "%s", g.message);
+    }
+
+    for (size_t i = 0; i < in->num_images; i++)
+        buf_printf(&targets, "%s%s (PTX%s)", i ? ", " : "", in->images[i].arch, in->images[i].cubin ? ", cubin" : "");
+
+    /* ---- NAME.h ---- */
+    char *guard = arena_printf(&a, "%s_TILEC_AOT_H", name);
+    for (char *p = guard; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 'a' + 'A');
+    buf_printf(h,
+               "/*\n"
+               " * %s.h - launchers for %s, generated by %s. Do not edit.\n"
+               " *\n"
+               " * Specialization: %s\n"
+               " * Targets: %s\n"
+               " *\n"
+               " * Call %s_load once: it loads the code into a CUDA context (NULL: the one\n"
+               " * current on the calling thread, else device 0's primary context, which it\n"
+               " * makes current), picking the cubin for the device or else the newest PTX\n"
+               " * it can run. Then launch from any thread. Every function returns a\n"
+               " * tc_status; %s_last_error() says more about a failure on the calling\n"
+               " * thread. %s_load and %s_unload must not race with launches.\n"
+               " *\n"
+               " * Pointer arguments are device addresses (a CUdeviceptr cast to void *);\n"
+               " * f16 and bf16 scalars are passed as their bits. A launch runs grid.x *\n"
+               " * grid.y * grid.z programs; an empty grid launches nothing.\n"
+               " */\n"
+               "#ifndef %s\n"
+               "#define %s\n"
+               "\n"
+               "#include <stdbool.h>\n"
+               "#include <stdint.h>\n"
+               "\n"
+               "#include <tilec/runtime.h>\n"
+               "\n"
+               "#ifdef __cplusplus\n"
+               "extern \"C\" {\n"
+               "#endif\n"
+               "\n"
+               "tc_status %s_load(CUcontext ctx);\n"
+               "tc_status %s_unload(void);\n"
+               "const char *%s_last_error(void);\n"
+               "const char *%s_image(void); /* what was loaded: \"sm_90a cubin\", \"sm_80 PTX\"; \"\" before */\n",
+               name, in->source_name, tc_version(), *in->specialization ? in->specialization : "(none)",
+               targets.data ? targets.data : "", name, name, name, name, guard, guard, name, name, name, name);
+    for (size_t k = 0; k < sig->num_kernels; k++) {
+        const tc_kernel_desc *d = &sig->kernels[k];
+        buf_printf(h, "\n/* %s(", d->name);
+        for (size_t p = 0; p < d->num_params; p++) {
+            if (p)
+                buf_puts(h, ", ");
+            tile_param(h, &d->params[p]);
+        }
+        buf_printf(h, ")\n *   %d warps (%d threads) per program; dynamic shared memory:", d->num_warps,
+                   32 * d->num_warps);
+        for (size_t i = 0; i < in->num_images; i++) {
+            const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, d->name);
+            buf_printf(h, "%s %zu bytes (%s)", i ? "," : "", m ? m->shared_bytes : 0, in->images[i].arch);
+        }
+        buf_printf(h, " */\ntc_status %s_%s(CUstream stream", name, d->name);
+        for (size_t p = 0; p < d->num_params; p++)
+            buf_printf(h, ", %s%s", c_type(&d->params[p]), c_param_name(&a, d->params[p].name));
+        buf_puts(h, ", tc_dim3 grid);\n");
+    }
+    buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+
+    /* ---- NAME.c ---- */
+    buf_printf(c,
+               "/*\n"
+               " * %s.c - launchers for %s, generated by %s. Do not edit.\n"
+               " * Specialization: %s\n"
+               " * Needs tilec's headers to compile; links against nothing but libdl (libcuda\n"
+               " * is opened at run time).\n"
+               " */\n"
+               "#include \"%s\"\n"
+               "\n"
+               "#include <dlfcn.h>\n"
+               "#include <stdarg.h>\n"
+               "#include <stddef.h>\n"
+               "#include <stdio.h>\n"
+               "#include <string.h>\n"
+               "\n"
+               "#ifdef __GNUC__\n"
+               "#pragma GCC diagnostic ignored \"-Woverlength-strings\" /* the PTX */\n"
+               "#endif\n"
+               "\n"
+               "#define %s_NUM_KERNELS %zu\n"
+               "#define %s_TARGETS \"%s\"\n"
+               "\n"
+               "static const char *const %s_kernel_names[%s_NUM_KERNELS] = {",
+               name, in->source_name, tc_version(), *in->specialization ? in->specialization : "(none)",
+               in->header_name, name, sig->num_kernels, name, targets.data ? targets.data : "", name, name);
+    for (size_t k = 0; k < sig->num_kernels; k++)
+        buf_printf(c, "%s\"%s\"", k ? ", " : "", sig->kernels[k].name);
+    buf_puts(c, "};\n\n/* ---- code ---- */\n");
+    for (size_t i = 0; i < in->num_images; i++) {
+        const CgAotImage *img = &in->images[i];
+        buf_printf(c, "\n/* %s PTX, %zu bytes */\nstatic const char %s_ptx_%zu[] =\n", img->arch, img->ptx_len, name,
+                   i);
+        emit_string(c, img->ptx, img->ptx_len);
+        buf_puts(c, ";\n");
+        if (img->cubin) {
+            buf_printf(c, "\n/* %s cubin, %zu bytes */\nstatic _Alignas(16) const unsigned char %s_cubin_%zu[] = {",
+                       img->arch, img->cubin_len, name, i);
+            emit_bytes(c, img->cubin, img->cubin_len);
+            buf_puts(c, "};\n");
+        }
+    }
+    buf_printf(c,
+               "\n/* Which image serves which device, and each kernel's launch shape in it. */\n"
+               "struct %s_image_desc {\n"
+               "    const char *what;  /* \"sm_90a cubin\" */\n"
+               "    int cc;            /* the compute capability it was built for, major * 10 + minor */\n"
+               "    int exact;         /* runs on that compute capability only (sm_90a) */\n"
+               "    int is_cubin;      /* a cubin runs on its major version only; PTX on every later one */\n"
+               "    const void *image;\n"
+               "    unsigned block[%s_NUM_KERNELS];  /* threads per program */\n"
+               "    unsigned shared[%s_NUM_KERNELS]; /* dynamic shared memory, bytes */\n"
+               "};\n"
+               "\n"
+               "/* In order of preference: cubins, then PTX; newer targets first. */\n"
+               "static const struct %s_image_desc %s_images[] = {\n",
+               name, name, name, name, name);
+    size_t num_slots = 0;
+    Slot *slots = ARENA_ARRAY(&a, Slot, 2 * in->num_images + 1);
+    for (size_t i = 0; i < in->num_images; i++) {
+        if (in->images[i].cubin)
+            slots[num_slots++] = (Slot){&in->images[i], i, true};
+        slots[num_slots++] = (Slot){&in->images[i], i, false};
+    }
+    for (size_t i = 1; i < num_slots; i++) /* insertion sort: stable, tiny */
+        for (size_t j = i;
+             j > 0 && image_rank(slots[j].img, slots[j].cubin) < image_rank(slots[j - 1].img, slots[j - 1].cubin);
+             j--) {
+            Slot t = slots[j];
+            slots[j] = slots[j - 1];
+            slots[j - 1] = t;
+        }
+    for (size_t s = 0; s < num_slots; s++) {
+        const CgAotImage *img = slots[s].img;
+        bool exact;
+        int cc = cg_aot_arch_cc(img->arch, &exact);
+        buf_printf(c, "    {\"%s %s\", %d, %d, %d, %s_%s_%zu, {", img->arch, slots[s].cubin ? "cubin" : "PTX", cc,
+                   exact, slots[s].cubin, name, slots[s].cubin ? "cubin" : "ptx", slots[s].index);
+        for (size_t k = 0; k < sig->num_kernels; k++) {
+            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
+            buf_printf(c, "%s%d", k ? ", " : "", 32 * (m ? m->num_warps : sig->kernels[k].num_warps));
+        }
+        buf_puts(c, "}, {");
+        for (size_t k = 0; k < sig->num_kernels; k++) {
+            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
+            buf_printf(c, "%s%zu", k ? ", " : "", m ? m->shared_bytes : 0);
+        }
+        buf_puts(c, "}},\n");
+    }
+    buf_puts(c, "};\n\n");
+    emit_template(c, loader_template, name);
+
+    buf_puts(c, "\n/* ---- launchers ---- */\n");
+    for (size_t k = 0; k < sig->num_kernels; k++) {
+        const tc_kernel_desc *d = &sig->kernels[k];
+        buf_printf(c, "\ntc_status %s_%s(CUstream stream", name, d->name);
+        for (size_t p = 0; p < d->num_params; p++)
+            buf_printf(c, ", %s%s", c_type(&d->params[p]), c_param_name(&a, d->params[p].name));
+        buf_puts(c, ", tc_dim3 grid) {\n");
+        /* narrow scalars travel in 32-bit temporaries */
+        for (size_t p = 0; p < d->num_params; p++) {
+            const tc_param_desc *q = &d->params[p];
+            const char *n = c_param_name(&a, q->name);
+            if (q->is_pointer)
+                continue;
+            if (q->dtype == TC_DTYPE_I1)
+                buf_printf(c, "    uint32_t tc_a%zu = %s ? 1u : 0u;\n", p, n);
+            else if (q->dtype == TC_DTYPE_I8 || q->dtype == TC_DTYPE_I16)
+                buf_printf(c, "    int32_t tc_a%zu = %s;\n", p, n);
+            else if (q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16)
+                buf_printf(c, "    uint32_t tc_a%zu = %s;\n", p, n);
+        }
+        buf_printf(c, "    void *tc_args[%zu] = {", d->num_params ? d->num_params : 1);
+        for (size_t p = 0; p < d->num_params; p++) {
+            const tc_param_desc *q = &d->params[p];
+            bool temp =
+                !q->is_pointer && (q->dtype == TC_DTYPE_I1 || q->dtype == TC_DTYPE_I8 || q->dtype == TC_DTYPE_I16 ||
+                                   q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16);
+            if (temp)
+                buf_printf(c, "%s&tc_a%zu", p ? ", " : "", p);
+            else
+                buf_printf(c, "%s(void *)&%s", p ? ", " : "", c_param_name(&a, q->name));
+        }
+        buf_printf(c, "%s};\n", d->num_params ? "" : "NULL");
+        for (size_t p = 0; p < d->num_params; p++)
+            if (d->params[p].is_pointer)
+                buf_printf(c,
+                           "    if (!%s)\n"
+                           "        return %s_fail(TC_ERROR_INVALID_ARGUMENT, \"%s_%s: %s is NULL\");\n",
+                           c_param_name(&a, d->params[p].name), name, name, d->name, d->params[p].name);
+        buf_printf(c, "    return %s_launch(%zu, \"%s_%s\", grid, stream, tc_args);\n}\n", name, k, name, d->name);
+    }
+    tc_guard_pop(&g);
+    buf_free(&targets);
+    arena_free(&a);
+}
+
+/* ---- ptxas ---- */
+
+/* ptxas in PATH, else the toolkit's default place; NULL if neither. */
+static char *find_ptxas(void) {
+    const char *path = getenv("PATH");
+    char buf[4096];
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t n = end ? (size_t)(end - path) : strlen(path);
+        if (n && n + 7 < sizeof buf) {
+            memcpy(buf, path, n);
+            memcpy(buf + n, "/ptxas", 7);
+            if (access(buf, X_OK) == 0)
+                return strdup(buf);
+        }
+        path = end ? end + 1 : NULL;
+    }
+    if (access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+        return strdup("/usr/local/cuda/bin/ptxas");
+    return NULL;
+}
+
+static bool write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return false;
+    bool ok = fwrite(data, 1, len, f) == len;
+    return fclose(f) == 0 && ok;
+}
+
+static bool read_file(const char *path, RtBytes *out) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char chunk[65536];
+    size_t n;
+    bool ok = true;
+    while (ok && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        ok = rt_bytes_append(out, chunk, n);
+    ok = ok && !ferror(f);
+    fclose(f);
+    return ok;
+}
+
+extern char **environ;
+
+/* `ptxas --gpu-name ARCH -o DIR/out.cubin DIR/in.ptx`, its output in DIR/ptxas.log. */
+static tc_status run_ptxas(const char *ptxas, const char *arch, const char *ptx, size_t len, RtBytes *cubin) {
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], in[4200], out[4200], log[4200];
+    snprintf(dir, sizeof dir, "%s/tilec-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return rt_fail(TC_ERROR_IO, "cannot create a temporary directory %s: %s", dir, strerror(errno));
+    snprintf(in, sizeof in, "%s/in.ptx", dir);
+    snprintf(out, sizeof out, "%s/out.cubin", dir);
+    snprintf(log, sizeof log, "%s/ptxas.log", dir);
+    tc_status st = TC_OK;
+    if (!write_file(in, ptx, len)) {
+        st = rt_fail(TC_ERROR_IO, "cannot write %s: %s", in, strerror(errno));
+    } else {
+        char *argv[] = {(char *)ptxas, "--gpu-name", (char *)arch, "-o", out, in, NULL};
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        pid_t pid;
+        int err = posix_spawn(&pid, ptxas, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        int status = 0;
+        if (err != 0) {
+            st = rt_fail(TC_ERROR_IO, "cannot run %s: %s", ptxas, strerror(err));
+        } else if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            RtBytes text = {0};
+            read_file(log, &text);
+            st = rt_fail(TC_ERROR_INTERNAL,
+                         "%s --gpu-name %s rejected tilec's PTX (a bug in tilec, or a ptxas "
+                         "older than the PTX):\n%s",
+                         ptxas, arch, text.data ? (const char *)text.data : "");
+            rt_bytes_free(&text);
+        } else if (!read_file(out, cubin)) {
+            st = rt_fail(TC_ERROR_IO, "cannot read %s", out);
+        }
+    }
+    unlink(in);
+    unlink(out);
+    unlink(log);
+    rmdir(dir);
+    return st;
+}
+
+/* ---- the public entry point ---- */
+
+void tc_aot_request_init(tc_aot_request *req) {
+    if (req)
+        memset(req, 0, sizeof *req);
+}
+
+const char *tc_aot_header(const tc_aot_output *o, size_t *len) {
+    if (len)
+        *len = o ? o->header.len : 0;
+    return o && o->header.data ? o->header.data : "";
+}
+
+const char *tc_aot_source(const tc_aot_output *o, size_t *len) {
+    if (len)
+        *len = o ? o->source.len : 0;
+    return o && o->source.data ? o->source.data : "";
+}
+
+const char *tc_aot_notes(const tc_aot_output *o) {
+    return o && o->notes.data ? o->notes.data : "";
+}
+
+void tc_aot_output_destroy(tc_aot_output *o) {
+    if (!o)
+        return;
+    buf_free(&o->header);
+    buf_free(&o->source);
+    buf_free(&o->notes);
+    free(o);
+}
+
+/* "BLOCK=1024, SINGLE_TILE=true" */
+static bool describe_constexprs(const tc_aot_request *req, RtBytes *out) {
+    char item[256];
+    for (size_t i = 0; i < req->num_constexprs; i++) {
+        const tc_constexpr *c = &req->constexprs[i];
+        switch (c->kind) {
+        case TC_CONSTEXPR_INT: snprintf(item, sizeof item, "%s=%lld", c->name, (long long)c->i); break;
+        case TC_CONSTEXPR_FLOAT: snprintf(item, sizeof item, "%s=%.17g", c->name, c->f); break;
+        case TC_CONSTEXPR_BOOL: snprintf(item, sizeof item, "%s=%s", c->name, c->i ? "true" : "false"); break;
+        case TC_CONSTEXPR_DTYPE: snprintf(item, sizeof item, "%s=%s", c->name, rt_dtype_name((tc_dtype)c->i)); break;
+        }
+        /* comment-safe: no "*" followed by "/" can come from names and numbers */
+        if ((i && !rt_bytes_append(out, ", ", 2)) || !rt_bytes_append(out, item, strlen(item)))
+            return false;
+    }
+    return rt_bytes_append(out, "", 0);
+}
+
+typedef struct AotJob {
+    RtMeta sig;
+    size_t num_archs;
+    RtBytes ptx[8], cubin[8];
+    RtMeta meta[8];
+    CgAotImage images[8];
+    RtBytes spec;
+    char *ptxas;
+    char header_name[300];
+} AotJob;
+
+static void job_free(AotJob *j) {
+    rt_meta_free(&j->sig);
+    for (size_t i = 0; i < 8; i++) {
+        rt_bytes_free(&j->ptx[i]);
+        rt_bytes_free(&j->cubin[i]);
+        rt_meta_free(&j->meta[i]);
+    }
+    rt_bytes_free(&j->spec);
+    free(j->ptxas);
+    free(j);
+}
+
+/* The compiled kernels must be the ones the signature names, with as many parameters. */
+static bool meta_matches(const RtMeta *sig, const RtMeta *m) {
+    if (sig->num_kernels != m->num_kernels)
+        return false;
+    for (size_t k = 0; k < sig->num_kernels; k++) {
+        const tc_kernel_desc *d = rt_meta_find(m, sig->kernels[k].name);
+        if (!d || d->num_params != sig->kernels[k].num_params)
+            return false;
+    }
+    return true;
+}
+
+tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_diagnostics *diags) {
+    static const char *const default_archs[] = {"sm_80", "sm_90a"};
+    if (out)
+        *out = NULL;
+    if (!req || !out || !req->source || (req->num_constexprs && !req->constexprs) || (req->num_archs && !req->archs))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: a request with a source and out are required");
+    if (!is_identifier(req->name))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: the name '%s' is not a C identifier",
+                       req->name ? req->name : "");
+    const char *const *archs = req->archs ? req->archs : default_archs;
+    size_t num_archs = req->archs ? req->num_archs : 2;
+    if (num_archs == 0 || num_archs > 8)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: between 1 and 8 targets");
+    for (size_t i = 0; i < num_archs; i++) {
+        bool exact;
+        if (!cg_aot_arch_cc(archs[i], &exact))
+            return rt_fail(TC_ERROR_UNSUPPORTED, "unknown target '%s' (sm_80, sm_90, sm_90a)",
+                           archs[i] ? archs[i] : "");
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(archs[i], archs[j]) == 0)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "target %s given twice", archs[i]);
+    }
+    tc_options opt;
+    if (req->options)
+        opt = *req->options;
+    else
+        tc_options_init(&opt);
+    opt.num_warps = opt.num_warps > 0 ? opt.num_warps : 4;
+
+    AotJob *j = calloc(1, sizeof *j);
+    if (!j)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    snprintf(j->header_name, sizeof j->header_name, "%s.h", req->name);
+    tc_status st =
+        rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs, opt.num_warps, &j->sig, diags);
+    if (st == TC_OK && !describe_constexprs(req, &j->spec))
+        st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < num_archs && st == TC_OK; i++) {
+        RtCompileRequest creq = {req->source, req->kernel, req->constexprs, req->num_constexprs,
+                                 &opt,        archs[i],    opt.params,      opt.num_params};
+        st = rt_compile_ptx(NULL, &creq, &j->ptx[i], &j->meta[i], diags);
+        if (st == TC_OK && !meta_matches(&j->sig, &j->meta[i]))
+            st = rt_fail(TC_ERROR_INTERNAL, "the %s compile produced other kernels than the source declares", archs[i]);
+        j->num_archs = i + 1;
+    }
+    tc_aot_output *o = NULL;
+    if (st == TC_OK && !(o = calloc(1, sizeof *o)))
+        st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (st != TC_OK) {
+        job_free(j);
+        free(o);
+        return st;
+    }
+    TcGuard g;
+    if (TC_GUARD(g)) {
+        tc_aot_output_destroy(o);
+        job_free(j);
+        return rt_fail(g.code == 1 ? TC_ERROR_OUT_OF_MEMORY : TC_ERROR_INTERNAL, "tc_aot_generate: %s", g.message);
+    }
+    if (req->ptxas) {
+        j->ptxas = *req->ptxas ? strdup(req->ptxas) : NULL;
+        if (!*req->ptxas)
+            buf_puts(&o->notes, "no ptxas requested: embedding PTX only\n");
+    } else if (!(j->ptxas = find_ptxas())) {
+        buf_puts(&o->notes, "ptxas not found in PATH or /usr/local/cuda/bin: embedding PTX only\n");
+    }
+    tc_guard_pop(&g);
+    for (size_t i = 0; i < num_archs && st == TC_OK; i++) {
+        if (j->ptxas)
+            st = run_ptxas(j->ptxas, archs[i], (const char *)j->ptx[i].data, j->ptx[i].len, &j->cubin[i]);
+        j->images[i] = (CgAotImage){archs[i],        (const char *)j->ptx[i].data,
+                                    j->ptx[i].len,   j->ptxas ? j->cubin[i].data : NULL,
+                                    j->cubin[i].len, &j->meta[i]};
+    }
+    if (st != TC_OK) {
+        tc_aot_output_destroy(o);
+        job_free(j);
+        return st;
+    }
+    CgAotInput in = {req->name,
+                     req->header_name ? req->header_name : j->header_name,
+                     req->source->name ? req->source->name : "<string>",
+                     (const char *)j->spec.data,
+                     &j->sig,
+                     j->images,
+                     num_archs};
+    if (TC_GUARD(g)) {
+        tc_aot_output_destroy(o);
+        job_free(j);
+        return rt_fail(g.code == 1 ? TC_ERROR_OUT_OF_MEMORY : TC_ERROR_INTERNAL, "tc_aot_generate: %s", g.message);
+    }
+    cg_aot_emit(&in, &o->header, &o->source);
+    tc_guard_pop(&g);
+    job_free(j);
+    *out = o;
+    return TC_OK;
+}

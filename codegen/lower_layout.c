@@ -1,0 +1,138 @@
+/*
+ * lower_layout.c — values that only rearrange elements: splat, arange,
+ * broadcast, expand_dims, reshape, trans, convert_layout.
+ *
+ * With linear layouts these are one question: does every thread already
+ * hold, in some register, each element its result registers need? The
+ * operand's layout is first viewed in the result's coordinates
+ * (cg_shape_op_views: expand_dims inserts a zero coordinate, trans permutes
+ * the dimensions, reshape compares both as 1-D row-major maps, broadcast
+ * ignores the widened dimensions), then ll_same_thread_map answers and gives
+ * the register permutation. That costs no instruction at all.
+ *
+ * Otherwise the elements go through scratch shared memory, the same way for
+ * every op: barrier (the scratch may still be read by the previous user);
+ * each thread stores every operand register at the padded row-major offset
+ * of its coordinates in the operand's shape (cg_tile_padding: see
+ * scratch.c); barrier; each thread loads every result register from the
+ * operand coordinates that its result coordinates come from. Copies (lanes
+ * or warps with zero bases) store identical values to identical addresses,
+ * which is harmless. The passes normally insert convert_layout and keep it
+ * out of loops; cg_scratch_bytes sizes this path for allocate-shared.
+ */
+#include "lower.h"
+
+bool cg_lower_arange(Cg *cg, IrOp *op) {
+    const IrType *t = op->results[0]->type;
+    const LinearLayout *ll = cg_ll(cg, t, op);
+    if (!ll)
+        return false;
+    int64_t start = ir_op_get_int(op, "start", 0);
+    int n = ll_num_regs(ll);
+    CgVal *v = cg_new_val(cg, n, ll);
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef c = cg_coord(cg, ll, r, 0);
+        if (start) {
+            c = LLVMBuildAdd(cg->b, c, cg_i32(cg, start), "");
+            if (LLVMIsAInstruction(c) && start > 0)
+                LLVMSetNSW(c, 1);
+        }
+        v->v[r] = c;
+    }
+    cg_set(cg, op->results[0], v);
+    return true;
+}
+
+/* Operand coordinates (in `from`'s shape) of result coordinates c. */
+static void operand_coords(Cg *cg, const IrOp *op, const LinearLayout *from, const LinearLayout *to,
+                           LLVMValueRef *c, LLVMValueRef *out) {
+    switch (op->opc) {
+    case IR_OP_BROADCAST:
+        for (int d = 0; d < from->rank; d++)
+            out[d] = from->shape[d] == 1 ? cg_i32(cg, 0) : c[d];
+        break;
+    case IR_OP_EXPAND_DIMS: {
+        int axis = (int)ir_op_get_int(op, "axis", 0);
+        for (int d = 0, s = 0; d < to->rank; d++)
+            if (d != axis)
+                out[s++] = c[d];
+        break;
+    }
+    case IR_OP_TRANS: {
+        const IrAttr *perm = ir_op_attr(op, "perm");
+        for (int i = 0; i < to->rank; i++)
+            out[perm->list.v[i]] = c[i];
+        break;
+    }
+    default: /* convert_layout; reshape is handled by its caller */
+        for (int d = 0; d < to->rank; d++)
+            out[d] = c[d];
+        break;
+    }
+}
+
+/* The general path: through scratch shared memory (see the essay above). */
+static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *from, const LinearLayout *to,
+                     CgVal *res) {
+    const IrType *st = op->operands[0]->type;
+    const IrType *elem = st->elem;
+    int eb = cg_elem_bytes(elem);
+    CgPadding pad = cg_tile_padding(st);
+    int64_t base = cg_scratch_base(op);
+    LLVMBuilderRef b = cg->b;
+    cg_barrier(cg);
+    for (int r = 0; r < src->n; r++) {
+        LLVMValueRef c[IR_MAX_RANK];
+        for (int d = 0; d < from->rank; d++)
+            c[d] = cg_coord(cg, from, r, d);
+        LLVMValueRef lin = cg_linear_index(cg, from->rank, from->shape, c);
+        LLVMValueRef off = cg_padded(cg, pad, LLVMBuildMul(b, lin, cg_i32(cg, eb), ""));
+        cg_smem_store(cg, src->v[r], elem, LLVMBuildAdd(b, off, cg_i32(cg, base), ""));
+    }
+    cg_barrier(cg);
+    for (int r = 0; r < res->n; r++) {
+        LLVMValueRef c[IR_MAX_RANK], oc[IR_MAX_RANK], lin;
+        for (int d = 0; d < to->rank; d++)
+            c[d] = cg_coord(cg, to, r, d);
+        if (op->opc == IR_OP_RESHAPE) {
+            lin = cg_linear_index(cg, to->rank, to->shape, c); /* row-major order is what reshape keeps */
+        } else {
+            operand_coords(cg, op, from, to, c, oc);
+            lin = cg_linear_index(cg, from->rank, from->shape, oc);
+        }
+        LLVMValueRef off = cg_padded(cg, pad, LLVMBuildMul(b, lin, cg_i32(cg, eb), ""));
+        res->v[r] = cg_smem_load(cg, elem, LLVMBuildAdd(b, off, cg_i32(cg, base), ""));
+    }
+    return true;
+}
+
+bool cg_lower_shape(Cg *cg, IrOp *op) {
+    const IrType *rt = op->results[0]->type;
+    const LinearLayout *to = cg_ll(cg, rt, op);
+    if (!to)
+        return false;
+    int n = ll_num_regs(to);
+    CgVal *res = cg_new_val(cg, n, to);
+    CgVal *src = cg_get(cg, op->operands[0]);
+    if (op->opc == IR_OP_SPLAT) {
+        for (int r = 0; r < n; r++)
+            res->v[r] = src->v[0];
+        cg_set(cg, op->results[0], res);
+        return true;
+    }
+    const LinearLayout *from = cg_ll(cg, op->operands[0]->type, op);
+    if (!from)
+        return false;
+    LinearLayout view, to_view;
+    bool keep[IR_MAX_RANK];
+    cg_shape_op_views(op, from, to, &view, &to_view, keep);
+    int *map = ARENA_ARRAY(&cg->arena, int, n);
+    if (ll_same_thread_map(&view, &to_view, keep, map)) {
+        for (int r = 0; r < n; r++)
+            res->v[r] = src->v[map[r]];
+    } else if (!exchange(cg, op, src, from, to, res)) {
+        return false;
+    }
+    cg_set(cg, op->results[0], res);
+    return true;
+}

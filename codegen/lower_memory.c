@@ -1,0 +1,409 @@
+/*
+ * lower_memory.c — global memory: load, store, atomic.
+ *
+ * Vectors. An op's `vec` = V (set by coalesce, default 1) promises that the
+ * pointers of V consecutive registers are consecutive and V * element bytes
+ * aligned, and that the mask is constant over each such group. The layout
+ * must agree: register bases 0 .. log2(V)-1 step 1, 2, 4 ... along one
+ * dimension d, and every other basis moves d by a multiple of V (so register
+ * r + j, j < V, of a group starting at r holds element coordinate + j).
+ * Codegen checks that and uses the largest V' <= V it can prove, capped at 16
+ * bytes. Each group becomes one access of V' * elem bytes, as Triton shapes
+ * them: ld.global.v4.b32 / v2.b32 / b32 for 16, 8, 4 bytes, b16 and b8
+ * below; elements are packed into those words with bitcasts.
+ *
+ * Predication. A masked load is inline PTX: the `other` values are moved
+ * into the destination registers, then `@p ld.global...` overwrites them
+ * where the mask (of the group's first element) is true; without `other` the
+ * masked-off values are unspecified, as the language says. An unmasked load
+ * is a plain LLVM load (LLVM may then schedule it freely). Stores are
+ * predicated by the mask and by ownership: where a layout holds copies
+ * (lanes or warps whose bases are zero), only the copy in the lowest lane and
+ * warp stores, so every element is written once; a store through a scalar
+ * pointer is done by thread 0 only. An unpredicated store is a plain LLVM
+ * store. The inline PTX is `sideeffect`, so LLVM never reorders it with
+ * other memory operations.
+ *
+ * Atomics are LLVM `atomicrmw` (monotonic: PTX relaxed, the GPU scope),
+ * one per element, under a branch where they are predicated: NVPTX turns add,
+ * integer min/max and exchange into atom.global.*, and expands the rest (float
+ * min/max, bf16 add before sm_90) into compare-and-swap loops. The old value
+ * exists only in the thread that did the atomic; when the result is used and
+ * the layout has copies (or the pointer is a scalar), owners write it to
+ * scratch shared memory and every thread reads it back.
+ */
+#include "lower.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/* True when register bases 0..log2(v)-1 step 1, 2, ... along one dimension
+ * and every other basis moves that dimension by a multiple of v. */
+static bool contiguous(const LinearLayout *ll, int v) {
+    int k = 0;
+    while ((1 << k) < v)
+        k++;
+    if (ll->num_bits[LL_REG] < k)
+        return false;
+    int dim = -1;
+    for (int d = 0; d < ll->rank; d++)
+        if (ll->bases[LL_REG][0][d])
+            dim = d;
+    if (dim < 0)
+        return false;
+    for (int b = 0; b < k; b++)
+        for (int d = 0; d < ll->rank; d++)
+            if (ll->bases[LL_REG][b][d] != (d == dim ? 1 << b : 0))
+                return false;
+    for (int in = 0; in < LL_NUM_IN; in++)
+        for (int b = in == LL_REG ? k : 0; b < ll->num_bits[in]; b++)
+            if (ll->bases[in][b][dim] % v)
+                return false;
+    return true;
+}
+
+static int vec_width(const IrOp *op, const LinearLayout *ll, int eb) {
+    int64_t v = ir_op_get_int(op, "vec", 1);
+    if (!ll || v < 1 || !is_pow2(v))
+        return 1;
+    while (v > 1 && (v * eb > 16 || !contiguous(ll, (int)v)))
+        v /= 2;
+    return (int)v;
+}
+
+/* ---- packing elements into the words of one access ---- */
+
+typedef struct {
+    int n;             /* words: 1, 2 or 4 */
+    int bits;          /* 32, 16 or 8 */
+    LLVMTypeRef word;  /* i32, or i16 for both 16- and 8-bit accesses (PTX has no 8-bit registers) */
+    char reg;          /* inline asm constraint: r or h */
+} Words;
+
+static Words words_of(Cg *cg, int bytes) {
+    Words w;
+    if (bytes >= 4) {
+        w.n = bytes / 4;
+        w.bits = 32;
+        w.word = cg->t_i32;
+        w.reg = 'r';
+    } else {
+        w.n = 1;
+        w.bits = bytes * 8;
+        w.word = cg->t_i16;
+        w.reg = 'h';
+    }
+    return w;
+}
+
+/* The element as an integer of its memory width. */
+static LLVMValueRef to_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)cg_elem_bytes(elem) * 8);
+    if (elem->kind == IR_I1)
+        return LLVMBuildZExt(cg->b, v, it, "");
+    if (elem->kind == IR_PTR)
+        return LLVMBuildPtrToInt(cg->b, v, it, "");
+    return LLVMBuildBitCast(cg->b, v, it, "");
+}
+
+static LLVMValueRef from_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
+    if (elem->kind == IR_I1)
+        return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+    if (elem->kind == IR_PTR)
+        return LLVMBuildIntToPtr(cg->b, v, cg->t_gptr, "");
+    return LLVMBuildBitCast(cg->b, v, cg_type(cg, elem), "");
+}
+
+/* Packs n elements into the access's words: returns one word (w.n == 1) or
+ * a vector of w.n words. */
+static LLVMValueRef pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w) {
+    LLVMBuilderRef b = cg->b;
+    int eb = cg_elem_bytes(elem);
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
+    LLVMValueRef packed;
+    if (n == 1) {
+        packed = to_bits(cg, vals[0], elem);
+    } else {
+        packed = LLVMGetUndef(LLVMVectorType(it, (unsigned)n));
+        for (int j = 0; j < n; j++)
+            packed = LLVMBuildInsertElement(b, packed, to_bits(cg, vals[j], elem), cg_i32(cg, j), "");
+    }
+    if (w.bits < 32) /* one 8- or 16-bit element (or two 8-bit ones) in an i16 */
+        return w.bits == 8 ? LLVMBuildZExt(b, packed, w.word, "")
+                           : LLVMBuildBitCast(b, packed, w.word, "");
+    LLVMTypeRef wt = w.n == 1 ? w.word : LLVMVectorType(w.word, (unsigned)w.n);
+    return LLVMBuildBitCast(b, packed, wt, "");
+}
+
+static void unpack(Cg *cg, LLVMValueRef words, int n, const IrType *elem, Words w, LLVMValueRef *out) {
+    LLVMBuilderRef b = cg->b;
+    int eb = cg_elem_bytes(elem);
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
+    LLVMValueRef v;
+    if (w.bits == 8)
+        v = LLVMBuildTrunc(b, words, it, "");
+    else
+        v = LLVMBuildBitCast(b, words, n == 1 ? it : LLVMVectorType(it, (unsigned)n), "");
+    if (n == 1) {
+        out[0] = from_bits(cg, v, elem);
+        return;
+    }
+    for (int j = 0; j < n; j++)
+        out[j] = from_bits(cg, LLVMBuildExtractElement(b, v, cg_i32(cg, j), ""), elem);
+}
+
+static const char *vec_suffix(int n) { return n == 4 ? ".v4" : n == 2 ? ".v2" : ""; }
+
+/* "{$a, $b, ...}" or "$a" for n operands starting at `first`. */
+static void operand_list(Buf *s, int first, int n) {
+    if (n > 1)
+        buf_puts(s, "{");
+    for (int i = 0; i < n; i++)
+        buf_printf(s, "%s$%d", i ? ", " : "", first + i);
+    if (n > 1)
+        buf_puts(s, "}");
+}
+
+/* One predicated access of w's words: returns the words (a vector when w.n > 1). */
+static LLVMValueRef masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef other, Words w) {
+    LLVMBuilderRef b = cg->b;
+    Buf text, cons;
+    buf_init(&text);
+    buf_init(&cons);
+    int n = w.n;
+    LLVMValueRef args[2 + 4];
+    int na = 0;
+    args[na++] = ptr;
+    args[na++] = pred;
+    if (other) {
+        for (int i = 0; i < n; i++) {
+            args[na++] = n == 1 ? other : LLVMBuildExtractElement(b, other, cg_i32(cg, i), "");
+            buf_printf(&text, "mov.b%d $%d, $%d;\n\t", w.bits == 32 ? 32 : 16, i, n + 2 + i);
+        }
+    }
+    buf_printf(&text, "@$%d ld.global%s.b%d ", n + 1, vec_suffix(n), w.bits);
+    operand_list(&text, 0, n);
+    buf_printf(&text, ", [$%d];", n);
+    for (int i = 0; i < n; i++)
+        buf_printf(&cons, "=%c,", w.reg);
+    buf_puts(&cons, "l,b");
+    for (int i = 0; other && i < n; i++)
+        buf_printf(&cons, ",%c", w.reg);
+    LLVMTypeRef ret = w.word;
+    if (n > 1) {
+        LLVMTypeRef el[4] = {w.word, w.word, w.word, w.word};
+        ret = LLVMStructTypeInContext(cg->ctx, el, (unsigned)n, 0);
+    }
+    LLVMValueRef r = cg_asm(cg, ret, text.data, cons.data, args, na, true);
+    buf_free(&text);
+    buf_free(&cons);
+    if (n == 1)
+        return r;
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(w.word, (unsigned)n));
+    for (int i = 0; i < n; i++)
+        v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""), cg_i32(cg, i), "");
+    return v;
+}
+
+static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef words, LLVMValueRef pred, Words w) {
+    LLVMBuilderRef b = cg->b;
+    Buf text, cons;
+    buf_init(&text);
+    buf_init(&cons);
+    int n = w.n;
+    LLVMValueRef args[2 + 4];
+    args[0] = ptr;
+    for (int i = 0; i < n; i++)
+        args[1 + i] = n == 1 ? words : LLVMBuildExtractElement(b, words, cg_i32(cg, i), "");
+    args[1 + n] = pred;
+    buf_printf(&text, "@$%d st.global%s.b%d [$0], ", n + 1, vec_suffix(n), w.bits);
+    operand_list(&text, 1, n);
+    buf_puts(&text, ";");
+    buf_puts(&cons, "l");
+    for (int i = 0; i < n; i++)
+        buf_printf(&cons, ",%c", w.reg);
+    buf_puts(&cons, ",b");
+    cg_asm(cg, cg->t_void, text.data, cons.data, args, n + 2, true);
+    buf_free(&text);
+    buf_free(&cons);
+}
+
+static LLVMValueRef and_pred(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    return LLVMBuildAnd(cg->b, a, b, "");
+}
+
+/* Thread 0 of the program. */
+static LLVMValueRef first_thread(Cg *cg) { return LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""); }
+
+bool cg_lower_load(Cg *cg, IrOp *op) {
+    const IrType *pt = op->operands[0]->type, *rt = op->results[0]->type;
+    const IrType *elem = ir_type_elem(rt);
+    const LinearLayout *ll = NULL;
+    if (pt->kind == IR_TILE && !(ll = cg_ll(cg, pt, op)))
+        return false;
+    CgVal *ptrs = cg_get(cg, op->operands[0]);
+    CgVal *mask = op->num_operands > 1 ? cg_get(cg, op->operands[1]) : NULL;
+    CgVal *other = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
+    int eb = cg_elem_bytes(elem);
+    int n = ptrs->n, v = vec_width(op, ll, eb);
+    Words w = words_of(cg, v * eb);
+    CgVal *res = cg_new_val(cg, n, ll);
+    for (int r = 0; r < n; r += v) {
+        LLVMValueRef ptr = ptrs->v[r], words;
+        if (!mask) {
+            LLVMTypeRef wt = w.bits == 8 ? cg->t_i8 : w.n == 1 ? w.word : LLVMVectorType(w.word, (unsigned)w.n);
+            words = LLVMBuildLoad2(cg->b, wt, ptr, "");
+            LLVMSetAlignment(words, (unsigned)(v * eb));
+            if (w.bits == 8)
+                words = LLVMBuildZExt(cg->b, words, w.word, "");
+        } else {
+            LLVMValueRef ov = NULL;
+            if (other) {
+                LLVMValueRef vals[16];
+                for (int j = 0; j < v; j++)
+                    vals[j] = cg_reg(other, r + j);
+                ov = pack(cg, vals, v, elem, w);
+            }
+            words = masked_load(cg, ptr, cg_reg(mask, r), ov, w);
+        }
+        unpack(cg, words, v, elem, w, res->v + r);
+    }
+    cg_set(cg, op->results[0], res);
+    return true;
+}
+
+bool cg_lower_store(Cg *cg, IrOp *op) {
+    const IrType *pt = op->operands[0]->type;
+    const IrType *elem = ir_type_elem(op->operands[1]->type);
+    const LinearLayout *ll = NULL;
+    if (pt->kind == IR_TILE && !(ll = cg_ll(cg, pt, op)))
+        return false;
+    CgVal *ptrs = cg_get(cg, op->operands[0]);
+    CgVal *vals = cg_get(cg, op->operands[1]);
+    CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
+    int eb = cg_elem_bytes(elem);
+    int n = ptrs->n, v = vec_width(op, ll, eb);
+    Words w = words_of(cg, v * eb);
+    LLVMValueRef owner = NULL;
+    if (!ll)
+        owner = first_thread(cg);
+    else if (ll_broadcast_mask(ll, LL_LANE) || ll_broadcast_mask(ll, LL_WARP))
+        owner = cg_owner(cg, ll);
+    for (int r = 0; r < n; r += v) {
+        LLVMValueRef group[16];
+        for (int j = 0; j < v; j++)
+            group[j] = cg_reg(vals, r + j);
+        LLVMValueRef words = pack(cg, group, v, elem, w);
+        LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
+        if (!pred) {
+            LLVMValueRef st;
+            if (w.bits == 8)
+                st = LLVMBuildStore(cg->b, LLVMBuildTrunc(cg->b, words, cg->t_i8, ""), ptrs->v[r]);
+            else
+                st = LLVMBuildStore(cg->b, words, ptrs->v[r]);
+            LLVMSetAlignment(st, (unsigned)(v * eb));
+        } else {
+            masked_store(cg, ptrs->v[r], words, pred, w);
+        }
+    }
+    return true;
+}
+
+static bool rmw_op(Cg *cg, const IrOp *op, const IrType *elem, LLVMAtomicRMWBinOp *out) {
+    const char *kind = ir_op_get_word(op, "kind");
+    bool f = ir_type_is_float(elem);
+    if (!kind || elem->kind == IR_I1 || elem->kind == IR_PTR)
+        return cg_error(cg, op, "atomic %s on %s is not supported", kind ? kind : "?", ir_scalar_name(elem->kind));
+    if (strcmp(kind, "add") == 0)
+        *out = f ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
+    else if (strcmp(kind, "max") == 0)
+        *out = f ? LLVMAtomicRMWBinOpFMax : LLVMAtomicRMWBinOpMax;
+    else if (strcmp(kind, "min") == 0)
+        *out = f ? LLVMAtomicRMWBinOpFMin : LLVMAtomicRMWBinOpMin;
+    else if (strcmp(kind, "xchg") == 0)
+        *out = LLVMAtomicRMWBinOpXchg;
+    else
+        return cg_error(cg, op, "unknown atomic kind '%s' (add, max, min, xchg)", kind);
+    return true;
+}
+
+bool cg_lower_atomic(Cg *cg, IrOp *op) {
+    const IrType *pt = op->operands[0]->type;
+    const IrType *elem = ir_type_elem(op->operands[1]->type);
+    const LinearLayout *ll = NULL;
+    if (pt->kind == IR_TILE && !(ll = cg_ll(cg, pt, op)))
+        return false;
+    LLVMAtomicRMWBinOp rmw = LLVMAtomicRMWBinOpAdd;
+    if (!rmw_op(cg, op, elem, &rmw))
+        return false;
+    CgVal *ptrs = cg_get(cg, op->operands[0]);
+    CgVal *vals = cg_get(cg, op->operands[1]);
+    CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
+    bool copies = !ll || ll_broadcast_mask(ll, LL_LANE) || ll_broadcast_mask(ll, LL_WARP);
+    LLVMValueRef owner = !ll ? first_thread(cg) : copies ? cg_owner(cg, ll) : NULL;
+    LLVMTypeRef t = cg_type(cg, elem);
+    int n = ptrs->n;
+    CgVal *res = cg_new_val(cg, n, ll);
+    for (int r = 0; r < n; r++) {
+        LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
+        LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b), doit = NULL, cont = NULL;
+        if (pred) {
+            doit = cg_block(cg, "atomic");
+            cont = cg_block(cg, "atomic.end");
+            LLVMBuildCondBr(cg->b, pred, doit, cont);
+            LLVMPositionBuilderAtEnd(cg->b, doit);
+        }
+        LLVMValueRef old = LLVMBuildAtomicRMW(cg->b, rmw, ptrs->v[r], cg_reg(vals, r), LLVMAtomicOrderingMonotonic, 0);
+        if (pred) {
+            LLVMBuildBr(cg->b, cont);
+            LLVMPositionBuilderAtEnd(cg->b, cont);
+            LLVMValueRef phi = LLVMBuildPhi(cg->b, t, "");
+            LLVMValueRef in[2] = {LLVMConstNull(t), old};
+            LLVMBasicBlockRef from[2] = {cur, doit};
+            LLVMAddIncoming(phi, in, from, 2);
+            old = phi;
+        }
+        res->v[r] = old;
+    }
+    if (copies && cg_is_used(cg, op->results[0])) {
+        /* Owners publish the old values; every copy reads them back. */
+        int eb = cg_elem_bytes(elem);
+        int64_t base = cg_scratch_base(op);
+        for (int pass = 0; pass < 2; pass++) {
+            LLVMBasicBlockRef st = NULL, cont = NULL;
+            cg_barrier(cg);
+            if (pass == 0) {
+                st = cg_block(cg, "atomic.publish");
+                cont = cg_block(cg, "atomic.published");
+                LLVMBuildCondBr(cg->b, owner, st, cont);
+                LLVMPositionBuilderAtEnd(cg->b, st);
+            }
+            for (int r = 0; r < n; r++) {
+                LLVMValueRef off = cg_i32(cg, base);
+                if (ll) {
+                    LLVMValueRef c[IR_MAX_RANK];
+                    for (int d = 0; d < ll->rank; d++)
+                        c[d] = cg_coord(cg, ll, r, d);
+                    LLVMValueRef lin = cg_linear_index(cg, ll->rank, ll->shape, c);
+                    off = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, lin, cg_i32(cg, eb), ""), off, "");
+                }
+                if (pass == 0)
+                    cg_smem_store(cg, res->v[r], elem, off);
+                else
+                    res->v[r] = cg_smem_load(cg, elem, off);
+            }
+            if (pass == 0) {
+                LLVMBuildBr(cg->b, cont);
+                LLVMPositionBuilderAtEnd(cg->b, cont);
+            }
+        }
+    }
+    cg_set(cg, op->results[0], res);
+    return true;
+}

@@ -1,0 +1,142 @@
+/*
+ * target.c — LLVM's NVPTX back end: initialization, -O3, PTX emission.
+ *
+ * Target: triple nvptx64-nvidia-cuda, CPU sm_80 / sm_90 / sm_90a, and the
+ * lowest PTX ISA version each needs (+ptx70, +ptx78, +ptx80), so the PTX
+ * loads on the oldest driver that knows the architecture. The module is
+ * verified first (a broken module is a bug in the lowering and becomes an
+ * internal error rather than a crash), optimized with the new pass manager's
+ * default<O3> pipeline for the target machine (which adds NVPTX's own passes,
+ * such as nvvm-reflect and the intrinsic ranges from maxntid), then printed
+ * by the NVPTX AsmPrinter at -O3. FP contraction: the lowering marks
+ * floating-point adds and multiplies `contract`, and NVPTX fuses mul+add into
+ * fma at its default fma level; no other fast-math is enabled (div and sqrt
+ * stay correctly rounded).
+ *
+ * LLVM reports internal failures (a selection failure, say) through its fatal
+ * error handler, which would exit the process; tilec installs one that turns
+ * them into an internal error of the current compile (tc_fatal, caught by the
+ * driver's TcGuard).
+ */
+#include "target.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const TRIPLE = "nvptx64-nvidia-cuda";
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static LLVMTargetRef nvptx;
+static char init_error[256];
+
+static void fatal_handler(const char *reason) { tc_fatal(__FILE__, __LINE__, "LLVM error: %s", reason); }
+
+static void init(void) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    LLVMInstallFatalErrorHandler(fatal_handler);
+    /* Process-wide code generator options (this is tilec's private copy of
+     * LLVM when it is linked statically): 32-bit shared-memory pointers, as
+     * Triton uses, and no loop strength reduction, which cost half of the
+     * back end's time on kernels with loops and gained nothing after ptxas. */
+    const char *argv[] = {"tilec", "-nvptx-short-ptr", "-disable-lsr"};
+    LLVMParseCommandLineOptions(3, argv, NULL);
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(TRIPLE, &nvptx, &err)) {
+        snprintf(init_error, sizeof init_error, "%s", err ? err : "no NVPTX target");
+        nvptx = NULL;
+    }
+    LLVMDisposeMessage(err);
+}
+
+bool cg_target_init(const char **why) {
+    pthread_once(&init_once, init);
+    if (!nvptx && why)
+        *why = init_error;
+    return nvptx != NULL;
+}
+
+int64_t cg_shared_limit(const CgTarget *t) { return t->sm >= 90 ? 227 * 1024 : 163 * 1024; }
+
+const char *cg_target_cpu(const CgTarget *t) {
+    if (t->sm >= 90)
+        return t->arch_a ? "sm_90a" : "sm_90";
+    return "sm_80";
+}
+
+const char *cg_target_features(const CgTarget *t) {
+    if (t->sm >= 90)
+        return t->arch_a ? "+ptx80" : "+ptx78";
+    return "+ptx70";
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats) {
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        diag_error(diags, srcloc_none(), "internal error: codegen produced invalid LLVM IR: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return false;
+    }
+    LLVMDisposeMessage(msg);
+    double t0 = now_ms();
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t),
+                                                      LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                      LLVMCodeModelDefault);
+    LLVMSetTarget(mod, TRIPLE);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(mod, dl);
+    LLVMDisposeMessage(dl);
+    LLVMDisposeTargetData(td);
+
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = LLVMRunPasses(mod, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    bool ok = true;
+    if (err) {
+        char *e = LLVMGetErrorMessage(err);
+        diag_error(diags, srcloc_none(), "internal error: LLVM optimization failed: %s", e);
+        LLVMDisposeErrorMessage(e);
+        ok = false;
+    }
+    double t1 = now_ms();
+    if (ok && emit == CG_EMIT_LLVM) {
+        char *text = LLVMPrintModuleToString(mod);
+        buf_puts(out, text);
+        LLVMDisposeMessage(text);
+    } else if (ok) {
+        LLVMMemoryBufferRef mb = NULL;
+        char *e = NULL;
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &e, &mb)) {
+            diag_error(diags, srcloc_none(), "internal error: PTX emission failed: %s", e ? e : "?");
+            ok = false;
+        } else {
+            buf_append(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+            LLVMDisposeMemoryBuffer(mb);
+        }
+        LLVMDisposeMessage(e);
+    }
+    if (stats) {
+        stats->opt_ms = t1 - t0;
+        stats->emit_ms = now_ms() - t1;
+    }
+    LLVMDisposeTargetMachine(tm);
+    return ok;
+}

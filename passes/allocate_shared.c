@@ -1,0 +1,222 @@
+/*
+ * allocate_shared.c — `allocate-shared`: an offset in the kernel's shared
+ * memory for every buffer and every op's scratch, and the kernel's total.
+ *
+ * Precondition: every tile has a layout (scratch sizes depend on layouts).
+ * Afterwards every op with cg_scratch_bytes > 0 carries `scratch_offset`,
+ * every local_alloc carries `offset`, and every kernel `shared_size` (bytes;
+ * 0 when it uses none). A kernel that needs more than the target gives one
+ * program (pass_shared_memory_limit) is an error.
+ *
+ * Two kinds of occupants, each with a live interval over the op numbering
+ * of a pre-order walk (an op's regions are numbered inside its own span):
+ *
+ *   - a local_alloc buffer (smem type: elements x element bytes) lives from
+ *     its definition to its last use, uses through views included
+ *     (memdesc_index results, and `for` body arguments and results carrying
+ *     it). A use inside a loop that does not contain the definition keeps
+ *     the buffer alive through the whole loop: the next iteration uses it
+ *     again.
+ *   - an op's scratch (a cross-warp reduction, a conversion through shared
+ *     memory, an FMA dot...) lives only during that op: an interval of one.
+ *
+ * Occupants whose intervals overlap get disjoint bytes; the others may share.
+ * Placement is greedy, largest first (ties: earliest start): each takes the
+ * lowest 16-byte-aligned offset that clears every overlapping occupant
+ * already placed. Today scratch is the only occupant in practice and every
+ * op gets offset 0; buffers from stage-shared and the pipeliner fall into
+ * the same allocator.
+ */
+#include "passes.h"
+
+#include "codegen/codegen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Occupant {
+    IrOp *op;     /* the local_alloc, or the op that uses scratch */
+    bool scratch; /* scratch of op (else the buffer op defines) */
+    int64_t size; /* bytes */
+    int start;    /* first op number live */
+    int end;      /* last op number live */
+    int64_t offset;
+} Occupant;
+
+typedef struct Alloc {
+    IrModule *m;
+    int num_warps;
+    int next_id;
+    Occupant *occ;
+    int num_occ, cap_occ;
+    IrMap buffer_of; /* smem IrValue* -> Occupant index + 1 (as a pointer-sized int) */
+} Alloc;
+
+int64_t pass_shared_memory_limit(int sm) {
+    return sm >= 90 ? 232448 : 166912;
+}
+
+static int64_t align16(int64_t v) {
+    return (v + 15) & ~(int64_t)15;
+}
+
+static Occupant *add_occupant(Alloc *a, IrOp *op, bool scratch, int64_t size) {
+    if (a->num_occ == a->cap_occ) {
+        int cap = a->cap_occ ? a->cap_occ * 2 : 16;
+        a->occ =
+            arena_grow(&a->m->arena, a->occ, sizeof(Occupant) * (size_t)a->num_occ, sizeof(Occupant) * (size_t)cap);
+        a->cap_occ = cap;
+    }
+    Occupant *o = &a->occ[a->num_occ++];
+    memset(o, 0, sizeof *o);
+    o->op = op;
+    o->scratch = scratch;
+    o->size = size;
+    o->start = o->end = op->id;
+    return o;
+}
+
+static void alias(Alloc *a, const IrValue *view, const IrValue *of) {
+    void *idx = ir_map_get(&a->buffer_of, of);
+    if (idx)
+        ir_map_put(&a->buffer_of, view, idx);
+}
+
+/* Numbers ops in pre-order, so a region op's span is its own number up to
+ * span_end. */
+static void number(Alloc *a, IrBlock *b) {
+    for (IrOp *op = b->first; op; op = op->next) {
+        op->id = a->next_id++;
+        for (int r = 0; r < op->num_regions; r++)
+            number(a, op->regions[r]);
+    }
+}
+
+/* The last op number inside op's regions (op's own number if none). */
+static int span_end(const IrOp *op) {
+    int end = op->id;
+    for (int r = 0; r < op->num_regions; r++) {
+        const IrOp *last = op->regions[r]->last;
+        if (last) {
+            int e = span_end(last);
+            if (e > end)
+                end = e;
+        }
+    }
+    return end;
+}
+
+/* A use of buffer o at op `user`: alive until user, or until the end of the
+ * outermost loop around user that does not contain o's definition. */
+static void extend(Occupant *o, const IrOp *user) {
+    int end = user->id;
+    const IrBlock *def_block = o->op->parent;
+    for (const IrOp *p = user->parent ? user->parent->parent_op : NULL; p;
+         p = p->parent ? p->parent->parent_op : NULL) {
+        /* p contains the definition if the definition's block is inside p. */
+        bool contains = false;
+        for (const IrBlock *b = def_block; b && b->parent_op; b = b->parent_op->parent)
+            if (b->parent_op == p)
+                contains = true;
+        if (contains)
+            break;
+        if (p->opc == IR_OP_FOR) {
+            int e = span_end(p);
+            if (e > end)
+                end = e;
+        }
+    }
+    if (end > o->end)
+        o->end = end;
+}
+
+static void collect(Alloc *a, IrBlock *b) {
+    for (IrOp *op = b->first; op; op = op->next) {
+        for (int i = 0; i < op->num_operands; i++) {
+            void *idx = ir_map_get(&a->buffer_of, op->operands[i]);
+            if (idx)
+                extend(&a->occ[(intptr_t)idx - 1], op);
+        }
+        if (op->opc == IR_OP_LOCAL_ALLOC && op->results[0]->type->kind == IR_SMEM) {
+            const IrType *t = op->results[0]->type;
+            int bits = ir_type_bits(t->elem);
+            int64_t size = ir_type_numel(t) * (bits >= 8 ? bits / 8 : 1);
+            add_occupant(a, op, false, size);
+            ir_map_put(&a->buffer_of, op->results[0], (void *)(intptr_t)a->num_occ);
+        } else if (op->opc == IR_OP_MEMDESC_INDEX) {
+            alias(a, op->results[0], op->operands[0]);
+        } else if (op->opc == IR_OP_FOR) {
+            for (int i = 0; i < op->num_results; i++) {
+                alias(a, op->regions[0]->args[1 + i], op->operands[3 + i]);
+                alias(a, op->results[i], op->operands[3 + i]);
+            }
+        }
+        int64_t scratch = cg_scratch_bytes(op, a->num_warps);
+        if (scratch > 0)
+            add_occupant(a, op, true, scratch);
+        for (int r = 0; r < op->num_regions; r++)
+            collect(a, op->regions[r]);
+    }
+}
+
+static int by_size(const void *x, const void *y) {
+    const Occupant *a = x, *b = y;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return a->scratch - b->scratch;
+}
+
+/* Greedy placement; returns the total bytes. */
+static int64_t place(Alloc *a) {
+    if (a->num_occ > 1)
+        qsort(a->occ, (size_t)a->num_occ, sizeof(Occupant), by_size);
+    int64_t total = 0;
+    for (int i = 0; i < a->num_occ; i++) {
+        Occupant *o = &a->occ[i];
+        int64_t offset = 0;
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                const Occupant *p = &a->occ[j];
+                bool live_together = p->start <= o->end && o->start <= p->end;
+                bool bytes_overlap = p->offset < offset + o->size && offset < p->offset + p->size;
+                if (live_together && bytes_overlap) {
+                    offset = align16(p->offset + p->size);
+                    moved = true;
+                }
+            }
+        }
+        o->offset = offset;
+        if (offset + o->size > total)
+            total = offset + o->size;
+    }
+    return total;
+}
+
+bool pass_allocate_shared(IrModule *m, const PassOptions *opts) {
+    bool ok = true;
+    for (IrFunc *f = m->first; f; f = f->next) {
+        if (f->kind != IR_FUNC_KERNEL)
+            continue;
+        Alloc a;
+        memset(&a, 0, sizeof a);
+        a.m = m;
+        a.num_warps = pass_func_num_warps(f, opts);
+        ir_map_init(&a.buffer_of, &m->arena);
+        number(&a, f->body);
+        collect(&a, f->body);
+        int64_t total = place(&a);
+        for (int i = 0; i < a.num_occ; i++)
+            ir_op_set_int(m, a.occ[i].op, a.occ[i].scratch ? "scratch_offset" : "offset", a.occ[i].offset);
+        ir_func_set_int(f, "shared_size", total);
+        int64_t limit = pass_shared_memory_limit(opts->sm);
+        if (total > limit) {
+            diag_error(opts->diags, f->loc, "kernel @%s needs %lld bytes of shared memory, the target has %lld",
+                       f->name, (long long)total, (long long)limit);
+            ok = false;
+        }
+    }
+    return ok;
+}

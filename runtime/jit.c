@@ -1,0 +1,495 @@
+/*
+ * jit.c — tc_jit: compile a kernel at run time, once per process and once
+ * per machine.
+ *
+ * Three levels, fastest first:
+ *
+ *  1. The context's in-memory table. A request's base key (source bytes and
+ *     name, kernel, constexpr values, options, target, compiler version)
+ *     selects a family, which holds the kernel's runtime signature; the
+ *     argument facts (each pointer 16-byte aligned or not, each integer
+ *     divisible by 16 or not) select a variant of it. A hit costs a hash of
+ *     the source and a few comparisons.
+ *  2. The disk cache (cache.c): the variant's cubin, keyed by the PTX key
+ *     plus the device's compute capability and the driver's version, loads
+ *     with no compile at all; else its PTX (keyed by the PTX key) skips
+ *     tilec but not the driver's PTX compiler.
+ *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
+ *     driver's linker makes the cubin (cuLink*), stored too.
+ *
+ * Every compile is logged ("tilec: compiled softmax_fwd (key 3fa4…) in 9.1
+ * ms") to the context's callback, or to stderr with TILEC_LOG=1, so that no
+ * recompile is silent; a rejected cache entry is logged the same way, and
+ * with TILEC_LOG=2 so are hits.
+ *
+ * The table and the compiles run under the context's JIT lock: two threads
+ * asking for the same kernel compile it once. Two processes may compile the
+ * same key at once; both write complete entries atomically (cache.c).
+ *
+ * When tc_options grows a field that changes the generated code, it must be
+ * added to rt_jit_base_key, or kernels compiled with different values would
+ * share a cache entry.
+ */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define JIT_KEY_VERSION "tilec-jit-key-1"
+
+/* ---- keys ---- */
+
+static int cmp_constexpr(const tc_constexpr *a, const tc_constexpr *b) {
+    return strcmp(a->name, b->name);
+}
+
+void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
+    RtSha256 h;
+    rt_sha256_init(&h);
+    rt_sha256_field_str(&h, "version", JIT_KEY_VERSION);
+    rt_sha256_field_str(&h, "compiler", tc_version());
+    rt_sha256_field_str(&h, "source-name", in->source->name);
+    rt_sha256_field(&h, "source", in->source->text, in->source->text ? in->source->len : 0);
+    rt_sha256_field_str(&h, "kernel", in->kernel);
+    rt_sha256_field_str(&h, "arch", in->arch);
+    /* constexpr values in name order: the order of -D flags does not matter */
+    size_t n = in->num_constexprs;
+    const tc_constexpr *sorted[256];
+    size_t m = n < 256 ? n : 256;
+    for (size_t i = 0; i < m; i++) {
+        const tc_constexpr *c = &in->constexprs[i];
+        size_t j = i;
+        while (j > 0 && cmp_constexpr(sorted[j - 1], c) > 0) {
+            sorted[j] = sorted[j - 1];
+            j--;
+        }
+        sorted[j] = c;
+    }
+    rt_sha256_field_i64(&h, "constexprs", (int64_t)n);
+    for (size_t i = 0; i < n; i++) {
+        const tc_constexpr *c = i < m ? sorted[i] : &in->constexprs[i];
+        uint64_t fbits;
+        memcpy(&fbits, &c->f, sizeof fbits);
+        rt_sha256_field_str(&h, "cx-name", c->name);
+        rt_sha256_field_i64(&h, "cx-kind", (int64_t)c->kind);
+        rt_sha256_field_i64(&h, "cx-i", c->kind == TC_CONSTEXPR_FLOAT ? 0 : c->i);
+        rt_sha256_field_i64(&h, "cx-f", c->kind == TC_CONSTEXPR_FLOAT ? (int64_t)fbits : 0);
+    }
+    /* options that change the code (emit and the print options do not) */
+    const tc_options *o = in->options;
+    rt_sha256_field_i64(&h, "num_warps", o->num_warps > 0 ? o->num_warps : 4);
+    rt_sha256_field_i64(&h, "option-params", (int64_t)o->num_params);
+    for (size_t i = 0; i < o->num_params && o->params; i++) {
+        rt_sha256_field_str(&h, "op-name", o->params[i].name);
+        rt_sha256_field_i64(&h, "op-div", o->params[i].divisibility);
+    }
+    rt_sha256_final(&h, key);
+}
+
+void rt_jit_ptx_key(const uint8_t base[32], const uint8_t *div16, size_t num_params, uint8_t key[32]) {
+    RtSha256 h;
+    rt_sha256_init(&h);
+    rt_sha256_field(&h, "base", base, 32);
+    rt_sha256_field(&h, "div16", div16, num_params);
+    rt_sha256_final(&h, key);
+}
+
+void rt_jit_cubin_key(const uint8_t ptx_key[32], int compute_capability, int driver_version, uint8_t key[32]) {
+    RtSha256 h;
+    rt_sha256_init(&h);
+    rt_sha256_field(&h, "ptx-key", ptx_key, 32);
+    rt_sha256_field_i64(&h, "cc", compute_capability);
+    rt_sha256_field_i64(&h, "driver", driver_version);
+    rt_sha256_final(&h, key);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- the driver-free half: PTX from the cache or the compiler ---- */
+
+void rt_jit_build_free(RtJitBuild *b) {
+    rt_bytes_free(&b->ptx);
+    rt_meta_free(&b->meta);
+}
+
+tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
+    memset(out, 0, sizeof *out);
+    uint8_t base[32];
+    char hex[65];
+    rt_jit_base_key(in, base);
+    rt_jit_ptx_key(base, in->div16, in->num_params, out->key);
+    rt_hex(out->key, 32, hex);
+    if (in->cache_dir) {
+        RtCacheEntry e;
+        bool hit;
+        char why[256];
+        tc_status st = rt_cache_load(in->cache_dir, out->key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why);
+        if (st != TC_OK) {
+            rt_log(in->log, 1, "tilec: cache: %s", tc_last_error());
+        } else if (hit) {
+            if (rt_meta_decode(e.meta, e.meta_len, &out->meta) &&
+                rt_bytes_append(&out->ptx, e.payload, e.payload_len)) {
+                rt_cache_entry_free(&e);
+                rt_log(in->log, 2, "tilec: cache hit %s (key %.16s, PTX)", in->kernel, hex);
+                return TC_OK;
+            }
+            rt_jit_build_free(out);
+            rt_cache_entry_free(&e);
+            snprintf(why, sizeof why, "bad kernel metadata");
+            char path[4096];
+            if (rt_cache_path(in->cache_dir, out->key, path, sizeof path) == TC_OK)
+                remove(path);
+        }
+        if (why[0])
+            rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: %s; rebuilding", in->cache_dir, hex, why);
+    }
+    RtCompileRequest req = {in->source,  in->kernel, in->constexprs, in->num_constexprs,
+                            in->options, in->arch,   in->specs,      in->num_specs};
+    RtCompileFn compile = in->compile ? in->compile : rt_compile_ptx;
+    double t0 = now_ms();
+    tc_status st = compile(in->compile_user, &req, &out->ptx, &out->meta, in->diags);
+    if (st != TC_OK) {
+        rt_jit_build_free(out);
+        return st;
+    }
+    out->compiled = true;
+    rt_log(in->log, 1, "tilec: compiled %s (key %.16s) in %.1f ms", in->kernel, hex, now_ms() - t0);
+    /* the compiled metadata does not know `const`; the source does */
+    for (size_t k = 0; in->sig && k < out->meta.num_kernels; k++) {
+        tc_kernel_desc *d = &out->meta.kernels[k];
+        const tc_kernel_desc *s = rt_meta_find(in->sig, d->name);
+        for (size_t p = 0; s && s->num_params == d->num_params && p < d->num_params; p++)
+            ((tc_param_desc *)d->params)[p].is_const = s->params[p].is_const;
+    }
+    if (in->cache_dir) {
+        RtBytes meta = {0};
+        st = rt_meta_encode(&out->meta, &meta)
+                 ? rt_cache_store(in->cache_dir, out->key, RT_PAYLOAD_PTX, meta.data, meta.len, out->ptx.data,
+                                  out->ptx.len)
+                 : rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory encoding kernel metadata");
+        rt_bytes_free(&meta);
+        if (st != TC_OK)
+            rt_log(in->log, 1, "tilec: cache: %s", tc_last_error()); /* the kernel still works */
+    }
+    return TC_OK;
+}
+
+/* ---- the in-memory table ---- */
+
+typedef struct JitVariant JitVariant;
+typedef struct JitFamily JitFamily;
+
+struct JitVariant {
+    tc_kernel *kernel;
+    JitVariant *next;
+    uint8_t div16[]; /* the family's num_params entries */
+};
+
+struct JitFamily {
+    uint8_t base[32];
+    RtMeta sig; /* one kernel: the runtime signature */
+    JitVariant *variants;
+    JitFamily *next;
+};
+
+struct RtJitTable {
+    JitFamily *buckets[256]; /* by the base key's first byte */
+};
+
+void rt_jit_table_free(RtJitTable *t) {
+    if (!t)
+        return;
+    for (int b = 0; b < 256; b++)
+        while (t->buckets[b]) {
+            JitFamily *f = t->buckets[b];
+            t->buckets[b] = f->next;
+            while (f->variants) {
+                JitVariant *v = f->variants;
+                f->variants = v->next;
+                free(v);
+            }
+            rt_meta_free(&f->sig);
+            free(f);
+        }
+    free(t);
+}
+
+void tc_jit_request_init(tc_jit_request *req) {
+    if (req)
+        memset(req, 0, sizeof *req);
+}
+
+static bool is_integer(tc_dtype t) {
+    return t >= TC_DTYPE_I8 && t <= TC_DTYPE_I64;
+}
+
+/* The argument facts of a request, per runtime parameter of sig. */
+static tc_status argument_facts(const tc_jit_request *req, const tc_kernel_desc *sig, uint8_t *div16) {
+    size_t n = sig->num_params;
+    memset(div16, 0, n ? n : 1);
+    if (req->divisibility) {
+        if (req->num_divisibility != n)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: %s has %zu runtime parameters, divisibility has %zu",
+                           sig->name, n, req->num_divisibility);
+        for (size_t i = 0; i < n; i++) {
+            const tc_param_desc *p = &sig->params[i];
+            int64_t d = req->divisibility[i];
+            div16[i] = (p->is_pointer || is_integer(p->dtype)) && d != 0 && d % 16 == 0;
+        }
+        return TC_OK;
+    }
+    if (!req->args)
+        return TC_OK;
+    if (req->num_args != n)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: %s takes %zu arguments, got %zu", sig->name, n,
+                       req->num_args);
+    for (size_t i = 0; i < n; i++) {
+        const tc_param_desc *p = &sig->params[i];
+        const void *a = req->args[i];
+        if (!a)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: %s: args[%zu] (%s) is NULL", sig->name, i, p->name);
+        uint64_t v;
+        if (p->is_pointer) {
+            v = *(const CUdeviceptr *)a;
+        } else if (is_integer(p->dtype)) {
+            switch (p->dtype) {
+            case TC_DTYPE_I8: v = (uint64_t) * (const int8_t *)a; break;
+            case TC_DTYPE_I16: v = (uint64_t) * (const int16_t *)a; break;
+            case TC_DTYPE_I32: v = (uint64_t) * (const int32_t *)a; break;
+            default: v = (uint64_t) * (const int64_t *)a; break;
+            }
+        } else {
+            continue;
+        }
+        div16[i] = v % 16 == 0;
+    }
+    return TC_OK;
+}
+
+static JitFamily *find_family(RtJitTable *t, const uint8_t base[32]) {
+    for (JitFamily *f = t->buckets[base[0]]; f; f = f->next)
+        if (memcmp(f->base, base, 32) == 0)
+            return f;
+    return NULL;
+}
+
+static tc_kernel *find_variant(const JitFamily *f, const uint8_t *div16) {
+    size_t n = f->sig.kernels[0].num_params;
+    for (JitVariant *v = f->variants; v; v = v->next)
+        if (memcmp(v->div16, div16, n) == 0)
+            return v->kernel;
+    return NULL;
+}
+
+/* Loads a cubin entry for the key, if the cache has a good one. */
+static tc_status load_cached_cubin(tc_context *ctx, const RtJitInputs *in, const uint8_t key[32], tc_module **mod) {
+    *mod = NULL;
+    RtCacheEntry e;
+    bool hit;
+    char why[256], hex[65];
+    rt_hex(key, 32, hex);
+    tc_status st = rt_cache_load(in->cache_dir, key, RT_PAYLOAD_CUBIN, &e, &hit, why, sizeof why);
+    if (st != TC_OK) {
+        rt_log(in->log, 1, "tilec: cache: %s", tc_last_error());
+        return TC_OK;
+    }
+    if (!hit) {
+        if (why[0])
+            rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: %s; rebuilding", in->cache_dir, hex, why);
+        return TC_OK;
+    }
+    RtMeta meta;
+    if (!rt_meta_decode(e.meta, e.meta_len, &meta)) {
+        char path[4096];
+        if (rt_cache_path(in->cache_dir, key, path, sizeof path) == TC_OK)
+            remove(path);
+        rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: bad kernel metadata; rebuilding", in->cache_dir,
+               hex);
+        rt_cache_entry_free(&e);
+        return TC_OK;
+    }
+    st = rt_module_load(ctx, e.payload, false, &meta, mod);
+    rt_cache_entry_free(&e);
+    if (st == TC_OK)
+        rt_log(in->log, 2, "tilec: cache hit %s (key %.16s, cubin)", in->kernel, hex);
+    else /* a cubin this driver refuses: fall back to the PTX */
+        rt_log(in->log, 1, "tilec: cached cubin %s/%s.entry does not load (%s); rebuilding", in->cache_dir, hex,
+               tc_last_error());
+    return TC_OK;
+}
+
+/* Levels 2 and 3: a module for the variant. */
+static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module **mod) {
+    RtJitBuild b;
+    uint8_t base[32], ptx_key[32], cubin_key[32];
+    rt_jit_base_key(in, base);
+    rt_jit_ptx_key(base, in->div16, in->num_params, ptx_key);
+    rt_jit_cubin_key(ptx_key, ctx->cc, ctx->driver_version, cubin_key);
+    if (in->cache_dir) {
+        tc_status st = load_cached_cubin(ctx, in, cubin_key, mod);
+        if (st != TC_OK || *mod)
+            return st;
+    }
+    tc_status st = rt_jit_build_ptx(in, &b);
+    if (st != TC_OK)
+        return st;
+    RtBytes cubin = {0};
+    st = rt_link_ptx(ctx, (const char *)b.ptx.data, b.ptx.len, &cubin);
+    if (st != TC_OK) {
+        rt_jit_build_free(&b);
+        return st;
+    }
+    if (in->cache_dir) {
+        RtBytes meta = {0};
+        tc_status cs =
+            rt_meta_encode(&b.meta, &meta)
+                ? rt_cache_store(in->cache_dir, cubin_key, RT_PAYLOAD_CUBIN, meta.data, meta.len, cubin.data, cubin.len)
+                : rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory encoding kernel metadata");
+        rt_bytes_free(&meta);
+        if (cs != TC_OK)
+            rt_log(in->log, 1, "tilec: cache: %s", tc_last_error());
+    }
+    st = rt_module_load(ctx, cubin.data, false, &b.meta, mod);
+    rt_bytes_free(&cubin);
+    rt_jit_build_free(&b);
+    return st;
+}
+
+/* Everything after the request is read and the lock is held. */
+static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc_source *src, const tc_options *opt,
+                            const char *arch, tc_kernel **out) {
+    if (!ctx->jit && !(ctx->jit = calloc(1, sizeof *ctx->jit)))
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    RtJitInputs in = {0};
+    in.source = src;
+    in.kernel = req->kernel;
+    in.constexprs = req->constexprs;
+    in.num_constexprs = req->num_constexprs;
+    in.options = opt;
+    in.arch = arch;
+    in.log = &ctx->log;
+    in.diags = req->diags;
+    uint8_t base[32];
+    rt_jit_base_key(&in, base);
+
+    JitFamily *fam = find_family(ctx->jit, base);
+    if (!fam) {
+        RtMeta sig;
+        tc_status st =
+            rt_signature(src, req->kernel, req->constexprs, req->num_constexprs, opt->num_warps, &sig, req->diags);
+        if (st != TC_OK)
+            return st;
+        if (!(fam = calloc(1, sizeof *fam))) {
+            rt_meta_free(&sig);
+            return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+        }
+        memcpy(fam->base, base, 32);
+        fam->sig = sig;
+        fam->next = ctx->jit->buckets[base[0]];
+        ctx->jit->buckets[base[0]] = fam;
+    }
+    const tc_kernel_desc *sig = &fam->sig.kernels[0];
+    size_t n = sig->num_params;
+    uint8_t facts_buf[64], *facts = n <= sizeof facts_buf ? facts_buf : malloc(n);
+    if (!facts)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    tc_status st = argument_facts(req, sig, facts);
+    tc_kernel *k = st == TC_OK ? find_variant(fam, facts) : NULL;
+    if (st != TC_OK || k) { /* the common case: no allocation */
+        if (facts != facts_buf)
+            free(facts);
+        *out = k;
+        return st;
+    }
+    JitVariant *v = calloc(1, sizeof *v + (n ? n : 1));
+    tc_param_spec *specs = calloc(n + opt->num_params + 1, sizeof *specs);
+    if (v)
+        memcpy(v->div16, facts, n);
+    if (facts != facts_buf)
+        free(facts);
+    if (!v || !specs) {
+        free(v);
+        free(specs);
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    /* The compiler gets the caller's own facts and the derived ones, by name. */
+    size_t num_specs = 0;
+    for (size_t i = 0; i < opt->num_params && opt->params; i++)
+        specs[num_specs++] = opt->params[i];
+    for (size_t i = 0; i < n; i++)
+        if (v->div16[i])
+            specs[num_specs++] = (tc_param_spec){sig->params[i].name, 16};
+    char dir[4096];
+    bool use_disk = !req->no_disk_cache;
+    if (use_disk && rt_cache_dir(dir, sizeof dir) != TC_OK) {
+        rt_log(&ctx->log, 1, "tilec: %s; caching in memory only", tc_last_error());
+        use_disk = false;
+    }
+    in.div16 = v->div16;
+    in.num_params = n;
+    in.sig = &fam->sig;
+    in.specs = specs;
+    in.num_specs = num_specs;
+    in.cache_dir = use_disk ? dir : NULL;
+    tc_module *mod = NULL;
+    st = build_module(ctx, &in, &mod);
+    free(specs);
+    if (st == TC_OK && (st = tc_module_get_kernel(mod, req->kernel, &k)) != TC_OK) {
+        tc_module_unload(mod);
+        st = rt_fail(TC_ERROR_INTERNAL, "tc_jit: the compiled module has no kernel named %s", req->kernel);
+    }
+    if (st != TC_OK) {
+        free(v);
+        return st;
+    }
+    v->kernel = k;
+    v->next = fam->variants;
+    fam->variants = v;
+    *out = k;
+    return TC_OK;
+}
+
+tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
+    if (out)
+        *out = NULL;
+    if (!ctx || !req || !out || !req->kernel || (!req->source && !req->path) ||
+        (req->num_constexprs && !req->constexprs))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: ctx, out, a kernel name and a source or path are required");
+    for (size_t i = 0; i < req->num_constexprs; i++)
+        if (!req->constexprs[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: constexpr %zu has no name", i);
+    const char *arch = req->arch ? req->arch : ctx->arch;
+    if (!*arch)
+        return rt_fail(TC_ERROR_UNSUPPORTED,
+                       "tc_jit: compute capability %d.%d is older than sm_80, tilec's oldest target", ctx->cc / 10,
+                       ctx->cc % 10);
+    tc_options opt;
+    if (req->options)
+        opt = *req->options;
+    else
+        tc_options_init(&opt);
+    opt.num_warps = opt.num_warps > 0 ? opt.num_warps : 4;
+    if (opt.num_params && !opt.params)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: options->num_params without options->params");
+
+    tc_source src = {req->path, req->source, 0};
+    tc_source file = {0};
+    if (req->source) {
+        src.len = req->source_len ? req->source_len : strlen(req->source);
+    } else {
+        if (tc_source_read_file(req->path, &file) != TC_OK)
+            return rt_fail(TC_ERROR_IO, "tc_jit: cannot read %s", req->path);
+        src = file;
+    }
+    pthread_mutex_lock(&ctx->jit_lock);
+    tc_status st = jit_locked(ctx, req, &src, &opt, arch, out);
+    pthread_mutex_unlock(&ctx->jit_lock);
+    tc_source_free(&file);
+    return st;
+}

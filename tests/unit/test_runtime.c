@@ -1,0 +1,931 @@
+/*
+ * test_runtime.c — the runtime's CPU-side parts, on a machine with or
+ * without a GPU: SHA-256 against the FIPS 180-4 vectors; the disk cache
+ * (round trips, and every kind of bad entry rejected, deleted and rebuilt,
+ * no temp files left behind); JIT keys; the JIT's build step with a fake
+ * compiler; kernel metadata; the front end's signatures; the no-driver
+ * path; tc_launch's argument checks (on a kernel whose "driver" is a stub
+ * that records the launch); and the AOT emitter. Every test that touches
+ * the disk uses its own temporary TILEC_CACHE_DIR.
+ */
+#include "codegen/aot.h"
+#include "runtime/runtime.h"
+#include "tilec/aot.h"
+#include "unit.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static char *make_temp_dir(void) {
+    const char *tmp = getenv("TMPDIR");
+    char tmpl[512];
+    snprintf(tmpl, sizeof tmpl, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[1024];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            remove_tree(path);
+        else
+            unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* Files in dir whose name starts with prefix. */
+static int count_files(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static bool file_exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+/* strstr that treats a NULL haystack (a failed build's buffer) as empty. */
+static bool has(const void *hay, const char *needle) {
+    return hay && strstr((const char *)hay, needle) != NULL;
+}
+
+static void hex_of(const void *data, size_t len, char out[65]) {
+    uint8_t d[32];
+    rt_sha256(data, len, d);
+    rt_hex(d, 32, out);
+}
+
+/* ---- hash ---- */
+
+TEST(test_sha256_vectors) {
+    char hex[65];
+    hex_of("", 0, hex);
+    CHECK_EQ_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    hex_of("abc", 3, hex);
+    CHECK_EQ_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m448 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    hex_of(m448, strlen(m448), hex);
+    CHECK_EQ_STR(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    const char *m896 =
+        "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrs"
+        "mnopqrstnopqrstu";
+    hex_of(m896, strlen(m896), hex);
+    CHECK_EQ_STR(hex, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+    /* a million 'a', fed in uneven pieces */
+    char *a = malloc(1000000);
+    memset(a, 'a', 1000000);
+    RtSha256 h;
+    rt_sha256_init(&h);
+    size_t off = 0, step = 1;
+    while (off < 1000000) {
+        size_t n = step < 1000000 - off ? step : 1000000 - off;
+        rt_sha256_update(&h, a + off, n);
+        off += n;
+        step = step * 3 % 977 + 1;
+    }
+    uint8_t d[32];
+    rt_sha256_final(&h, d);
+    rt_hex(d, 32, hex);
+    CHECK_EQ_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(a);
+}
+
+TEST(test_sha256_lengths) {
+    /* every length around the padding boundaries: streaming == one shot */
+    uint8_t buf[200];
+    for (int i = 0; i < 200; i++)
+        buf[i] = (uint8_t)(i * 7 + 3);
+    for (size_t n = 50; n < 140; n++) {
+        uint8_t one[32], two[32];
+        rt_sha256(buf, n, one);
+        RtSha256 h;
+        rt_sha256_init(&h);
+        rt_sha256_update(&h, buf, n / 3);
+        rt_sha256_update(&h, buf + n / 3, n - n / 3);
+        rt_sha256_final(&h, two);
+        CHECK(memcmp(one, two, 32) == 0);
+    }
+}
+
+TEST(test_sha256_fields) {
+    uint8_t x[32], y[32];
+    RtSha256 h;
+    rt_sha256_init(&h);
+    rt_sha256_field(&h, "s", "ab", 2);
+    rt_sha256_field(&h, "s", "c", 1);
+    rt_sha256_final(&h, x);
+    rt_sha256_init(&h);
+    rt_sha256_field(&h, "s", "a", 1);
+    rt_sha256_field(&h, "s", "bc", 2);
+    rt_sha256_final(&h, y);
+    CHECK(memcmp(x, y, 32) != 0);
+    rt_sha256_init(&h);
+    rt_sha256_field_str(&h, "s", NULL);
+    rt_sha256_final(&h, x);
+    rt_sha256_init(&h);
+    rt_sha256_field_str(&h, "s", "");
+    rt_sha256_final(&h, y);
+    CHECK(memcmp(x, y, 32) != 0);
+}
+
+/* ---- cache ---- */
+
+static const uint8_t *key_of(const char *s) {
+    static uint8_t k[4][32];
+    static int next;
+    uint8_t *out = k[next++ % 4];
+    rt_sha256(s, strlen(s), out);
+    return out;
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc((size_t)n + 4096); /* room for the damage functions to grow it */
+    *len = fread(p, 1, (size_t)n, f);
+    fclose(f);
+    return p;
+}
+
+static void write_all(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, n, f);
+    fclose(f);
+}
+
+/* Stores a PTX entry, damages it with `damage`, and checks it is rejected
+ * with a reason containing `reason`, and deleted. */
+static void check_rejected(const char *dir, void (*damage)(char *data, size_t *len, const char *dir),
+                           const char *reason) {
+    const uint8_t *key = key_of("damaged");
+    char path[1024];
+    rt_cache_path(dir, key, path, sizeof path);
+    CHECK_EQ_INT(rt_cache_store(dir, key, RT_PAYLOAD_PTX, "meta", 4, ".version 8.0\n", 13), TC_OK);
+    size_t len;
+    char *data = read_all(path, &len);
+    damage(data, &len, dir);
+    write_all(path, data, len);
+    free(data);
+    RtCacheEntry e;
+    bool hit = true;
+    char why[256];
+    CHECK_EQ_INT(rt_cache_load(dir, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(!hit);
+    CHECK(strstr(why, reason) != NULL);
+    if (!strstr(why, reason))
+        fprintf(stderr, "  reason: %s (expected %s)\n", why, reason);
+    CHECK(!file_exists(path));
+}
+
+static void damage_payload(char *d, size_t *len, const char *dir) {
+    d[*len - 2] ^= 1;
+}
+static void damage_truncate(char *d, size_t *len, const char *dir) {
+    *len -= 5;
+}
+static void damage_short(char *d, size_t *len, const char *dir) {
+    *len = 40;
+}
+static void damage_empty(char *d, size_t *len, const char *dir) {
+    *len = 0;
+}
+static void damage_magic(char *d, size_t *len, const char *dir) {
+    memcpy(d, "ELF\x7f\0\0\0", 8);
+}
+static void damage_format(char *d, size_t *len, const char *dir) {
+    d[8] = 2;
+}
+static void damage_kind(char *d, size_t *len, const char *dir) {
+    d[12] = 2;
+}
+static void damage_key(char *d, size_t *len, const char *dir) {
+    d[20] ^= 0x40;
+}
+static void damage_append(char *d, size_t *len, const char *dir) {
+    d[(*len)++] = 'x';
+}
+
+/* Another compiler wrote it: the version string differs, the checksum fits. */
+static void damage_compiler(char *d, size_t *len, const char *dir) {
+    d[RT_CACHE_HEADER_SIZE] ^= 0x20; /* "tilec" -> "Tilec" */
+    uint8_t sum[32];
+    rt_sha256(d + RT_CACHE_HEADER_SIZE, *len - RT_CACHE_HEADER_SIZE, sum);
+    memcpy(d + 48, sum, 32);
+}
+
+/* A file that is not ours at all. */
+static void damage_foreign(char *d, size_t *len, const char *dir) {
+    const char *text = "this is not a cache entry: it is a text file that someone or something left in the cache "
+                       "directory, long enough to pass for an entry's header\n";
+    *len = strlen(text);
+    memcpy(d, text, *len);
+}
+
+TEST(test_cache_round_trip) {
+    char *dir = make_temp_dir();
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/a/b", dir); /* created on demand */
+    const uint8_t *key = key_of("round trip");
+    RtCacheEntry e;
+    bool hit = true;
+    char why[256];
+    CHECK_EQ_INT(rt_cache_load(sub, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(!hit);
+    CHECK_EQ_STR(why, "");
+    const char payload[] = ".version 8.0\n.target sm_90a\n";
+    CHECK_EQ_INT(rt_cache_store(sub, key, RT_PAYLOAD_PTX, "\x01\x02", 2, payload, strlen(payload)), TC_OK);
+    CHECK_EQ_INT(rt_cache_load(sub, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(hit);
+    CHECK_EQ_INT(e.payload_len, strlen(payload));
+    CHECK(memcmp(e.payload, payload, e.payload_len) == 0);
+    CHECK_EQ_INT(e.payload[e.payload_len], 0); /* PTX payloads are C strings */
+    CHECK_EQ_INT(e.meta_len, 2);
+    CHECK_EQ_STR(e.compiler, tc_version());
+    rt_cache_entry_free(&e);
+    /* overwriting is atomic and leaves no temp file */
+    CHECK_EQ_INT(rt_cache_store(sub, key, RT_PAYLOAD_PTX, NULL, 0, "x", 1), TC_OK);
+    CHECK_EQ_INT(rt_cache_load(sub, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(hit && e.payload_len == 1 && e.meta_len == 0);
+    rt_cache_entry_free(&e);
+    CHECK_EQ_INT(count_files(sub, ".tmp-"), 0);
+    CHECK_EQ_INT(count_files(sub, ""), 3); /* ".", "..", the entry */
+    /* a cubin-kind load of a PTX entry is a miss (and deletes it) */
+    CHECK_EQ_INT(rt_cache_load(sub, key, RT_PAYLOAD_CUBIN, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(!hit);
+    CHECK(strstr(why, "kind") != NULL);
+    remove_tree(dir);
+    free(dir);
+}
+
+TEST(test_cache_rejects_bad_entries) {
+    char *dir = make_temp_dir();
+    check_rejected(dir, damage_payload, "checksum");
+    check_rejected(dir, damage_truncate, "truncated");
+    check_rejected(dir, damage_short, "short");
+    check_rejected(dir, damage_empty, "short");
+    check_rejected(dir, damage_magic, "magic");
+    check_rejected(dir, damage_format, "format");
+    check_rejected(dir, damage_kind, "kind");
+    check_rejected(dir, damage_key, "key");
+    check_rejected(dir, damage_append, "lengths");
+    check_rejected(dir, damage_compiler, "compiler");
+    check_rejected(dir, damage_foreign, "magic");
+    CHECK_EQ_INT(count_files(dir, ".tmp-"), 0);
+    remove_tree(dir);
+    free(dir);
+}
+
+TEST(test_cache_io_errors) {
+    char *dir = make_temp_dir();
+    char file[600], bad[700];
+    snprintf(file, sizeof file, "%s/plain-file", dir);
+    write_all(file, "x", 1);
+    snprintf(bad, sizeof bad, "%s/sub", file); /* a directory under a file: ENOTDIR */
+    const uint8_t *key = key_of("io");
+    CHECK_EQ_INT(rt_cache_store(bad, key, RT_PAYLOAD_PTX, NULL, 0, "x", 1), TC_ERROR_IO);
+    CHECK(strstr(tc_last_error(), file) != NULL);
+    RtCacheEntry e;
+    bool hit = true;
+    char why[64];
+    CHECK_EQ_INT(rt_cache_load(bad, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK); /* just a miss */
+    CHECK(!hit);
+    /* a directory where the entry should be: not a regular file, a miss */
+    char path[1024];
+    rt_cache_path(dir, key, path, sizeof path);
+    mkdir(path, 0777);
+    CHECK_EQ_INT(rt_cache_load(dir, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(!hit);
+    remove_tree(dir);
+    free(dir);
+}
+
+TEST(test_cache_dir_from_env) {
+    char *old = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
+    char out[512];
+    setenv("TILEC_CACHE_DIR", "/some/where", 1);
+    CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+    CHECK_EQ_STR(out, "/some/where");
+    unsetenv("TILEC_CACHE_DIR");
+    char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", "/xdg", 1);
+    CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+    CHECK_EQ_STR(out, "/xdg/tilec");
+    unsetenv("XDG_CACHE_HOME");
+    if (getenv("HOME")) {
+        char want[512];
+        snprintf(want, sizeof want, "%s/.cache/tilec", getenv("HOME"));
+        CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+        CHECK_EQ_STR(out, want);
+    }
+    if (xdg)
+        setenv("XDG_CACHE_HOME", xdg, 1);
+    if (old)
+        setenv("TILEC_CACHE_DIR", old, 1);
+    free(xdg);
+    free(old);
+}
+
+/* ---- metadata ---- */
+
+static const tc_param_desc softmax_params[] = {
+    {"out", TC_DTYPE_F16, 1, 0}, {"x", TC_DTYPE_F16, 1, 1}, {"stride", TC_DTYPE_I64, 0, 0}, {"n", TC_DTYPE_I32, 0, 0}};
+static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params};
+
+TEST(test_meta_round_trip) {
+    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL}};
+    RtMeta m, back;
+    CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
+    RtBytes b = {0};
+    CHECK(rt_meta_encode(&m, &b));
+    CHECK(rt_meta_decode(b.data, b.len, &back));
+    CHECK_EQ_INT(back.num_kernels, 2);
+    const tc_kernel_desc *d = rt_meta_find(&back, "softmax");
+    CHECK(d && d->num_warps == 4 && d->shared_bytes == 1024 && d->num_params == 4);
+    if (d) {
+        CHECK_EQ_STR(d->params[1].name, "x");
+        CHECK(d->params[1].is_pointer && d->params[1].is_const && d->params[1].dtype == TC_DTYPE_F16);
+        CHECK(!d->params[3].is_pointer && d->params[3].dtype == TC_DTYPE_I32);
+    }
+    d = rt_meta_find(&back, "empty");
+    CHECK(d && d->num_params == 0 && d->shared_bytes == 65536 && d->num_warps == 8);
+    CHECK(rt_meta_find(&back, "nope") == NULL);
+    /* every truncation and a trailing byte are rejected */
+    int accepted = 0;
+    for (size_t n = 0; n < b.len; n++) {
+        RtMeta bad;
+        accepted += rt_meta_decode(b.data, n, &bad);
+    }
+    CHECK_EQ_INT(accepted, 0);
+    rt_bytes_u8(&b, 0);
+    RtMeta bad;
+    CHECK(!rt_meta_decode(b.data, b.len, &bad));
+    /* a bad dtype */
+    RtBytes c = {0};
+    RtMeta one = {1, (tc_kernel_desc *)&softmax_desc};
+    rt_meta_encode(&one, &c);
+    c.data[c.len - 3] = 42; /* the last param's dtype */
+    CHECK(!rt_meta_decode(c.data, c.len, &bad));
+    rt_bytes_free(&b);
+    rt_bytes_free(&c);
+    rt_meta_free(&m);
+    rt_meta_free(&back);
+}
+
+static const char softmax_src[] =
+    "kernel softmax(f16* out, const f16* x, i64 stride, i32 n_cols, constexpr i32 BLOCK) {\n"
+    "    let row = program_id(0);\n"
+    "    let cols = arange(0, BLOCK);\n"
+    "    let mask = cols < n_cols;\n"
+    "    let v = f32(load(x + row * stride + cols, mask, -inf));\n"
+    "    let e = exp(v - max(v, 0));\n"
+    "    store(out + row * stride + cols, f16(e / sum(e, 0)), mask);\n"
+    "}\n"
+    "kernel scale(T* y, const T* x, f32 s, bool flag, i8 small, constexpr dtype T, constexpr i32 N) {\n"
+    "    let i = arange(0, N);\n"
+    "    store(y + i, load(x + i));\n"
+    "}\n";
+
+TEST(test_signature) {
+    tc_source src = {"sm.tile", softmax_src, strlen(softmax_src)};
+    tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0},
+                         {"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_BF16, 0},
+                         {"N", TC_CONSTEXPR_INT, 128, 0}};
+    RtMeta m;
+    CHECK_EQ_INT(rt_signature(&src, "softmax", cx, 1, 4, &m, NULL), TC_OK);
+    CHECK_EQ_INT(m.num_kernels, 1);
+    if (m.num_kernels == 1) {
+        const tc_kernel_desc *d = &m.kernels[0];
+        CHECK_EQ_STR(d->name, "softmax");
+        CHECK_EQ_INT(d->num_params, 4);
+        CHECK_EQ_STR(d->params[0].name, "out");
+        CHECK(d->params[0].is_pointer && !d->params[0].is_const && d->params[0].dtype == TC_DTYPE_F16);
+        CHECK(d->params[1].is_pointer && d->params[1].is_const);
+        CHECK(!d->params[2].is_pointer && d->params[2].dtype == TC_DTYPE_I64);
+        CHECK_EQ_STR(d->params[3].name, "n_cols");
+    }
+    rt_meta_free(&m);
+    /* a type parameter decides the pointee type */
+    CHECK_EQ_INT(rt_signature(&src, "scale", cx + 1, 2, 8, &m, NULL), TC_OK);
+    if (m.num_kernels == 1) {
+        const tc_kernel_desc *d = &m.kernels[0];
+        CHECK_EQ_INT(d->num_warps, 8);
+        CHECK_EQ_INT(d->num_params, 5);
+        CHECK(d->params[0].is_pointer && d->params[0].dtype == TC_DTYPE_BF16);
+        CHECK(d->params[1].is_const && d->params[1].dtype == TC_DTYPE_BF16);
+        CHECK(!d->params[2].is_pointer && d->params[2].dtype == TC_DTYPE_F32);
+        CHECK(d->params[3].dtype == TC_DTYPE_I1 && d->params[4].dtype == TC_DTYPE_I8);
+        CHECK_EQ_INT(tc_param_size(&d->params[0]), 8);
+        CHECK_EQ_INT(tc_param_size(&d->params[4]), 1);
+    }
+    rt_meta_free(&m);
+    /* no such kernel; errors in the source, rendered into diagnostics */
+    CHECK_EQ_INT(rt_signature(&src, "nope", cx, 1, 4, &m, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "nope") != NULL);
+    tc_source bad = {"bad.tile", "kernel k(f32* x) { let = ; }", 28};
+    tc_diagnostics *diags;
+    tc_diagnostics_create(&diags);
+    CHECK_EQ_INT(rt_signature(&bad, "k", NULL, 0, 4, &m, diags), TC_ERROR_COMPILE);
+    CHECK(strstr(tc_diagnostics_text(diags), "bad.tile:1:") != NULL);
+    tc_diagnostics_destroy(diags);
+    /* a missing constexpr value is a compile error too */
+    CHECK_EQ_INT(rt_signature(&src, "softmax", NULL, 0, 4, &m, NULL), TC_ERROR_COMPILE);
+}
+
+/* ---- JIT keys and the build step ---- */
+
+typedef struct FakeCompiler {
+    int calls;
+    tc_status result;
+} FakeCompiler;
+
+/* "Compiles" by reading the signature; the PTX names the kernel and arch. */
+static tc_status fake_compile(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
+                              tc_diagnostics *diags) {
+    FakeCompiler *fc = user;
+    fc->calls++;
+    if (fc->result != TC_OK)
+        return fc->result;
+    char text[256];
+    snprintf(text, sizeof text, "// fake PTX for %s on %s, %zu facts\n", req->kernel, req->arch, req->num_specs);
+    rt_bytes_append(ptx, text, strlen(text));
+    return rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs, req->options->num_warps, meta,
+                        diags);
+}
+
+typedef struct LogLines {
+    int count;
+    char last[512];
+    int compiled, rejected, hits;
+} LogLines;
+
+static void log_line(void *user, const char *line) {
+    LogLines *l = user;
+    l->count++;
+    snprintf(l->last, sizeof l->last, "%s", line);
+    l->compiled += strstr(line, "compiled") != NULL;
+    l->rejected += strstr(line, "rejected") != NULL;
+    l->hits += strstr(line, "cache hit") != NULL;
+}
+
+typedef struct JitFixture {
+    tc_source src;
+    tc_constexpr cx[1];
+    tc_options opt;
+    uint8_t div16[4];
+    FakeCompiler fc;
+    LogLines lines;
+    RtLogger log;
+    RtJitInputs in;
+} JitFixture;
+
+static void jit_setup(JitFixture *f, const char *dir) {
+    memset(f, 0, sizeof *f);
+    f->src = (tc_source){"sm.tile", softmax_src, strlen(softmax_src)};
+    f->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, 1024, 0};
+    tc_options_init(&f->opt);
+    f->log = (RtLogger){log_line, &f->lines};
+    f->in = (RtJitInputs){.source = &f->src,
+                          .kernel = "softmax",
+                          .constexprs = f->cx,
+                          .num_constexprs = 1,
+                          .options = &f->opt,
+                          .arch = "sm_90a",
+                          .div16 = f->div16,
+                          .num_params = 4,
+                          .cache_dir = dir,
+                          .compile = fake_compile,
+                          .compile_user = &f->fc,
+                          .log = &f->log};
+}
+
+static void key_of_inputs(const RtJitInputs *in, uint8_t key[32]) {
+    uint8_t base[32];
+    rt_jit_base_key(in, base);
+    rt_jit_ptx_key(base, in->div16, in->num_params, key);
+}
+
+TEST(test_jit_keys) {
+    JitFixture f;
+    jit_setup(&f, NULL);
+    uint8_t k0[32], k[32];
+    key_of_inputs(&f.in, k0);
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) == 0); /* deterministic */
+
+    /* each ingredient changes the key */
+    f.cx[0].i = 2048;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.cx[0].i = 1024;
+    f.in.arch = "sm_80";
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.in.arch = "sm_90a";
+    f.opt.num_warps = 8;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.num_warps = 4;
+    f.div16[1] = 1;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.div16[1] = 0;
+    f.in.kernel = "scale";
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.in.kernel = "softmax";
+    tc_source other = {"sm.tile", softmax_src, strlen(softmax_src) - 1};
+    f.in.source = &other;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.in.source = &f.src;
+    tc_param_spec spec = {"x", 16};
+    f.opt.params = &spec;
+    f.opt.num_params = 1;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.params = NULL;
+    f.opt.num_params = 0;
+
+    /* what does not change the code does not change the key */
+    f.opt.print_after_all = 1;
+    f.opt.verify_each = 1;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) == 0);
+
+    /* constexpr order does not matter; a float's bits do */
+    tc_constexpr ab[2] = {{"A", TC_CONSTEXPR_INT, 1, 0}, {"B", TC_CONSTEXPR_FLOAT, 0, 0.5}};
+    tc_constexpr ba[2] = {ab[1], ab[0]};
+    uint8_t kab[32], kba[32];
+    f.in.constexprs = ab;
+    f.in.num_constexprs = 2;
+    key_of_inputs(&f.in, kab);
+    f.in.constexprs = ba;
+    key_of_inputs(&f.in, kba);
+    CHECK(memcmp(kab, kba, 32) == 0);
+    ba[0].f = 0.25;
+    key_of_inputs(&f.in, kba);
+    CHECK(memcmp(kab, kba, 32) != 0);
+
+    /* the cubin key adds the device and the driver */
+    uint8_t c1[32], c2[32], c3[32];
+    rt_jit_cubin_key(k0, 90, 13000, c1);
+    rt_jit_cubin_key(k0, 80, 13000, c2);
+    rt_jit_cubin_key(k0, 90, 12080, c3);
+    CHECK(memcmp(c1, c2, 32) != 0 && memcmp(c1, c3, 32) != 0 && memcmp(c1, k0, 32) != 0);
+}
+
+TEST(test_jit_build_and_cache) {
+    char *dir = make_temp_dir();
+    JitFixture f;
+    jit_setup(&f, dir);
+    RtJitBuild b;
+
+    /* cold: compiled, logged, stored */
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 1);
+    CHECK_EQ_INT(f.lines.compiled, 1);
+    CHECK(strstr(f.lines.last, "tilec: compiled softmax (key ") != NULL);
+    CHECK(has(b.ptx.data, "fake PTX for softmax on sm_90a"));
+    CHECK_EQ_INT(b.meta.num_kernels, 1);
+    char path[1024];
+    rt_cache_path(dir, b.key, path, sizeof path);
+    CHECK(file_exists(path));
+    rt_jit_build_free(&b);
+
+    /* warm: from the disk, no compile, same PTX and metadata */
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(!b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 1);
+    CHECK_EQ_INT(f.lines.hits, 1);
+    CHECK(has(b.ptx.data, "fake PTX for softmax"));
+    CHECK(b.meta.num_kernels == 1 && b.meta.kernels[0].num_params == 4 && b.meta.kernels[0].params[1].is_const);
+    rt_jit_build_free(&b);
+
+    /* a corrupted entry is rejected, logged, rebuilt and rewritten */
+    size_t len;
+    char *data = read_all(path, &len);
+    data[len - 3] ^= 0x55;
+    write_all(path, data, len);
+    free(data);
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 2);
+    CHECK_EQ_INT(f.lines.rejected, 1);
+    rt_jit_build_free(&b);
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(!b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 2);
+    rt_jit_build_free(&b);
+
+    /* a truncated one too */
+    data = read_all(path, &len);
+    write_all(path, data, len / 2);
+    free(data);
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 3);
+    rt_jit_build_free(&b);
+
+    /* another specialization is another entry */
+    f.div16[0] = 1;
+    f.in.num_specs = 1;
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 4);
+    CHECK(has(b.ptx.data, "1 facts"));
+    rt_jit_build_free(&b);
+    CHECK_EQ_INT(count_files(dir, ".tmp-"), 0);
+    CHECK_EQ_INT(count_files(dir, ""), 4); /* ".", "..", two entries */
+
+    /* a failed compile stores nothing */
+    f.fc.result = TC_ERROR_COMPILE;
+    f.cx[0].i = 512;
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_ERROR_COMPILE);
+    CHECK_EQ_INT(count_files(dir, ""), 4);
+
+    /* memory only: nothing on disk, every build compiles */
+    f.fc.result = TC_OK;
+    f.in.cache_dir = NULL;
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    rt_jit_build_free(&b);
+    CHECK_EQ_INT(count_files(dir, ""), 4);
+
+    /* an unwritable cache is not an error: logged, the kernel still builds */
+    char file[600], bad[700];
+    snprintf(file, sizeof file, "%s/plain-file", dir);
+    write_all(file, "x", 1);
+    snprintf(bad, sizeof bad, "%s/sub", file);
+    f.in.cache_dir = bad;
+    int before = f.lines.count;
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled);
+    CHECK(f.lines.count == before + 2 && strstr(f.lines.last, "tilec: cache: cannot create") != NULL);
+    rt_jit_build_free(&b);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* Without a callback, compiles go to stderr only with TILEC_LOG set. */
+TEST(test_log_env) {
+    char *old = getenv("TILEC_LOG") ? strdup(getenv("TILEC_LOG")) : NULL;
+    unsetenv("TILEC_LOG");
+    RtLogger none = {NULL, NULL};
+    rt_log(&none, 1, "tilec: this line must not appear");
+    rt_log(NULL, 1, "tilec: nor this one");
+    LogLines l = {0};
+    RtLogger cb = {log_line, &l};
+    rt_log(&cb, 2, "tilec: cache hit x");
+    CHECK_EQ_INT(l.hits, 1); /* the callback gets every event */
+    if (old)
+        setenv("TILEC_LOG", old, 1);
+    free(old);
+}
+
+/* ---- the driver, absent or present ---- */
+
+TEST(test_no_driver) {
+    RtCuda cu;
+    CHECK_EQ_INT(rt_cuda_open("libtilec-no-such-library.so.1", &cu), TC_ERROR_NO_DRIVER);
+    CHECK(strstr(tc_last_error(), "libtilec-no-such-library.so.1 not found: no NVIDIA driver on this machine") != NULL);
+    CHECK(cu.handle == NULL && cu.cuLaunchKernel == NULL);
+    /* a library that is not libcuda */
+    CHECK_EQ_INT(rt_cuda_open("libc.so.6", &cu), TC_ERROR_NO_DRIVER);
+    CHECK(strstr(tc_last_error(), "has no cuInit") != NULL);
+
+    /* the real thing: either this machine has a driver, or every entry point says so */
+    tc_context *ctx = (tc_context *)1;
+    tc_status st = tc_context_create(0, &ctx);
+    if (st == TC_ERROR_NO_DRIVER) {
+        CHECK(ctx == NULL);
+        CHECK(strstr(tc_last_error(), "libcuda.so.1 not found: no NVIDIA driver on this machine") != NULL);
+        CHECK_EQ_STR(tc_status_string(st), "no CUDA driver");
+        /* the answer is kept, also for other entry points */
+        CHECK_EQ_INT(tc_context_create(0, &ctx), TC_ERROR_NO_DRIVER);
+        CHECK_EQ_INT(tc_context_create_from(NULL, &ctx), TC_ERROR_NO_DRIVER);
+        int v = -1, n = -1;
+        CHECK_EQ_INT(tc_driver_version(&v), TC_ERROR_NO_DRIVER);
+        CHECK_EQ_INT(tc_device_count(&n), TC_ERROR_NO_DRIVER);
+        CHECK(v == 0 && n == 0);
+        CHECK(strstr(tc_last_error(), "libcuda.so.1 not found") != NULL);
+    } else {
+        fprintf(stderr, "  (this machine has a CUDA driver: tc_context_create gave %s)\n", tc_status_string(st));
+        CHECK(st == TC_OK || st == TC_ERROR_NO_DEVICE);
+        tc_context_destroy(st == TC_OK ? ctx : NULL);
+    }
+    CHECK_EQ_INT(tc_context_create(0, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_context_destroy(NULL), TC_OK);
+    CHECK_EQ_INT(tc_module_unload(NULL), TC_OK);
+    CHECK_EQ_INT(tc_timer_destroy(NULL), TC_OK);
+}
+
+TEST(test_null_arguments) {
+    tc_kernel *k = (tc_kernel *)1;
+    tc_module *m = (tc_module *)1;
+    tc_jit_request req;
+    tc_jit_request_init(&req);
+    req.kernel = "softmax";
+    req.source = softmax_src;
+    CHECK_EQ_INT(tc_jit(NULL, &req, &k), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(k == NULL);
+    CHECK_EQ_INT(tc_module_load(NULL, NULL, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(m == NULL);
+    CHECK_EQ_INT(tc_module_load_ptx(NULL, "x", 1, NULL, 0, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_module_get_kernel(NULL, "x", &k), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_launch(NULL, (tc_dim3){1, 1, 1}, NULL, NULL, 0), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_launch_raw(NULL, (tc_dim3){1, 1, 1}, (tc_dim3){1, 1, 1}, 0, NULL, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_mem_alloc(NULL, 16, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(tc_kernel_get_desc(NULL) == NULL && tc_kernel_function(NULL) == NULL);
+    CHECK(tc_context_cuda(NULL) == NULL && tc_context_compute_capability(NULL) == 0);
+    CHECK_EQ_STR(tc_context_arch(NULL), "");
+}
+
+TEST(test_arch_for_cc) {
+    CHECK_EQ_STR(rt_arch_for_cc(90), "sm_90a");
+    CHECK_EQ_STR(rt_arch_for_cc(80), "sm_80");
+    CHECK_EQ_STR(rt_arch_for_cc(86), "sm_80");
+    CHECK_EQ_STR(rt_arch_for_cc(89), "sm_80");
+    CHECK_EQ_STR(rt_arch_for_cc(100), "sm_90");
+    CHECK_EQ_STR(rt_arch_for_cc(120), "sm_90");
+    CHECK_EQ_STR(rt_arch_for_cc(75), "");
+}
+
+/* ---- tc_launch's checks, with a stub in place of cuLaunchKernel ---- */
+
+static struct {
+    int calls;
+    unsigned grid[3], block[3], shared;
+    void **args;
+    RtCuResult result;
+} stub;
+
+static RtCuResult stub_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned shared, CUstream stream, void **params, void **extra) {
+    stub.calls++;
+    stub.grid[0] = gx, stub.grid[1] = gy, stub.grid[2] = gz;
+    stub.block[0] = bx, stub.block[1] = by, stub.block[2] = bz;
+    stub.shared = shared;
+    stub.args = params;
+    return stub.result;
+}
+
+TEST(test_launch_checks) {
+    static const uint32_t ptrs[] = {0, 1};
+    tc_kernel k = {.fn = NULL,
+                   .launch = stub_launch,
+                   .num_params = 4,
+                   .block = 128,
+                   .shared = 1024,
+                   .ptr_params = ptrs,
+                   .num_ptr_params = 2,
+                   .desc = &softmax_desc,
+                   .name = "softmax"};
+    CUdeviceptr out = 0x10000, x = 0x20000;
+    int64_t stride = 1000;
+    int32_t n = 1000;
+    void *args[] = {&out, &x, &stride, &n};
+    memset(&stub, 0, sizeof stub);
+
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){37, 2, 1}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(stub.calls, 1);
+    CHECK(stub.grid[0] == 37 && stub.grid[1] == 2 && stub.grid[2] == 1);
+    CHECK(stub.block[0] == 128 && stub.block[1] == 1 && stub.block[2] == 1);
+    CHECK_EQ_INT(stub.shared, 1024);
+    CHECK(stub.args == args);
+
+    /* every bad call is refused before the driver */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, args, 3), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "takes 4 arguments, got 3") != NULL);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, args, 5), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, NULL, 4), TC_ERROR_INVALID_ARGUMENT);
+    x = 0;
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, args, 4), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "pointer argument 1 (x) is 0") != NULL);
+    x = 0x20000;
+    args[2] = NULL;
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, args, 4), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "args[2] (stride) is NULL") != NULL);
+    args[2] = &stride;
+    CHECK_EQ_INT(stub.calls, 1);
+
+    /* an empty grid launches nothing */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){0, 1, 1}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){5, 1, 0}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(stub.calls, 1);
+
+    /* a driver error becomes TC_ERROR_CUDA, with the launch described */
+    stub.result = 1; /* CUDA_ERROR_INVALID_VALUE */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){3, 1, 1}, NULL, args, 4), TC_ERROR_CUDA);
+    CHECK(strstr(tc_last_error(), "cuLaunchKernel(softmax, grid 3x1x1, block 128x1x1, shared 1024)") != NULL);
+    stub.result = 0;
+
+    /* a kernel without metadata: only tc_launch_raw */
+    tc_kernel raw = {.launch = stub_launch, .num_params = SIZE_MAX, .name = "raw"};
+    CHECK_EQ_INT(tc_launch(&raw, (tc_dim3){1, 1, 1}, NULL, args, 4), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "without metadata") != NULL);
+    int calls = stub.calls;
+    CHECK_EQ_INT(tc_launch_raw(&raw, (tc_dim3){2, 1, 1}, (tc_dim3){64, 2, 1}, 77, NULL, args), TC_OK);
+    CHECK(stub.calls == calls + 1 && stub.block[0] == 64 && stub.block[1] == 2 && stub.shared == 77);
+}
+
+/* ---- AOT ---- */
+
+static const char fake_ptx[] = "//\n// a test \"PTX\" with \\ and ?\?= in it\n.version 8.0\n.target sm_90a\n";
+
+TEST(test_aot_emit) {
+    RtMeta sig, meta;
+    tc_kernel_desc d = softmax_desc;
+    CHECK_EQ_INT(rt_meta_copy(&d, 1, &sig), TC_OK);
+    d.shared_bytes = 65536;
+    CHECK_EQ_INT(rt_meta_copy(&d, 1, &meta), TC_OK);
+    static const uint8_t cubin[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    CgAotImage images[2] = {{"sm_80", fake_ptx, strlen(fake_ptx), NULL, 0, &sig},
+                            {"sm_90a", fake_ptx, strlen(fake_ptx), cubin, sizeof cubin, &meta}};
+    CgAotInput in = {"mylib", "mylib.h", "sm.tile", "BLOCK=1024", &sig, images, 2};
+    Buf h, c;
+    buf_init(&h);
+    buf_init(&c);
+    TcGuard g;
+    if (!TC_GUARD(g)) {
+        cg_aot_emit(&in, &h, &c);
+        tc_guard_pop(&g);
+    }
+    CHECK(has(h.data, "tc_status mylib_softmax(CUstream stream, void *out, const void *x, int64_t "
+                      "stride, int32_t n, tc_dim3 grid);"));
+    CHECK(has(h.data, "/* softmax(f16* out, const f16* x, i64 stride, i32 n)"));
+    CHECK(has(h.data, "1024 bytes (sm_80), 65536 bytes (sm_90a)"));
+    CHECK(has(h.data, "tc_status mylib_load(CUcontext ctx);"));
+    CHECK(has(c.data, "\"// a test \\\"PTX\\\" with \\\\ and ?\\?= in it\\n\""));
+    CHECK(c.data &&
+          strstr(c.data, "static _Alignas(16) const unsigned char mylib_cubin_1[] = {\n    0x7f, 0x45,") != NULL);
+    /* preference: the cubin, then sm_90a PTX, then sm_80 PTX */
+    const char *p1 = c.data ? strstr(c.data, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}}") : NULL;
+    const char *p2 = c.data ? strstr(c.data, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}}") : NULL;
+    const char *p3 = c.data ? strstr(c.data, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}}") : NULL;
+    CHECK(p1 && p2 && p3 && p1 < p2 && p2 < p3);
+    CHECK(has(c.data, "dlopen(\"libcuda.so.1\""));
+    CHECK(c.data && !has(c.data, "exit(") && !has(c.data, "abort("));
+    CHECK(c.data && strchr(c.data, '@') == NULL);
+    buf_free(&h);
+    buf_free(&c);
+    rt_meta_free(&sig);
+    rt_meta_free(&meta);
+}
+
+TEST(test_aot_errors) {
+    tc_source src = {"sm.tile", softmax_src, strlen(softmax_src)};
+    tc_aot_request req;
+    tc_aot_request_init(&req);
+    req.source = &src;
+    req.name = "not an identifier";
+    tc_aot_output *out = (tc_aot_output *)1;
+    CHECK_EQ_INT(tc_aot_generate(&req, &out, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(out == NULL);
+    req.name = "lib";
+    const char *archs[] = {"sm_75"};
+    req.archs = archs;
+    req.num_archs = 1;
+    CHECK_EQ_INT(tc_aot_generate(&req, &out, NULL), TC_ERROR_UNSUPPORTED);
+    req.archs = NULL;
+    req.num_archs = 0;
+    tc_source bad = {"bad.tile", "kernel k(f32* x) { let = ; }", 28};
+    req.source = &bad;
+    tc_diagnostics *diags;
+    tc_diagnostics_create(&diags);
+    CHECK_EQ_INT(tc_aot_generate(&req, &out, diags), TC_ERROR_COMPILE);
+    CHECK(strstr(tc_diagnostics_text(diags), "bad.tile:1:") != NULL);
+    tc_diagnostics_destroy(diags);
+}
+
+UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
+           test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
+           test_signature, test_jit_keys, test_jit_build_and_cache, test_log_env, test_no_driver, test_null_arguments,
+           test_arch_for_cc, test_launch_checks, test_aot_emit, test_aot_errors)
