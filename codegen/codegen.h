@@ -28,8 +28,8 @@ typedef struct CgPadding CgPadding;
 typedef struct CgStats CgStats;
 
 struct CgTarget {
-    int sm;       /* 80 or 90 */
-    bool arch_a;  /* sm_90a */
+    int sm;      /* 80 or 90 */
+    bool arch_a; /* sm_90a */
 };
 
 /* What a launcher needs to know about a compiled kernel. */
@@ -130,8 +130,8 @@ struct CgStats {
  * requested text to out. Errors are reported at op locations (user-facing:
  * shared memory over the target's limit; internal: IR the passes should not
  * have produced) and return false. stats may be NULL. */
-bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_num_warps, Buf *out,
-                       DiagList *diags, CgStats *stats);
+bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
+                       CgStats *stats);
 
 /* The launch metadata of every kernel of m, in order, allocated in m's arena. */
 CgKernelInfo *cg_kernel_infos(IrModule *m, int default_num_warps, int *count);

@@ -255,7 +255,9 @@ static const BinKernel *bin_kernel(const tc_binary *b, size_t k) {
     return b && k < b->num_kernels ? &b->kernels[k] : NULL;
 }
 
-size_t tc_binary_kernel_count(const tc_binary *b) { return b ? b->num_kernels : 0; }
+size_t tc_binary_kernel_count(const tc_binary *b) {
+    return b ? b->num_kernels : 0;
+}
 
 const char *tc_binary_kernel_name(const tc_binary *b, size_t k) {
     const BinKernel *bk = bin_kernel(b, k);
@@ -398,8 +400,8 @@ static CgTarget target_of(const tc_compiler *cc) {
 static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
     CgTarget t = target_of(cc);
     CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
-    return cg_compile_module(j->module, &t, e, opt->num_warps > 0 ? opt->num_warps : 4, &j->bin->text, &j->diags,
-                             NULL);
+    int num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
+    return cg_compile_module(j->module, &t, e, num_warps, &j->bin->text, &j->diags, NULL);
 }
 
 tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,

@@ -69,7 +69,9 @@ LLVMTypeRef cg_type(Cg *cg, const IrType *t) {
     }
 }
 
-LLVMTypeRef cg_mem_type(Cg *cg, const IrType *t) { return t->kind == IR_I1 ? cg->t_i8 : cg_type(cg, t); }
+LLVMTypeRef cg_mem_type(Cg *cg, const IrType *t) {
+    return t->kind == IR_I1 ? cg->t_i8 : cg_type(cg, t);
+}
 
 CgVal *cg_new_val(Cg *cg, int n, const LinearLayout *ll) {
     CgVal *v = ARENA_NEW(&cg->arena, CgVal);
@@ -86,11 +88,17 @@ CgVal *cg_get(Cg *cg, const IrValue *v) {
     return val;
 }
 
-void cg_set(Cg *cg, const IrValue *v, CgVal *val) { ir_map_put(&cg->vals, v, val); }
+void cg_set(Cg *cg, const IrValue *v, CgVal *val) {
+    ir_map_put(&cg->vals, v, val);
+}
 
-bool cg_is_used(Cg *cg, const IrValue *v) { return ir_map_get(&cg->used, v) != NULL; }
+bool cg_is_used(Cg *cg, const IrValue *v) {
+    return ir_map_get(&cg->used, v) != NULL;
+}
 
-LLVMValueRef cg_reg(const CgVal *v, int i) { return v->n == 1 ? v->v[0] : v->v[i]; }
+LLVMValueRef cg_reg(const CgVal *v, int i) {
+    return v->n == 1 ? v->v[0] : v->v[i];
+}
 
 const LinearLayout *cg_ll(Cg *cg, const IrType *t, const IrOp *op) {
     LinearLayout *ll = ir_map_get(&cg->lls, t);
@@ -119,10 +127,16 @@ const LinearLayout *cg_ll(Cg *cg, const IrType *t, const IrOp *op) {
     return ll;
 }
 
-LLVMValueRef cg_i32(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1); }
-LLVMValueRef cg_i64(Cg *cg, int64_t v) { return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1); }
+LLVMValueRef cg_i32(Cg *cg, int64_t v) {
+    return LLVMConstInt(cg->t_i32, (unsigned long long)v, 1);
+}
+LLVMValueRef cg_i64(Cg *cg, int64_t v) {
+    return LLVMConstInt(cg->t_i64, (unsigned long long)v, 1);
+}
 
-LLVMBasicBlockRef cg_block(Cg *cg, const char *name) { return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name); }
+LLVMBasicBlockRef cg_block(Cg *cg, const char *name) {
+    return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
+}
 
 LLVMValueRef cg_contract(LLVMValueRef inst) {
     if (LLVMIsAInstruction(inst) && LLVMCanValueUseFastMathFlags(inst))
@@ -132,7 +146,9 @@ LLVMValueRef cg_contract(LLVMValueRef inst) {
 
 /* ---- thread coordinates ---- */
 
-static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+static bool is_pow2(int64_t v) {
+    return v > 0 && (v & (v - 1)) == 0;
+}
 
 static int log2i(int64_t v) {
     int n = 0;
@@ -263,8 +279,7 @@ LLVMValueRef cg_linear_index(Cg *cg, int rank, const int64_t *shape, LLVMValueRe
 
 /* ---- calls, inline PTX, shared memory, shuffles ---- */
 
-LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args,
-                          int num_args) {
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args, int num_args) {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
     if (!id)
         tc_unreachable("unknown LLVM intrinsic %s", name);
@@ -285,13 +300,17 @@ LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *const
     return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)num_args, "");
 }
 
-void cg_barrier(Cg *cg) { cg_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+void cg_barrier(Cg *cg) {
+    cg_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+}
 
 LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset) {
     return LLVMBuildInBoundsGEP2(cg->b, cg->t_i8, cg->smem, &offset, 1, "");
 }
 
-int64_t cg_scratch_base(const IrOp *op) { return ir_op_get_int(op, "scratch_offset", 0); }
+int64_t cg_scratch_base(const IrOp *op) {
+    return ir_op_get_int(op, "scratch_offset", 0);
+}
 
 LLVMValueRef cg_padded(Cg *cg, CgPadding p, LLVMValueRef offset) {
     LLVMValueRef rows = LLVMBuildLShr(cg->b, offset, cg_i32(cg, log2i(p.interval)), "");
@@ -486,6 +505,13 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_IF: return lower_if(cg, op);
     case IR_OP_ASSERT: return lower_assert(cg, op);
     case IR_OP_BARRIER: cg_barrier(cg); return true;
+    case IR_OP_LOCAL_ALLOC:
+    case IR_OP_MEMDESC_INDEX:
+    case IR_OP_LOCAL_LOAD:
+    case IR_OP_LOCAL_STORE:
+    case IR_OP_ASYNC_COPY:
+    case IR_OP_ASYNC_COMMIT:
+    case IR_OP_ASYNC_WAIT: return cg_lower_shared(cg, op);
     case IR_OP_RETURN: LLVMBuildRetVoid(cg->b); return true;
     case IR_OP_CALL:
         return cg_error(cg, op, "internal error: call of @%s reached codegen (run the inline pass)",
@@ -524,9 +550,13 @@ static void mark_uses(IrOp *op, void *ctx) {
 
 /* ---- kernels ---- */
 
-static LLVMMetadataRef md_i32(Cg *cg, int v) { return LLVMValueAsMetadata(cg_i32(cg, v)); }
+static LLVMMetadataRef md_i32(Cg *cg, int v) {
+    return LLVMValueAsMetadata(cg_i32(cg, v));
+}
 
-static LLVMMetadataRef md_str(Cg *cg, const char *s) { return LLVMMDStringInContext2(cg->ctx, s, strlen(s)); }
+static LLVMMetadataRef md_str(Cg *cg, const char *s) {
+    return LLVMMDStringInContext2(cg->ctx, s, strlen(s));
+}
 
 static void init_types(Cg *cg) {
     LLVMContextRef c = cg->ctx;
@@ -575,15 +605,23 @@ static bool lower_kernel(Cg *cg) {
         ptys[i] = cg_type(cg, t);
     }
     if (!ptx_identifier(f->name) || strcmp(f->name, "global_smem") == 0 || LLVMGetNamedFunction(cg->mod, f->name))
-        return cg_error(cg, NULL, "kernel @%s: the name is not usable as a PTX entry (letters, digits, '_' and '$'; "
-                                  "not global_smem; one kernel per name)", f->name);
+        return cg_error(cg, NULL,
+                        "kernel @%s: the name is not usable as a PTX entry (letters, digits, '_' and '$'; "
+                        "not global_smem; one kernel per name)",
+                        f->name);
     LLVMTypeRef fty = LLVMFunctionType(cg->t_void, ptys, (unsigned)np, 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, fty);
     LLVMSetFunctionCallConv(cg->fn, 71 /* PTX_Kernel */);
     int threads = 32 * cg->num_warps;
-    LLVMMetadataRef ann[] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "kernel"), md_i32(cg, 1),
-                             md_str(cg, "maxntidx"), md_i32(cg, threads), md_str(cg, "maxntidy"), md_i32(cg, 1),
-                             md_str(cg, "maxntidz"), md_i32(cg, 1)};
+    LLVMMetadataRef ann[] = {LLVMValueAsMetadata(cg->fn),
+                             md_str(cg, "kernel"),
+                             md_i32(cg, 1),
+                             md_str(cg, "maxntidx"),
+                             md_i32(cg, threads),
+                             md_str(cg, "maxntidy"),
+                             md_i32(cg, 1),
+                             md_str(cg, "maxntidz"),
+                             md_i32(cg, 1)};
     LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
                                 LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 9)));
 
@@ -622,8 +660,8 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_num_warps, Buf *out,
-                       DiagList *diags, CgStats *stats) {
+bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
+                       CgStats *stats) {
     const char *why = NULL;
     if (!cg_target_init(&why)) {
         diag_error(diags, srcloc_none(), "cannot initialize the NVPTX target: %s", why ? why : "?");

@@ -1,7 +1,7 @@
 /*
  * lower.h — internals shared by the files of the lowering to LLVM IR
  * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c,
- * lower_dot.c). Not part of codegen.h: nothing outside codegen/ uses these.
+ * lower_shared.c, lower_dot.c). Not part of codegen.h: nothing outside codegen/ uses these.
  *
  * The model: every IR value becomes a CgVal, an array of LLVM values. A
  * scalar has one, the same in every thread (scalars are uniform: they come
@@ -49,15 +49,15 @@ struct Cg {
 
     LLVMContextRef ctx;
     LLVMModuleRef mod;
-    LLVMBuilderRef b;      /* where ops are lowered */
+    LLVMBuilderRef b;       /* where ops are lowered */
     LLVMBuilderRef entry_b; /* before the entry block's terminator: thread-invariant values */
     LLVMValueRef fn;
     LLVMValueRef tid, lane, warp; /* i32 */
     LLVMValueRef smem;            /* @global_smem, the dynamic shared memory */
 
-    IrMap vals;          /* IrValue* -> CgVal* */
-    IrMap lls;           /* const IrType* -> LinearLayout* */
-    IrMap used;          /* IrValue* -> (void *)1 when some op uses it */
+    IrMap vals; /* IrValue* -> CgVal* */
+    IrMap lls;  /* const IrType* -> LinearLayout* */
+    IrMap used; /* IrValue* -> (void *)1 when some op uses it */
     CgThreadMap *thread_maps;
 
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_gptr, t_sptr;
@@ -68,7 +68,7 @@ struct Cg {
 
 /* Reports an error at op's location (or the kernel's) and returns false. */
 bool cg_error(Cg *cg, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-LLVMTypeRef cg_type(Cg *cg, const IrType *scalar);  /* LLVM type of a scalar IR type (ptr = addrspace 1) */
+LLVMTypeRef cg_type(Cg *cg, const IrType *scalar);     /* LLVM type of a scalar IR type (ptr = addrspace 1) */
 LLVMTypeRef cg_mem_type(Cg *cg, const IrType *scalar); /* as stored in memory: i1 -> i8 */
 CgVal *cg_new_val(Cg *cg, int n, const LinearLayout *ll);
 CgVal *cg_get(Cg *cg, const IrValue *v);
@@ -93,8 +93,7 @@ LLVMValueRef cg_owner(Cg *cg, const LinearLayout *ll);
 LLVMValueRef cg_linear_index(Cg *cg, int rank, const int64_t *shape, LLVMValueRef *c);
 
 /* Calls an LLVM intrinsic; overloaded ones take their types in `over`. */
-LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args,
-                          int num_args);
+LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args, int num_args);
 /* Inline PTX. ret may be void, one type, or a struct of outputs. */
 LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
                     int num_args, bool side_effect);
@@ -128,6 +127,11 @@ LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueR
 /* ---- lower_memory.c: load, store, atomic ---- */
 
 bool cg_lower_load(Cg *cg, IrOp *op);
+/* The largest vector (elements) op's `vec` and the layout allow (1 for scalars). */
+int cg_vec_width(const IrOp *op, const LinearLayout *ll, int eb);
+/* One element from global memory; where pred (may be NULL) is false, other
+ * (may be NULL: unspecified). */
+LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMValueRef pred, LLVMValueRef other);
 bool cg_lower_store(Cg *cg, IrOp *op);
 bool cg_lower_atomic(Cg *cg, IrOp *op);
 
@@ -139,6 +143,10 @@ bool cg_lower_arange(Cg *cg, IrOp *op);
 /* ---- lower_reduce.c ---- */
 
 bool cg_lower_reduce(Cg *cg, IrOp *op);
+
+/* ---- lower_shared.c: local_alloc, memdesc_index, local_load / local_store, async copies ---- */
+
+bool cg_lower_shared(Cg *cg, IrOp *op);
 
 /* ---- lower_dot.c ---- */
 

@@ -21,7 +21,9 @@
  */
 #include "lower.h"
 
-static int64_t round16(int64_t v) { return (v + 15) & ~(int64_t)15; }
+static int64_t round16(int64_t v) {
+    return (v + 15) & ~(int64_t)15;
+}
 
 /* Stores every register of an operand at scratch [k][x], x = m (A) or n (B). */
 static void store_operand(Cg *cg, const CgVal *v, const LinearLayout *ll, int kdim, int64_t row, const IrType *elem,

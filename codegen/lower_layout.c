@@ -44,8 +44,8 @@ bool cg_lower_arange(Cg *cg, IrOp *op) {
 }
 
 /* Operand coordinates (in `from`'s shape) of result coordinates c. */
-static void operand_coords(Cg *cg, const IrOp *op, const LinearLayout *from, const LinearLayout *to,
-                           LLVMValueRef *c, LLVMValueRef *out) {
+static void operand_coords(Cg *cg, const IrOp *op, const LinearLayout *from, const LinearLayout *to, LLVMValueRef *c,
+                           LLVMValueRef *out) {
     switch (op->opc) {
     case IR_OP_BROADCAST:
         for (int d = 0; d < from->rank; d++)
@@ -72,8 +72,7 @@ static void operand_coords(Cg *cg, const IrOp *op, const LinearLayout *from, con
 }
 
 /* The general path: through scratch shared memory (see the essay above). */
-static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *from, const LinearLayout *to,
-                     CgVal *res) {
+static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *from, const LinearLayout *to, CgVal *res) {
     const IrType *st = op->operands[0]->type;
     const IrType *elem = st->elem;
     int eb = cg_elem_bytes(elem);

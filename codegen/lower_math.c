@@ -34,9 +34,13 @@
 
 #include <string.h>
 
-static bool is_float_type(const IrType *t) { return ir_type_is_float(t); }
+static bool is_float_type(const IrType *t) {
+    return ir_type_is_float(t);
+}
 
-static LLVMValueRef fconst(Cg *cg, LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+static LLVMValueRef fconst(Cg *cg, LLVMTypeRef t, double v) {
+    return LLVMConstReal(t, v);
+}
 
 /* ---- constants ---- */
 
@@ -135,8 +139,8 @@ static LLVMValueRef int_divrem(Cg *cg, bool rem, LLVMValueRef x, LLVMValueRef d)
         return rem ? LLVMBuildSRem(b, x, d, "") : LLVMBuildSDiv(b, x, d, "");
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0), m1 = LLVMConstAllOnes(t);
-    LLVMValueRef bad = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, d, zero, ""), LLVMBuildICmp(b, LLVMIntEQ, d, m1, ""),
-                                   "");
+    LLVMValueRef bad =
+        LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, d, zero, ""), LLVMBuildICmp(b, LLVMIntEQ, d, m1, ""), "");
     LLVMValueRef safe = LLVMBuildSelect(b, bad, one, d, "");
     if (rem)
         return LLVMBuildSRem(b, x, safe, ""); /* x % 1 == 0 == x % -1 */
@@ -189,8 +193,12 @@ LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueR
 #define LOG2E 1.4426950408889634
 #define LN2 0.6931471805599453
 
-static LLVMValueRef fmul(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return cg_contract(LLVMBuildFMul(cg->b, a, b, "")); }
-static LLVMValueRef fadd(Cg *cg, LLVMValueRef a, LLVMValueRef b) { return cg_contract(LLVMBuildFAdd(cg->b, a, b, "")); }
+static LLVMValueRef fmul(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+    return cg_contract(LLVMBuildFMul(cg->b, a, b, ""));
+}
+static LLVMValueRef fadd(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+    return cg_contract(LLVMBuildFAdd(cg->b, a, b, ""));
+}
 
 static LLVMValueRef fma3(Cg *cg, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     LLVMTypeRef over[1] = {LLVMTypeOf(a)};
@@ -220,12 +228,12 @@ static LLVMValueRef copy_sign(Cg *cg, LLVMValueRef mag, LLVMValueRef sign) {
  */
 static const double ERF_SMALL[] = {/* erf(x)/x as a polynomial in x^2, |x| < 1 */
                                    7.8758750626854883e-5, -0.00080168642871658695, 0.005189087423433974,
-                                   -0.026854212010626412, 0.11283594715160218,    -0.37612626666720331,
+                                   -0.026854212010626412, 0.11283594715160218,     -0.37612626666720331,
                                    1.1283791658483509};
 static const double ERF_LOG_ERFC[] = {/* log(erfc(x)) as a polynomial in x, 1 <= x <= 4 */
-                                      -7.582681969725274e-8,   3.3216845907317219e-6, -6.2298353251614507e-5,
-                                      0.00068583668301150381,  -0.0050649469202164848, 0.027099523293990374,
-                                      -0.11105501737188004,    -0.63095302981657221,   -1.1306751441818166,
+                                      -7.582681969725274e-8,  3.3216845907317219e-6,  -6.2298353251614507e-5,
+                                      0.00068583668301150381, -0.0050649469202164848, 0.027099523293990374,
+                                      -0.11105501737188004,   -0.63095302981657221,   -1.1306751441818166,
                                       0.0004163292177097496};
 static const double TANH_SMALL[] = {/* tanh(x)/x as a polynomial in x^2, |x| < 0.5625 */
                                     -0.006137957362108889, 0.020971384663992898, -0.053826166351217571,

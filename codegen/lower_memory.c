@@ -24,10 +24,11 @@
  * store. The inline PTX is `sideeffect`, so LLVM never reorders it with
  * other memory operations.
  *
- * Atomics are LLVM `atomicrmw` (monotonic: PTX relaxed, the GPU scope),
- * one per element, under a branch where they are predicated: NVPTX turns add,
- * integer min/max and exchange into atom.global.*, and expands the rest (float
- * min/max, bf16 add before sm_90) into compare-and-swap loops. The old value
+ * Atomics are one per element, relaxed at the GPU scope: predicated inline
+ * `@p atom.global.{add,max,min,exch}` where PTX has the instruction (no
+ * branch), else LLVM `atomicrmw` monotonic under a branch, which NVPTX
+ * expands into a compare-and-swap loop (float min/max, bf16 add before sm_90,
+ * 8- and 16-bit integers). The old value
  * exists only in the thread that did the atomic; when the result is used and
  * the layout has copies (or the pointer is a scalar), owners write it to
  * scratch shared memory and every thread reads it back.
@@ -37,7 +38,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+static bool is_pow2(int64_t v) {
+    return v > 0 && (v & (v - 1)) == 0;
+}
 
 /* True when register bases 0..log2(v)-1 step 1, 2, ... along one dimension
  * and every other basis moves that dimension by a multiple of v. */
@@ -64,7 +67,7 @@ static bool contiguous(const LinearLayout *ll, int v) {
     return true;
 }
 
-static int vec_width(const IrOp *op, const LinearLayout *ll, int eb) {
+int cg_vec_width(const IrOp *op, const LinearLayout *ll, int eb) {
     int64_t v = ir_op_get_int(op, "vec", 1);
     if (!ll || v < 1 || !is_pow2(v))
         return 1;
@@ -76,10 +79,10 @@ static int vec_width(const IrOp *op, const LinearLayout *ll, int eb) {
 /* ---- packing elements into the words of one access ---- */
 
 typedef struct {
-    int n;             /* words: 1, 2 or 4 */
-    int bits;          /* 32, 16 or 8 */
-    LLVMTypeRef word;  /* i32, or i16 for both 16- and 8-bit accesses (PTX has no 8-bit registers) */
-    char reg;          /* inline asm constraint: r or h */
+    int n;            /* words: 1, 2 or 4 */
+    int bits;         /* 32, 16 or 8 */
+    LLVMTypeRef word; /* i32, or i16 for both 16- and 8-bit accesses (PTX has no 8-bit registers) */
+    char reg;         /* inline asm constraint: r or h */
 } Words;
 
 static Words words_of(Cg *cg, int bytes) {
@@ -116,45 +119,95 @@ static LLVMValueRef from_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
     return LLVMBuildBitCast(cg->b, v, cg_type(cg, elem), "");
 }
 
-/* Packs n elements into the access's words: returns one word (w.n == 1) or
- * a vector of w.n words. */
-static LLVMValueRef pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w) {
+/* Packs n elements into the access's w.n words (i32, or one i16 for 8- and
+ * 16-bit accesses), element j at bytes j*eb .. of the access. */
+static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w, LLVMValueRef *words) {
     LLVMBuilderRef b = cg->b;
     int eb = cg_elem_bytes(elem);
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
-    LLVMValueRef packed;
-    if (n == 1) {
-        packed = to_bits(cg, vals[0], elem);
-    } else {
-        packed = LLVMGetUndef(LLVMVectorType(it, (unsigned)n));
-        for (int j = 0; j < n; j++)
-            packed = LLVMBuildInsertElement(b, packed, to_bits(cg, vals[j], elem), cg_i32(cg, j), "");
-    }
-    if (w.bits < 32) /* one 8- or 16-bit element (or two 8-bit ones) in an i16 */
-        return w.bits == 8 ? LLVMBuildZExt(b, packed, w.word, "")
-                           : LLVMBuildBitCast(b, packed, w.word, "");
-    LLVMTypeRef wt = w.n == 1 ? w.word : LLVMVectorType(w.word, (unsigned)w.n);
-    return LLVMBuildBitCast(b, packed, wt, "");
-}
-
-static void unpack(Cg *cg, LLVMValueRef words, int n, const IrType *elem, Words w, LLVMValueRef *out) {
-    LLVMBuilderRef b = cg->b;
-    int eb = cg_elem_bytes(elem);
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
-    LLVMValueRef v;
-    if (w.bits == 8)
-        v = LLVMBuildTrunc(b, words, it, "");
-    else
-        v = LLVMBuildBitCast(b, words, n == 1 ? it : LLVMVectorType(it, (unsigned)n), "");
-    if (n == 1) {
-        out[0] = from_bits(cg, v, elem);
+    if (eb == 8) { /* each element is two words, low first */
+        for (int j = 0; j < n; j++) {
+            LLVMValueRef x = to_bits(cg, vals[j], elem);
+            words[2 * j] = LLVMBuildTrunc(b, x, cg->t_i32, "");
+            words[2 * j + 1] = LLVMBuildTrunc(b, LLVMBuildLShr(b, x, cg_i64(cg, 32), ""), cg->t_i32, "");
+        }
         return;
     }
-    for (int j = 0; j < n; j++)
-        out[j] = from_bits(cg, LLVMBuildExtractElement(b, v, cg_i32(cg, j), ""), elem);
+    int per_word = w.bits / 8 / eb; /* elements per word */
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
+    for (int k = 0; k < w.n; k++) {
+        LLVMValueRef x;
+        if (per_word == 1) {
+            x = to_bits(cg, vals[k], elem);
+        } else {
+            x = LLVMGetUndef(LLVMVectorType(it, (unsigned)per_word));
+            for (int j = 0; j < per_word; j++)
+                x = LLVMBuildInsertElement(b, x, to_bits(cg, vals[k * per_word + j], elem), cg_i32(cg, j), "");
+            x = LLVMBuildBitCast(b, x, LLVMIntTypeInContext(cg->ctx, (unsigned)w.bits), "");
+        }
+        words[k] = w.bits == 8 ? LLVMBuildZExt(b, x, w.word, "") : x; /* a byte travels in an i16 */
+    }
 }
 
-static const char *vec_suffix(int n) { return n == 4 ? ".v4" : n == 2 ? ".v2" : ""; }
+static void unpack(Cg *cg, LLVMValueRef *words, int n, const IrType *elem, Words w, LLVMValueRef *out) {
+    LLVMBuilderRef b = cg->b;
+    int eb = cg_elem_bytes(elem);
+    if (eb == 8) {
+        for (int j = 0; j < n; j++) {
+            LLVMValueRef lo = LLVMBuildZExt(b, words[2 * j], cg->t_i64, "");
+            LLVMValueRef hi = LLVMBuildZExt(b, words[2 * j + 1], cg->t_i64, "");
+            out[j] = from_bits(cg, LLVMBuildOr(b, lo, LLVMBuildShl(b, hi, cg_i64(cg, 32), ""), ""), elem);
+        }
+        return;
+    }
+    int per_word = w.bits / 8 / eb;
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)eb * 8);
+    for (int k = 0; k < w.n; k++) {
+        LLVMValueRef x = w.bits == 8 ? LLVMBuildTrunc(b, words[k], cg->t_i8, "") : words[k];
+        if (per_word == 1) {
+            out[k] = from_bits(cg, x, elem);
+            continue;
+        }
+        LLVMValueRef v = LLVMBuildBitCast(b, x, LLVMVectorType(it, (unsigned)per_word), "");
+        for (int j = 0; j < per_word; j++)
+            out[k * per_word + j] = from_bits(cg, LLVMBuildExtractElement(b, v, cg_i32(cg, j), ""), elem);
+    }
+}
+
+/* An unpredicated access: a plain LLVM load or store of the words (a vector
+ * of them when there are several), aligned to the access's size. */
+static LLVMTypeRef access_type(Cg *cg, Words w) {
+    if (w.bits == 8)
+        return cg->t_i8;
+    return w.n == 1 ? w.word : LLVMVectorType(w.word, (unsigned)w.n);
+}
+
+static void plain_load(Cg *cg, LLVMValueRef ptr, Words w, unsigned align, LLVMValueRef *words) {
+    LLVMValueRef x = LLVMBuildLoad2(cg->b, access_type(cg, w), ptr, "");
+    LLVMSetAlignment(x, align);
+    if (w.n == 1) {
+        words[0] = w.bits == 8 ? LLVMBuildZExt(cg->b, x, w.word, "") : x;
+        return;
+    }
+    for (int k = 0; k < w.n; k++)
+        words[k] = LLVMBuildExtractElement(cg->b, x, cg_i32(cg, k), "");
+}
+
+static void plain_store(Cg *cg, LLVMValueRef ptr, Words w, unsigned align, LLVMValueRef *words) {
+    LLVMValueRef x = words[0];
+    if (w.bits == 8)
+        x = LLVMBuildTrunc(cg->b, x, cg->t_i8, "");
+    if (w.n > 1) {
+        x = LLVMGetUndef(access_type(cg, w));
+        for (int k = 0; k < w.n; k++)
+            x = LLVMBuildInsertElement(cg->b, x, words[k], cg_i32(cg, k), "");
+    }
+    LLVMValueRef st = LLVMBuildStore(cg->b, x, ptr);
+    LLVMSetAlignment(st, align);
+}
+
+static const char *vec_suffix(int n) {
+    return n == 4 ? ".v4" : n == 2 ? ".v2" : "";
+}
 
 /* "{$a, $b, ...}" or "$a" for n operands starting at `first`. */
 static void operand_list(Buf *s, int first, int n) {
@@ -166,8 +219,10 @@ static void operand_list(Buf *s, int first, int n) {
         buf_puts(s, "}");
 }
 
-/* One predicated access of w's words: returns the words (a vector when w.n > 1). */
-static LLVMValueRef masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef other, Words w) {
+/* One predicated load of w's words into words[]; `other` (may be NULL) are
+ * the words to keep where pred is false. */
+static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef *other, Words w,
+                        LLVMValueRef *words) {
     LLVMBuilderRef b = cg->b;
     Buf text, cons;
     buf_init(&text);
@@ -179,7 +234,7 @@ static LLVMValueRef masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLV
     args[na++] = pred;
     if (other) {
         for (int i = 0; i < n; i++) {
-            args[na++] = n == 1 ? other : LLVMBuildExtractElement(b, other, cg_i32(cg, i), "");
+            args[na++] = other[i];
             buf_printf(&text, "mov.b%d $%d, $%d;\n\t", w.bits == 32 ? 32 : 16, i, n + 2 + i);
         }
     }
@@ -199,16 +254,15 @@ static LLVMValueRef masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLV
     LLVMValueRef r = cg_asm(cg, ret, text.data, cons.data, args, na, true);
     buf_free(&text);
     buf_free(&cons);
-    if (n == 1)
-        return r;
-    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(w.word, (unsigned)n));
+    if (n == 1) {
+        words[0] = r;
+        return;
+    }
     for (int i = 0; i < n; i++)
-        v = LLVMBuildInsertElement(b, v, LLVMBuildExtractValue(b, r, (unsigned)i, ""), cg_i32(cg, i), "");
-    return v;
+        words[i] = LLVMBuildExtractValue(b, r, (unsigned)i, "");
 }
 
-static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef words, LLVMValueRef pred, Words w) {
-    LLVMBuilderRef b = cg->b;
+static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef *words, LLVMValueRef pred, Words w) {
     Buf text, cons;
     buf_init(&text);
     buf_init(&cons);
@@ -216,7 +270,7 @@ static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef words, LLVMValue
     LLVMValueRef args[2 + 4];
     args[0] = ptr;
     for (int i = 0; i < n; i++)
-        args[1 + i] = n == 1 ? words : LLVMBuildExtractElement(b, words, cg_i32(cg, i), "");
+        args[1 + i] = words[i];
     args[1 + n] = pred;
     buf_printf(&text, "@$%d st.global%s.b%d [$0], ", n + 1, vec_suffix(n), w.bits);
     operand_list(&text, 1, n);
@@ -239,7 +293,24 @@ static LLVMValueRef and_pred(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
 }
 
 /* Thread 0 of the program. */
-static LLVMValueRef first_thread(Cg *cg) { return LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""); }
+static LLVMValueRef first_thread(Cg *cg) {
+    return LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
+}
+
+LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMValueRef pred, LLVMValueRef other) {
+    int eb = cg_elem_bytes(elem);
+    Words w = words_of(cg, eb);
+    LLVMValueRef words[4], ow[4], out;
+    if (!pred) {
+        plain_load(cg, ptr, w, (unsigned)eb, words);
+    } else {
+        if (other)
+            pack(cg, &other, 1, elem, w, ow);
+        masked_load(cg, ptr, pred, other ? ow : NULL, w, words);
+    }
+    unpack(cg, words, 1, elem, w, &out);
+    return out;
+}
 
 bool cg_lower_load(Cg *cg, IrOp *op) {
     const IrType *pt = op->operands[0]->type, *rt = op->results[0]->type;
@@ -251,26 +322,22 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     CgVal *mask = op->num_operands > 1 ? cg_get(cg, op->operands[1]) : NULL;
     CgVal *other = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
     int eb = cg_elem_bytes(elem);
-    int n = ptrs->n, v = vec_width(op, ll, eb);
+    int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     CgVal *res = cg_new_val(cg, n, ll);
     for (int r = 0; r < n; r += v) {
-        LLVMValueRef ptr = ptrs->v[r], words;
+        LLVMValueRef words[4];
         if (!mask) {
-            LLVMTypeRef wt = w.bits == 8 ? cg->t_i8 : w.n == 1 ? w.word : LLVMVectorType(w.word, (unsigned)w.n);
-            words = LLVMBuildLoad2(cg->b, wt, ptr, "");
-            LLVMSetAlignment(words, (unsigned)(v * eb));
-            if (w.bits == 8)
-                words = LLVMBuildZExt(cg->b, words, w.word, "");
+            plain_load(cg, ptrs->v[r], w, (unsigned)(v * eb), words);
         } else {
-            LLVMValueRef ov = NULL;
+            LLVMValueRef ow[4];
             if (other) {
                 LLVMValueRef vals[16];
                 for (int j = 0; j < v; j++)
                     vals[j] = cg_reg(other, r + j);
-                ov = pack(cg, vals, v, elem, w);
+                pack(cg, vals, v, elem, w, ow);
             }
-            words = masked_load(cg, ptr, cg_reg(mask, r), ov, w);
+            masked_load(cg, ptrs->v[r], cg_reg(mask, r), other ? ow : NULL, w, words);
         }
         unpack(cg, words, v, elem, w, res->v + r);
     }
@@ -288,7 +355,7 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     CgVal *vals = cg_get(cg, op->operands[1]);
     CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
     int eb = cg_elem_bytes(elem);
-    int n = ptrs->n, v = vec_width(op, ll, eb);
+    int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     LLVMValueRef owner = NULL;
     if (!ll)
@@ -296,21 +363,15 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     else if (ll_broadcast_mask(ll, LL_LANE) || ll_broadcast_mask(ll, LL_WARP))
         owner = cg_owner(cg, ll);
     for (int r = 0; r < n; r += v) {
-        LLVMValueRef group[16];
+        LLVMValueRef group[16], words[4];
         for (int j = 0; j < v; j++)
             group[j] = cg_reg(vals, r + j);
-        LLVMValueRef words = pack(cg, group, v, elem, w);
+        pack(cg, group, v, elem, w, words);
         LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
-        if (!pred) {
-            LLVMValueRef st;
-            if (w.bits == 8)
-                st = LLVMBuildStore(cg->b, LLVMBuildTrunc(cg->b, words, cg->t_i8, ""), ptrs->v[r]);
-            else
-                st = LLVMBuildStore(cg->b, words, ptrs->v[r]);
-            LLVMSetAlignment(st, (unsigned)(v * eb));
-        } else {
+        if (!pred)
+            plain_store(cg, ptrs->v[r], w, (unsigned)(v * eb), words);
+        else
             masked_store(cg, ptrs->v[r], words, pred, w);
-        }
     }
     return true;
 }
@@ -333,6 +394,37 @@ static bool rmw_op(Cg *cg, const IrOp *op, const IrType *elem, LLVMAtomicRMWBinO
     return true;
 }
 
+/* The PTX atom instruction for kind on elem ("atom.global.add.f32"), with
+ * its register constraint and register type, or NULL where PTX has none (LLVM
+ * then expands atomicrmw into a compare-and-swap loop). */
+static const char *atom_instr(Cg *cg, const char *kind, const IrType *elem, char *reg, LLVMTypeRef *rt) {
+    bool f = ir_type_is_float(elem);
+    int bits = ir_type_bits(elem);
+    *reg = bits == 64 ? (f ? 'd' : 'l') : bits == 32 ? (f ? 'f' : 'r') : 'h';
+    *rt = bits == 16 ? cg->t_i16 : cg_type(cg, elem);
+    if (strcmp(kind, "add") == 0) {
+        switch (elem->kind) {
+        case IR_I32: return "atom.global.add.u32";
+        case IR_I64: return "atom.global.add.u64";
+        case IR_F32: return "atom.global.add.f32";
+        case IR_F64: return "atom.global.add.f64";
+        case IR_F16: return "atom.global.add.noftz.f16";
+        case IR_BF16: return cg->target->sm >= 90 ? "atom.global.add.noftz.bf16" : NULL;
+        default: return NULL;
+        }
+    }
+    if (strcmp(kind, "max") == 0 || strcmp(kind, "min") == 0) {
+        if (elem->kind == IR_I32)
+            return kind[1] == 'a' ? "atom.global.max.s32" : "atom.global.min.s32";
+        if (elem->kind == IR_I64)
+            return kind[1] == 'a' ? "atom.global.max.s64" : "atom.global.min.s64";
+        return NULL;
+    }
+    if (strcmp(kind, "xchg") == 0 && (bits == 32 || bits == 64))
+        return bits == 32 ? "atom.global.exch.b32" : "atom.global.exch.b64";
+    return NULL;
+}
+
 bool cg_lower_atomic(Cg *cg, IrOp *op) {
     const IrType *pt = op->operands[0]->type;
     const IrType *elem = ir_type_elem(op->operands[1]->type);
@@ -350,7 +442,23 @@ bool cg_lower_atomic(Cg *cg, IrOp *op) {
     LLVMTypeRef t = cg_type(cg, elem);
     int n = ptrs->n;
     CgVal *res = cg_new_val(cg, n, ll);
-    for (int r = 0; r < n; r++) {
+    char reg;
+    LLVMTypeRef rt;
+    const char *atom = atom_instr(cg, ir_op_get_word(op, "kind"), elem, &reg, &rt);
+    for (int r = 0; r < n && atom; r++) {
+        /* `@p atom...`: no branch, the old value unspecified where p is false. */
+        LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
+        char text[96], cons[16];
+        snprintf(text, sizeof text, "%s%s $0, [$1], $2;", pred ? "@$3 " : "", atom);
+        snprintf(cons, sizeof cons, "=%c,l,%c%s", reg, reg, pred ? ",b" : "");
+        LLVMValueRef v = cg_reg(vals, r);
+        if (rt != t)
+            v = LLVMBuildBitCast(cg->b, v, rt, "");
+        LLVMValueRef args[3] = {ptrs->v[r], v, pred};
+        LLVMValueRef old = cg_asm(cg, rt, text, cons, args, pred ? 3 : 2, true);
+        res->v[r] = rt != t ? LLVMBuildBitCast(cg->b, old, t, "") : old;
+    }
+    for (int r = 0; r < n && !atom; r++) {
         LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
         LLVMBasicBlockRef cur = LLVMGetInsertBlock(cg->b), doit = NULL, cont = NULL;
         if (pred) {

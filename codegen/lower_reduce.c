@@ -177,8 +177,9 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     int *map = ARENA_ARRAY(&cg->arena, int, nr);
     bool keep[IR_MAX_RANK] = {true, true, true, true};
     if (!ll_same_thread_map(&mid, rl, keep, map))
-        return cg_error(cg, op, "internal error: the reduce result's layout is not the operand's layout sliced at "
-                                "the axis");
+        return cg_error(cg, op,
+                        "internal error: the reduce result's layout is not the operand's layout sliced at "
+                        "the axis");
     CgVal *res = cg_new_val(cg, nr, rl);
     for (int r = 0; r < nr; r++)
         res->v[r] = part[map[r]];

@@ -38,9 +38,13 @@ int cg_elem_bytes(const IrType *t) {
     return bits < 8 ? 1 : bits / 8;
 }
 
-static int64_t round16(int64_t v) { return (v + 15) & ~(int64_t)15; }
+static int64_t round16(int64_t v) {
+    return (v + 15) & ~(int64_t)15;
+}
 
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
 
 CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes) {
     CgPadding p;
@@ -51,7 +55,9 @@ CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes) {
     return p;
 }
 
-int64_t cg_padded_offset(CgPadding p, int64_t offset) { return offset + offset / p.interval * p.pad; }
+int64_t cg_padded_offset(CgPadding p, int64_t offset) {
+    return offset + offset / p.interval * p.pad;
+}
 
 /* Bytes of a padded row-major tile of `bytes` with rows of `row_bytes`. */
 static int64_t padded_size(int64_t bytes, int64_t row_bytes, int elem_bytes) {
@@ -66,7 +72,9 @@ static int64_t row_bytes_of(const IrType *t) {
     return t->rank >= 2 ? t->shape[t->rank - 1] * eb : 128;
 }
 
-CgPadding cg_tile_padding(const IrType *t) { return cg_scratch_padding(row_bytes_of(t), cg_elem_bytes(t->elem)); }
+CgPadding cg_tile_padding(const IrType *t) {
+    return cg_scratch_padding(row_bytes_of(t), cg_elem_bytes(t->elem));
+}
 
 /* A 1-D row-major view of ll (coordinates linearized). With power-of-two
  * dimensions each coordinate owns its own bit field of the linear index, so
@@ -130,9 +138,7 @@ void cg_shape_op_views(const IrOp *op, const LinearLayout *from, const LinearLay
         for (int d = 0; d < from->rank; d++)
             keep[d] = !(from->shape[d] == 1 && to->shape[d] > 1);
         break;
-    default: /* convert_layout */
-        *view = *from;
-        break;
+    default: /* convert_layout */ *view = *from; break;
     }
 }
 
@@ -204,8 +210,7 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
             return 0;
         return round16(ir_type_numel(p) * cg_elem_bytes(e));
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 

@@ -38,7 +38,9 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static LLVMTargetRef nvptx;
 static char init_error[256];
 
-static void fatal_handler(const char *reason) { tc_fatal(__FILE__, __LINE__, "LLVM error: %s", reason); }
+static void fatal_handler(const char *reason) {
+    tc_fatal(__FILE__, __LINE__, "LLVM error: %s", reason);
+}
 
 static void init(void) {
     LLVMInitializeNVPTXTargetInfo();
@@ -67,7 +69,9 @@ bool cg_target_init(const char **why) {
     return nvptx != NULL;
 }
 
-int64_t cg_shared_limit(const CgTarget *t) { return t->sm >= 90 ? 227 * 1024 : 163 * 1024; }
+int64_t cg_shared_limit(const CgTarget *t) {
+    return t->sm >= 90 ? 227 * 1024 : 163 * 1024;
+}
 
 const char *cg_target_cpu(const CgTarget *t) {
     if (t->sm >= 90)
@@ -96,9 +100,9 @@ bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out,
     }
     LLVMDisposeMessage(msg);
     double t0 = now_ms();
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t),
-                                                      LLVMCodeGenLevelAggressive, LLVMRelocDefault,
-                                                      LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t), LLVMCodeGenLevelAggressive,
+                                LLVMRelocDefault, LLVMCodeModelDefault);
     LLVMSetTarget(mod, TRIPLE);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     char *dl = LLVMCopyStringRepOfTargetData(td);

@@ -177,14 +177,13 @@ TEST(errors_through_api) {
     tc_compiler_destroy(cc);
 }
 
-static const char *SOFTMAX =
-    "kernel softmax(f32* out, const f32* x, i32 n, constexpr i32 BLOCK) {\n"
-    "    let cols = arange(0, BLOCK);\n"
-    "    let row = program_id(0);\n"
-    "    let v = load(x + row * n + cols, cols < n, -inf);\n"
-    "    let e = exp(v - max(v, 0));\n"
-    "    store(out + row * n + cols, e / sum(e, 0), cols < n);\n"
-    "}\n";
+static const char *SOFTMAX = "kernel softmax(f32* out, const f32* x, i32 n, constexpr i32 BLOCK) {\n"
+                             "    let cols = arange(0, BLOCK);\n"
+                             "    let row = program_id(0);\n"
+                             "    let v = load(x + row * n + cols, cols < n, -inf);\n"
+                             "    let e = exp(v - max(v, 0));\n"
+                             "    store(out + row * n + cols, e / sum(e, 0), cols < n);\n"
+                             "}\n";
 
 TEST(source_to_ptx) {
     tc_target t = {"sm_90a"};

@@ -1,0 +1,68 @@
+# gpu_bundle.cmake — bench/launch_overhead, and what a GPU run needs,
+# installed into one folder that travels to the GPU machine:
+#
+#   cmake --install BUILD --prefix gpu-bundle --strip      (or: cmake --build BUILD --target gpu-bundle)
+#
+#   gpu-bundle/lib/libtilec.so*          LLVM inside (TILEC_LLVM_STATIC=ON): needs only libc, libstdc++, libz, libzstd
+#   gpu-bundle/bin/tilec, tilec-opt
+#   gpu-bundle/tests/gpu/run.sh          the one script to run there (tests/gpu/README.md)
+#   gpu-bundle/tests/gpu/test_*          the GPU tests
+#   gpu-bundle/bench/rowwise.py, launch_overhead, RESULTS.md; bench/.anchors/anchors.py if it was copied there
+#   gpu-bundle/examples/*                the examples, which run.sh runs too
+#   gpu-bundle/include, share/tilec/lib  headers and the library's .tile files
+#
+# Every program finds libtilec through a relative RPATH ($ORIGIN/...), so the
+# folder works wherever it lands. The `gpu-bundle` target rebuilds it from
+# scratch with stripped binaries and checks it (cmake/check_bundle.cmake):
+# size under 40 MB, no shared library outside the allowed set, no absolute
+# RPATH.
+
+add_executable(bench_launch_overhead ${CMAKE_SOURCE_DIR}/bench/launch_overhead.c)
+target_link_libraries(bench_launch_overhead PRIVATE tilec ${CMAKE_DL_LIBS})
+set_target_properties(bench_launch_overhead PROPERTIES OUTPUT_NAME launch_overhead
+                      RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench INSTALL_RPATH "$ORIGIN/../lib")
+add_test(NAME bench.launch_overhead COMMAND bench_launch_overhead 1000)
+set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
+                     ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
+
+set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
+foreach(t test_softmax test_rmsnorm test_features)
+  if(TARGET ${t})
+    install(TARGETS ${t} RUNTIME DESTINATION tests/gpu)
+    list(APPEND _bundle_targets ${t})
+  endif()
+endforeach()
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu)
+install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu)
+install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench)
+install(FILES ${CMAKE_SOURCE_DIR}/bench/rowwise.py ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench)
+install(FILES ${CMAKE_SOURCE_DIR}/bench/.anchors/anchors.py DESTINATION bench/.anchors OPTIONAL)
+foreach(t jit_softmax launch_overhead stdlib_rmsnorm aot_softmax)
+  if(TARGET ${t})
+    set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+    install(TARGETS ${t} RUNTIME DESTINATION examples)
+    list(APPEND _bundle_targets ${t})
+  endif()
+endforeach()
+
+set(TILEC_BUNDLE_DIR ${CMAKE_SOURCE_DIR}/gpu-bundle CACHE PATH "Where the gpu-bundle target installs")
+add_custom_target(gpu-bundle
+  COMMAND ${CMAKE_COMMAND} -E rm -rf ${TILEC_BUNDLE_DIR}
+  COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${TILEC_BUNDLE_DIR} --strip
+  COMMAND ${CMAKE_COMMAND} -DBUNDLE=${TILEC_BUNDLE_DIR} -P ${CMAKE_SOURCE_DIR}/cmake/check_bundle.cmake
+  COMMENT "Installing the GPU bundle into ${TILEC_BUNDLE_DIR}"
+  USES_TERMINAL VERBATIM)
+add_dependencies(gpu-bundle ${_bundle_targets})
+
+# The same programs under the fake libcuda of tests/gpu/fake_libcuda.c, so
+# that CTest runs them end to end on machines without a GPU.
+if(TARGET fake_libcuda)
+  set(_fake_env "LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/tests/gpu/fake-driver"
+                "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/tests/gpu/fake-cache")
+  add_test(NAME bench.fake.launch_overhead COMMAND bench_launch_overhead 1000)
+  set_tests_properties(bench.fake.launch_overhead PROPERTIES ENVIRONMENT "${_fake_env}" LABELS fake-driver)
+  if(TARGET stdlib_rmsnorm)
+    add_test(NAME example.fake.stdlib_rmsnorm COMMAND stdlib_rmsnorm 300 1000)
+    set_tests_properties(example.fake.stdlib_rmsnorm PROPERTIES ENVIRONMENT "${_fake_env}" LABELS fake-driver)
+  endif()
+endif()

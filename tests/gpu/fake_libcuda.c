@@ -1,0 +1,430 @@
+/*
+ * fake_libcuda.c — a stand-in libcuda.so.1 that runs the standard library's
+ * row-wise kernels on the CPU, so that the GPU test programs, the stdlib
+ * example and bench/launch_overhead can be run end to end on a machine
+ * without a GPU: their harness (allocation, poisoning, strides, the
+ * argument wiring of include/tilec/stdlib.h, the CPU references, the
+ * summary lines) is then tested by CTest everywhere (the gpu.fake.* tests),
+ * before a GPU run depends on it.
+ *
+ * It is NOT a CUDA emulator: "device" memory is host memory, a module is
+ * its PTX text (the "cubin" the linker returns is that text behind a
+ * marker), and a launch runs a C version of the kernel the entry names —
+ * softmax_fwd, softmax_bwd, rmsnorm_fwd, rmsnorm_bwd (the storage type read
+ * off the PTX's conversions: cvt.f32.bf16, cvt.f32.f16, else f32) — or,
+ * for `empty`, nothing. Any other kernel fails to launch with
+ * CUDA_ERROR_NOT_SUPPORTED. It reports compute capability 9.0 and driver
+ * version 99999, so that the JIT's disk cache never mixes its "cubins" with
+ * a real driver's. Never install it: cmake/gpu_bundle.cmake does not.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define API __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    OK = 0,
+    ERR_INVALID_VALUE = 1,
+    ERR_OUT_OF_MEMORY = 2,
+    ERR_NOT_FOUND = 500,
+    ERR_NOT_SUPPORTED = 801,
+};
+
+static const char MARK[] = "FAKE-CUBIN\n";
+
+typedef enum { T_F32, T_F16, T_BF16 } Ty;
+
+typedef struct Func {
+    char name[128];
+    Ty ty;
+} Func;
+
+typedef struct Module {
+    Func funcs[16];
+    int num_funcs;
+} Module;
+
+typedef struct Link {
+    char *data;
+    size_t len;
+} Link;
+
+static int ctx_dummy, *current_ctx;
+
+/* TILEC_FAKE_CUDA_BUG makes the kernels wrong, so that CTest can check that
+ * the tests notice: "skip-last" leaves each row's last element unwritten,
+ * "overrun" writes one element past each row, "scale" writes outputs 2%
+ * too large. */
+static enum { BUG_NONE, BUG_SKIP_LAST, BUG_OVERRUN, BUG_SCALE } bug;
+
+/* The columns an output loop writes, and the value it writes. */
+static int32_t out_cols(int32_t n) {
+    return bug == BUG_SKIP_LAST ? n - 1 : bug == BUG_OVERRUN ? n + 1 : n;
+}
+static float out_val(float v) {
+    return bug == BUG_SCALE ? v * 1.02f : v;
+}
+
+/* ---- storage types ---- */
+
+static float f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+        float f = ldexpf((float)mant, -24);
+        return sign ? -f : f;
+    }
+    x = exp == 31 ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112u) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int32_t exp = (int32_t)((x >> 23) & 0xffu);
+    if (exp == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    exp = exp - 127 + 15;
+    if (exp >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10)
+            return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp), h = mant >> shift, rem = mant & ((1u << shift) - 1u);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++;
+    return (uint16_t)(sign | h);
+}
+
+static float ld(Ty t, CUdeviceptr p, int64_t i) {
+    if (t == T_F32)
+        return ((const float *)(uintptr_t)p)[i];
+    uint16_t h = ((const uint16_t *)(uintptr_t)p)[i];
+    if (t == T_F16)
+        return f16_to_f32(h);
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static void st(Ty t, CUdeviceptr p, int64_t i, float v) {
+    if (t == T_F32) {
+        ((float *)(uintptr_t)p)[i] = v;
+    } else if (t == T_F16) {
+        ((uint16_t *)(uintptr_t)p)[i] = f32_to_f16(v);
+    } else {
+        uint32_t x;
+        memcpy(&x, &v, sizeof x);
+        x += 0x7fffu + ((x >> 16) & 1u);
+        ((uint16_t *)(uintptr_t)p)[i] = (uint16_t)(x >> 16);
+    }
+}
+
+/* ---- the kernels, one program (row) at a time, with the arguments the .tile files declare ---- */
+
+#define PTR(i) (*(const CUdeviceptr *)params[i])
+#define I64(i) (*(const int64_t *)params[i])
+#define I32(i) (*(const int32_t *)params[i])
+#define F32(i) (*(const float *)params[i])
+
+static void softmax_fwd(Ty t, int64_t row, void **params) {
+    CUdeviceptr out = PTR(0), x = PTR(1);
+    int64_t so = I64(2) * row, sx = I64(3) * row;
+    int32_t n = I32(4);
+    float m = -INFINITY;
+    double s = 0; /* sums in double: as accurate as a GPU's tree reductions, or more */
+    for (int32_t c = 0; c < n; c++)
+        m = fmaxf(m, ld(t, x, sx + c));
+    for (int32_t c = 0; c < n; c++)
+        s += expf(ld(t, x, sx + c) - m);
+    for (int32_t c = 0; c < out_cols(n); c++)
+        st(t, out, so + c, out_val(expf(ld(t, x, sx + c) - m) / (float)s));
+}
+
+static void softmax_bwd(Ty t, int64_t row, void **params) {
+    CUdeviceptr dx = PTR(0), y = PTR(1), dy = PTR(2);
+    int64_t sdx = I64(3) * row, sy = I64(4) * row, sdy = I64(5) * row;
+    int32_t n = I32(6);
+    double dot = 0;
+    for (int32_t c = 0; c < n; c++)
+        dot += ld(t, y, sy + c) * ld(t, dy, sdy + c);
+    for (int32_t c = 0; c < out_cols(n); c++)
+        st(t, dx, sdx + c, out_val(ld(t, y, sy + c) * (ld(t, dy, sdy + c) - (float)dot)));
+}
+
+static void rmsnorm_fwd(Ty t, int64_t row, void **params) {
+    CUdeviceptr y = PTR(0), rstd = PTR(1), x = PTR(2), w = PTR(3);
+    int64_t sy = I64(4) * row, sx = I64(5) * row;
+    int32_t n = I32(6);
+    float eps = F32(7);
+    double ss = 0;
+    for (int32_t c = 0; c < n; c++)
+        ss += ld(t, x, sx + c) * ld(t, x, sx + c);
+    float r = 1.0f / sqrtf((float)(ss / n) + eps);
+    st(T_F32, rstd, row, r);
+    for (int32_t c = 0; c < out_cols(n); c++)
+        st(t, y, sy + c, out_val(ld(t, x, sx + c) * r * ld(t, w, c)));
+}
+
+static void rmsnorm_bwd(Ty t, int64_t row, void **params) {
+    CUdeviceptr dx = PTR(0), dw = PTR(1), dy = PTR(2), x = PTR(3), w = PTR(4), rstd = PTR(5);
+    int64_t sdx = I64(6) * row, sdy = I64(7) * row, sx = I64(8) * row;
+    int32_t n = I32(9);
+    float r = ld(T_F32, rstd, row);
+    double acc = 0;
+    for (int32_t c = 0; c < n; c++)
+        acc += ld(t, dy, sdy + c) * ld(t, w, c) * ld(t, x, sx + c) * r;
+    float mean = (float)(acc / n);
+    for (int32_t c = 0; c < out_cols(n); c++) {
+        float xhat = ld(t, x, sx + c) * r, d = ld(t, dy, sdy + c);
+        st(t, dx, sdx + c, out_val(r * (d * ld(t, w, c) - xhat * mean)));
+        ((float *)(uintptr_t)dw)[c] += d * xhat;
+    }
+}
+
+/* ---- the driver API ---- */
+
+API CUresult cuInit(unsigned flags) {
+    (void)flags;
+    const char *b = getenv("TILEC_FAKE_CUDA_BUG");
+    bug = !b                              ? BUG_NONE
+          : strcmp(b, "skip-last") == 0 ? BUG_SKIP_LAST
+          : strcmp(b, "overrun") == 0   ? BUG_OVERRUN
+          : strcmp(b, "scale") == 0     ? BUG_SCALE
+                                        : BUG_NONE;
+    fprintf(stderr, "note: FAKE libcuda.so.1 (tests/gpu/fake_libcuda.c): kernels run on the CPU%s%s\n",
+            bug ? ", with the bug " : "", bug ? b : "");
+    return OK;
+}
+API CUresult cuDriverGetVersion(int *v) {
+    *v = 99999;
+    return OK;
+}
+API CUresult cuDeviceGet(int *dev, int ordinal) {
+    *dev = ordinal;
+    return ordinal == 0 ? OK : 101;
+}
+API CUresult cuDeviceGetCount(int *n) {
+    *n = 1;
+    return OK;
+}
+API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+    (void)dev;
+    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : 0;
+    return OK;
+}
+API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    (void)dev;
+    *ctx = &ctx_dummy;
+    return OK;
+}
+API CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+    (void)dev;
+    return OK;
+}
+API CUresult cuCtxGetCurrent(void **ctx) {
+    *ctx = current_ctx;
+    return OK;
+}
+API CUresult cuCtxSetCurrent(void *ctx) {
+    current_ctx = ctx;
+    return OK;
+}
+API CUresult cuCtxPushCurrent_v2(void *ctx) {
+    (void)ctx;
+    return OK;
+}
+API CUresult cuCtxPopCurrent_v2(void **ctx) {
+    if (ctx)
+        *ctx = current_ctx;
+    return OK;
+}
+API CUresult cuCtxGetDevice(int *dev) {
+    *dev = 0;
+    return OK;
+}
+
+API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *options, void **values) {
+    (void)n, (void)options, (void)values;
+    const char *text = image;
+    if (strncmp(text, MARK, strlen(MARK)) == 0)
+        text += strlen(MARK);
+    Module *m = calloc(1, sizeof *m);
+    if (!m)
+        return ERR_OUT_OF_MEMORY;
+    Ty ty = strstr(text, "cvt.f32.bf16") || strstr(text, "cvt.rn.bf16.f32") ? T_BF16
+            : strstr(text, "cvt.f32.f16") || strstr(text, "cvt.rn.f16.f32") ? T_F16
+                                                                             : T_F32;
+    for (const char *p = strstr(text, ".entry "); p && m->num_funcs < 16; p = strstr(p + 1, ".entry ")) {
+        const char *name = p + 7;
+        size_t len = strcspn(name, "( \n");
+        Func *f = &m->funcs[m->num_funcs++];
+        snprintf(f->name, sizeof f->name, "%.*s", (int)len, name);
+        f->ty = ty;
+    }
+    *out = m;
+    return OK;
+}
+API CUresult cuModuleUnload(void *m) {
+    free(m);
+    return OK;
+}
+API CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
+    Module *m = mod;
+    for (int i = 0; i < m->num_funcs; i++)
+        if (strcmp(m->funcs[i].name, name) == 0) {
+            *fn = &m->funcs[i];
+            return OK;
+        }
+    return ERR_NOT_FOUND;
+}
+API CUresult cuFuncSetAttribute(void *fn, int attr, int v) {
+    (void)fn, (void)attr, (void)v;
+    return OK;
+}
+API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
+    (void)attr, (void)fn;
+    *v = 0;
+    return OK;
+}
+API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared, void *stream, void **params, void **extra) {
+    (void)by, (void)bz, (void)shared, (void)stream, (void)extra;
+    const Func *f = fn;
+    void (*kernel)(Ty, int64_t, void **) = NULL;
+    if (strcmp(f->name, "softmax_fwd") == 0)
+        kernel = softmax_fwd;
+    else if (strcmp(f->name, "softmax_bwd") == 0)
+        kernel = softmax_bwd;
+    else if (strcmp(f->name, "rmsnorm_fwd") == 0)
+        kernel = rmsnorm_fwd;
+    else if (strcmp(f->name, "rmsnorm_bwd") == 0)
+        kernel = rmsnorm_bwd;
+    else if (strcmp(f->name, "empty") != 0)
+        return ERR_NOT_SUPPORTED;
+    if (gy != 1 || gz != 1 || bx == 0 || bx % 32)
+        return ERR_INVALID_VALUE;
+    for (unsigned r = 0; kernel && r < gx; r++)
+        kernel(f->ty, r, params);
+    return OK;
+}
+
+API CUresult cuLinkCreate_v2(unsigned n, int *options, void **values, void **state) {
+    (void)n, (void)options, (void)values;
+    *state = calloc(1, sizeof(Link));
+    return *state ? OK : ERR_OUT_OF_MEMORY;
+}
+API CUresult cuLinkAddData_v2(void *state, int type, void *data, size_t size, const char *name, unsigned n,
+                              int *options, void **values) {
+    (void)type, (void)name, (void)n, (void)options, (void)values;
+    Link *l = state;
+    free(l->data);
+    l->len = strlen(MARK) + size + 1;
+    if (!(l->data = malloc(l->len)))
+        return ERR_OUT_OF_MEMORY;
+    memcpy(l->data, MARK, strlen(MARK));
+    memcpy(l->data + strlen(MARK), data, size);
+    l->data[l->len - 1] = 0;
+    return OK;
+}
+API CUresult cuLinkComplete(void *state, void **cubin, size_t *size) {
+    Link *l = state;
+    *cubin = l->data;
+    *size = l->len;
+    return OK;
+}
+API CUresult cuLinkDestroy(void *state) {
+    Link *l = state;
+    free(l->data);
+    free(l);
+    return OK;
+}
+
+API CUresult cuGetErrorName(CUresult e, const char **s) {
+    *s = e == ERR_NOT_SUPPORTED ? "CUDA_ERROR_NOT_SUPPORTED (fake: no CPU version of this kernel)" : "CUDA_ERROR_FAKE";
+    return OK;
+}
+API CUresult cuGetErrorString(CUresult e, const char **s) {
+    (void)e;
+    *s = "an error of the fake libcuda (tests/gpu/fake_libcuda.c)";
+    return OK;
+}
+
+API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    void *h = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    *p = (CUdeviceptr)(uintptr_t)h;
+    return h ? OK : ERR_OUT_OF_MEMORY;
+}
+API CUresult cuMemFree_v2(CUdeviceptr p) {
+    free((void *)(uintptr_t)p);
+    return OK;
+}
+API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+    return OK;
+}
+API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return OK;
+}
+API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t bytes) {
+    memset((void *)(uintptr_t)dst, v, bytes);
+    return OK;
+}
+
+static int stream_dummy;
+API CUresult cuStreamCreate(void **s, unsigned flags) {
+    (void)flags;
+    *s = &stream_dummy;
+    return OK;
+}
+API CUresult cuStreamDestroy_v2(void *s) {
+    (void)s;
+    return OK;
+}
+API CUresult cuStreamSynchronize(void *s) {
+    (void)s;
+    return OK;
+}
+
+API CUresult cuEventCreate(void **e, unsigned flags) {
+    (void)flags;
+    *e = calloc(1, sizeof(double));
+    return *e ? OK : ERR_OUT_OF_MEMORY;
+}
+API CUresult cuEventRecord(void *e, void *stream) {
+    (void)stream;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *(double *)e = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    return OK;
+}
+API CUresult cuEventSynchronize(void *e) {
+    (void)e;
+    return OK;
+}
+API CUresult cuEventElapsedTime_v2(float *ms, void *start, void *end) {
+    *ms = (float)(*(double *)end - *(double *)start);
+    return OK;
+}
+API CUresult cuEventDestroy_v2(void *e) {
+    free(e);
+    return OK;
+}

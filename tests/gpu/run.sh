@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# run.sh — the one script to run on the GPU machine: every GPU test, the
+# examples, and with --bench the benchmarks; a short table last.
+#
+#   gpu-bundle/tests/gpu/run.sh [--bench] [--quick] [--only NAME[,NAME...]] [--logs DIR]
+#
+#   --bench     also bench/launch_overhead and bench/rowwise.py (torch, triton; anchors.py
+#               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py)
+#   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, examples, bench)
+#   --logs DIR  where each program's full output goes (default: $OUT if set, so that the
+#               logs come back from the device tool, else a new folder under /tmp)
+#
+# It runs from the bundle that `cmake --install BUILD --prefix gpu-bundle --strip` makes
+# (tests/gpu/README.md): the test programs next to this script, libtilec in ../../lib,
+# the examples in ../../examples, the benchmarks in ../../bench. From a source checkout,
+# point TILEC_BUNDLE at a bundle or a build directory. Every program gets a fresh,
+# empty TILEC_CACHE_DIR, so the first launch of each kernel compiles it.
+#
+# Exit status: 0 if everything that ran passed (skips are not failures unless
+# nothing ran), 1 otherwise.
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench=0
+quick=0
+only=""
+logs="${OUT:-}"
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --bench) bench=1 ;;
+    --quick) quick=1 ;;
+    --only) only="$2"; shift ;;
+    --logs) logs="$2"; shift ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# Where things are: the bundle (tests/gpu/run.sh inside it), or TILEC_BUNDLE (a bundle or a build dir).
+root="${TILEC_BUNDLE:-$(cd "$here/../.." && pwd)}"
+find_prog() { # name, candidate folders under $root
+    local name=$1; shift
+    for d in "$@"; do
+        if [ -x "$root/$d/$name" ] && [ -f "$root/$d/$name" ]; then echo "$root/$d/$name"; return; fi
+    done
+}
+[ -n "$logs" ] || logs=$(mktemp -d /tmp/tilec-gpu-logs.XXXXXX)
+mkdir -p "$logs"
+cache_root=$(mktemp -d /tmp/tilec-gpu-cache.XXXXXX)
+trap 'rm -rf "$cache_root"' EXIT
+
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+
+echo "== tilec GPU run: $(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/== GPU: /'
+fi
+echo "== bundle: $root; logs: $logs"
+
+# Results, one entry per program: name|cases|failed|worst16|worst32|seconds|result
+results=()
+ran=0
+failed=0
+
+# run_one NAME LOG PROGRAM ARGS... : runs with a fresh cache; records a row from its SUMMARY line.
+run_one() {
+    local name=$1 log=$2; shift 2
+    local cache="$cache_root/$name"
+    mkdir -p "$cache"
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    TILEC_CACHE_DIR="$cache" "$@" >"$log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    local secs
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    local summary cases="-" nfail="-" w16="-" w32="-" result
+    summary=$(grep '^SUMMARY ' "$log" | tail -1)
+    if [ -n "$summary" ]; then
+        cases=$(sed -n 's/.* cases=\([0-9]*\).*/\1/p' <<<"$summary")
+        nfail=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' <<<"$summary")
+        w16=$(sed -n 's/.* worst16=\([^ ]*\).*/\1/p' <<<"$summary")
+        w32=$(sed -n 's/.* worst32=\([^ ]*\).*/\1/p' <<<"$summary")
+    fi
+    case $rc in
+    0) result=PASS; ran=$((ran + 1)) ;;
+    77) result=SKIP ;;
+    *) result="FAIL (exit $rc)"; ran=$((ran + 1)); failed=$((failed + 1)) ;;
+    esac
+    results+=("$name|$cases|$nfail|$w16|$w32|$secs|$result")
+    # what went wrong, and the summary, on the console; the whole output in the log
+    grep -E 'FAIL|failed|SKIP:|error|Error' "$log" | grep -v '^SUMMARY' | head -25
+    [ -n "$summary" ] && echo "$summary"
+    echo "-- $name: $result in ${secs}s (log: $log)"
+}
+
+for t in test_features test_softmax test_rmsnorm; do
+    wanted "$t" || continue
+    prog=$(find_prog "$t" tests/gpu .)
+    if [ -z "$prog" ]; then
+        results+=("$t|-|-|-|-|-|MISSING")
+        failed=$((failed + 1))
+        continue
+    fi
+    args=()
+    [ $quick = 1 ] && [ "$t" != test_features ] && args+=(--quick)
+    echo "== $t ${args[*]:-}"
+    run_one "$t" "$logs/$t.log" "$prog" "${args[@]}"
+done
+
+if wanted examples; then
+    for ex in jit_softmax stdlib_rmsnorm aot_softmax launch_overhead; do
+        prog=$(find_prog "$ex" examples)
+        [ -n "$prog" ] || continue
+        echo "== example $ex"
+        run_one "example $ex" "$logs/example_$ex.log" "$prog"
+        tail -3 "$logs/example_$ex.log"
+    done
+fi
+
+bench_lines=()
+if [ $bench = 1 ] && wanted bench; then
+    prog=$(find_prog launch_overhead bench)
+    if [ -n "$prog" ]; then
+        echo "== bench launch_overhead"
+        run_one "bench launch_overhead" "$logs/bench_launch_overhead.log" "$prog" 10000
+        while IFS= read -r l; do bench_lines+=("$l"); done < <(grep '^launch_overhead:' "$logs/bench_launch_overhead.log")
+    fi
+    if [ -f "$root/bench/rowwise.py" ]; then
+        echo "== bench rowwise.py"
+        rargs=(--json "$logs/rowwise.json")
+        [ $quick = 1 ] && rargs+=(--quick)
+        lib=""
+        for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
+        TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench rowwise.py" "$logs/bench_rowwise.log" \
+            python3 "$root/bench/rowwise.py" "${rargs[@]}"
+        # its table: from the "== rowwise" line to the end
+        while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== rowwise/,$p' "$logs/bench_rowwise.log")
+    else
+        echo "run.sh: no bench/rowwise.py in $root"
+    fi
+fi
+
+# ---- the table ----
+echo
+for l in "${bench_lines[@]+"${bench_lines[@]}"}"; do echo "$l"; done
+[ ${#bench_lines[@]} -gt 0 ] && echo
+printf '%-24s %6s %6s %10s %10s %8s  %s\n' test cases failed worst16 worst32 seconds result
+for r in "${results[@]+"${results[@]}"}"; do
+    IFS='|' read -r name cases nfail w16 w32 secs result <<<"$r"
+    printf '%-24s %6s %6s %10s %10s %8s  %s\n' "$name" "$cases" "$nfail" "$w16" "$w32" "$secs" "$result"
+done
+echo "(worst16 / worst32: the largest ||out - ref|| / ||ref|| over f16+bf16 / f32 cases; limits 1e-2 / 1e-5)"
+if [ $failed -gt 0 ] || [ $ran -eq 0 ]; then
+    echo "run.sh: $failed failed, $ran ran"
+    exit 1
+fi
+echo "run.sh: all $ran passed"
+exit 0

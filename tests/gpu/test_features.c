@@ -1,0 +1,1063 @@
+/*
+ * test_features.c — the language's features on the GPU: small kernels
+ * compiled from source strings with tc_jit, each checked against a CPU
+ * reference (float64, or exact where the result is exact).
+ *
+ *     test_features
+ *
+ * Covered: elementwise math (exp exp2 log log2 sqrt rsqrt erf tanh sigmoid
+ * abs floor ceil sin cos) in f32, and in f16/bf16; arithmetic, minimum,
+ * maximum, where, fma, funcs; casts between f32, f16, bf16 and i32 (bit
+ * exact, rounding to nearest even, saturating to i32); integer arithmetic
+ * and bit operations; reductions sum/max/min over each axis of 2-D tiles
+ * (64x128, 16x256, 128x32 at 4 and 8 warps, so that warps and lanes lie
+ * along either axis) and over the whole tile; broadcasts and expand_dims;
+ * transposed stores (a layout conversion through shared memory), with and
+ * without trans(); masked loads with `other` values (runtime and literal);
+ * atomic_add on f32 and i32 with heavy contention, and a scalar atomic that
+ * must happen once per program; for loops with carried vars and runtime
+ * trip counts (0 included); runtime if/else and a runtime ?: ; program_id and
+ * num_programs on two grid axes; dot 32x32x32 in f32, f16 and bf16 with and
+ * without an accumulator.
+ *
+ * Without a GPU every kernel is still compiled to PTX (sm_90a) through
+ * tc_compile, so a codegen failure shows here too: then the program prints
+ * what it compiled and "SKIP: no GPU (reason)" and exits 77, or exits 1 if
+ * something failed to compile. Outputs are poisoned (0xFF) before each
+ * launch, followed by guard elements that must stay poisoned.
+ */
+#include "gpu_test.h"
+
+/* ---- the kernels ---- */
+
+static const char SRC_UNARY[] =
+    "kernel unary(f32* out, const f32* x, i32 n, constexpr i32 OP, constexpr i32 BLOCK = 256) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    let v = load(x + i, m, 1.0);\n"
+    "    if (OP == 0) { store(out + i, exp(v), m); }\n"
+    "    else if (OP == 1) { store(out + i, exp2(v), m); }\n"
+    "    else if (OP == 2) { store(out + i, log(v), m); }\n"
+    "    else if (OP == 3) { store(out + i, log2(v), m); }\n"
+    "    else if (OP == 4) { store(out + i, sqrt(v), m); }\n"
+    "    else if (OP == 5) { store(out + i, rsqrt(v), m); }\n"
+    "    else if (OP == 6) { store(out + i, erf(v), m); }\n"
+    "    else if (OP == 7) { store(out + i, tanh(v), m); }\n"
+    "    else if (OP == 8) { store(out + i, sigmoid(v), m); }\n"
+    "    else if (OP == 9) { store(out + i, abs(v), m); }\n"
+    "    else if (OP == 10) { store(out + i, floor(v), m); }\n"
+    "    else if (OP == 11) { store(out + i, ceil(v), m); }\n"
+    "    else if (OP == 12) { store(out + i, sin(v), m); }\n"
+    "    else { store(out + i, cos(v), m); }\n"
+    "}\n";
+
+static const char SRC_UNARY16[] =
+    "kernel unary16(T* out divisible_by(16), const T* x divisible_by(16), i32 n, constexpr dtype T,\n"
+    "               constexpr i32 OP, constexpr i32 BLOCK = 256) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    let v = load(x + i, m, 0);\n"
+    "    if (OP == 0) { store(out + i, exp(v), m); }\n"
+    "    else if (OP == 1) { store(out + i, tanh(v), m); }\n"
+    "    else if (OP == 2) { store(out + i, sigmoid(v), m); }\n"
+    "    else { store(out + i, v * v + v, m); }\n"
+    "}\n";
+
+static const char SRC_BINARY[] =
+    "func silu(f32 v) { return v * sigmoid(v); }\n"
+    "kernel binary(f32* out, const f32* x, const f32* y, i32 n, constexpr i32 OP, constexpr i32 BLOCK = 128) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    let a = load(x + i, m, 0);\n"
+    "    let b = load(y + i, m, 1);\n"
+    "    if (OP == 0) { store(out + i, a + b * 2.0 - 1.0, m); }\n"
+    "    else if (OP == 1) { store(out + i, a * b / (abs(b) + 1.0), m); }\n"
+    "    else if (OP == 2) { store(out + i, minimum(a, b), m); }\n"
+    "    else if (OP == 3) { store(out + i, maximum(a, b), m); }\n"
+    "    else if (OP == 4) { store(out + i, where(a > b, a - b, b * 0.5), m); }\n"
+    "    else if (OP == 5) { store(out + i, fma(a, b, 0.25), m); }\n"
+    "    else { store(out + i, silu(a) + where(a < 0.0, 1.0, 2.0), m); }\n"
+    "}\n";
+
+static const char SRC_CASTS[] =
+    "kernel casts(f16* o16, bf16* ob16, i32* oi, f32* of, f32* osum, const f32* x, const i32* xi, i32 n,\n"
+    "             constexpr i32 BLOCK = 256) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    let v = load(x + i, m, 0);\n"
+    "    let h = f16(v);\n"
+    "    let b = bf16(v);\n"
+    "    store(o16 + i, h, m);\n"
+    "    store(ob16 + i, b, m);\n"
+    "    store(oi + i, i32(v), m);\n"
+    "    store(of + i, f32(load(xi + i, m, 0)) * 0.5, m);\n"
+    "    store(osum + i, f32(h) + f32(b), m);\n"
+    "}\n";
+
+static const char SRC_INTOPS[] =
+    "kernel intops(i32* out, const i32* x, const i32* y, i32 n, constexpr i32 BLOCK = 128) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    let a = load(x + i, m, 0);\n"
+    "    let b = load(y + i, m, 1);\n"
+    "    let lhs = (a * 3 + b) / b + a % 7 - (a >> 2) + (a & 0xff);\n"
+    "    let rhs = (b << 1) + minimum(a, b) - max(a, 0);\n"
+    "    store(out + i, lhs ^ rhs, m);\n"
+    "}\n";
+
+static const char SRC_REDUCE[] =
+    "kernel reduce2d(f32* out, const f32* x, constexpr i32 M, constexpr i32 N, constexpr i32 AXIS,\n"
+    "                constexpr i32 OP) {\n"
+    "    let p = i64(program_id(0));\n"
+    "    let r = arange(0, M);\n"
+    "    let c = arange(0, N);\n"
+    "    let v = load(x + p * (M * N) + r[:, None] * N + c[None, :]);\n"
+    "    if (AXIS == 0) {\n"
+    "        if (OP == 0) { store(out + p * N + c, sum(v, 0)); }\n"
+    "        else if (OP == 1) { store(out + p * N + c, max(v, 0)); }\n"
+    "        else { store(out + p * N + c, min(v, 0)); }\n"
+    "    } else if (AXIS == 1) {\n"
+    "        if (OP == 0) { store(out + p * M + r, sum(v, 1)); }\n"
+    "        else if (OP == 1) { store(out + p * M + r, max(v, 1)); }\n"
+    "        else { store(out + p * M + r, min(v, 1)); }\n"
+    "    } else {\n"
+    "        if (OP == 0) { store(out + p, sum(v)); }\n"
+    "        else if (OP == 1) { store(out + p, max(v)); }\n"
+    "        else { store(out + p, min(v)); }\n"
+    "    }\n"
+    "}\n";
+
+static const char SRC_OUTER[] =
+    "kernel outer(f32* out, const f32* a, const f32* b, i32 M, i32 N, constexpr i32 BM = 64, constexpr i32 BN = 32) {\n"
+    "    let r = program_id(0) * BM + arange(0, BM);\n"
+    "    let c = program_id(1) * BN + arange(0, BN);\n"
+    "    let av = load(a + r, r < M, 0);\n"
+    "    let bv = load(b + c, c < N, 0);\n"
+    "    let t = expand_dims(av, 1) * bv[None, :] + broadcast_to(bv[None, :], [BM, BN]) * 0.5 + av[:, None];\n"
+    "    let mask = (r[:, None] < M) & (c[None, :] < N);\n"
+    "    store(out + r[:, None] * N + c[None, :], t, mask);\n"
+    "}\n";
+
+static const char SRC_TRANSPOSE[] =
+    "kernel transpose(f32* out, const f32* x, i32 M, i32 N, constexpr i32 BM = 64, constexpr i32 BN = 64,\n"
+    "                 constexpr bool TRANS = false) {\n"
+    "    let r = program_id(0) * BM + arange(0, BM);\n"
+    "    let c = program_id(1) * BN + arange(0, BN);\n"
+    "    let mask = (r[:, None] < M) & (c[None, :] < N);\n"
+    "    let v = load(x + r[:, None] * N + c[None, :], mask, 0);\n"
+    "    if (TRANS) {\n"
+    "        let mt = (c[:, None] < N) & (r[None, :] < M);\n"
+    "        store(out + c[:, None] * M + r[None, :], trans(v), mt);\n"
+    "    } else {\n"
+    "        store(out + c[None, :] * M + r[:, None], v, mask);\n"
+    "    }\n"
+    "}\n";
+
+static const char SRC_MASKED[] =
+    "kernel masked(f32* out, const f32* x, i32 n, f32 other, constexpr i32 BLOCK = 256) {\n"
+    "    let i = arange(0, BLOCK);\n"
+    "    store(out + i, load(x + i, i < n, other));\n"
+    "    let j = arange(0, 16);\n"
+    "    let k = arange(0, 32);\n"
+    "    let m2 = (j[:, None] < 5) & (k[None, :] < n % 32);\n"
+    "    store(out + BLOCK + j[:, None] * 32 + k[None, :], load(x + j[:, None] * 32 + k[None, :], m2, -2.5));\n"
+    "}\n";
+
+static const char SRC_ATOMICS[] =
+    "kernel atomics(f32* accf, i32* acci, const f32* x, const i32* xi, i32 n, constexpr i32 K,\n"
+    "               constexpr i32 BLOCK = 256) {\n"
+    "    let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = i < n;\n"
+    "    atomic_add(accf + i % K, load(x + i, m, 0), m);\n"
+    "    atomic_add(acci + i % K, load(xi + i, m, 0), m);\n"
+    "    atomic_add(acci + K, 1);\n"
+    "}\n";
+
+static const char SRC_LOOPS[] =
+    "kernel loops(f32* out, const f32* x, i32 iters, constexpr i32 BLOCK = 128) {\n"
+    "    let c = arange(0, BLOCK);\n"
+    "    let p = i64(program_id(0));\n"
+    "    var acc = zeros([BLOCK], f32);\n"
+    "    var s = 0.0;\n"
+    "    var k = 0;\n"
+    "    for (it in range(0, iters)) {\n"
+    "        acc += load(x + (p * iters + it) * BLOCK + c) * f32(it + 1);\n"
+    "        s = s * 0.5 + 1.0;\n"
+    "        k += 2;\n"
+    "    }\n"
+    "    for (j in range(0, 4)) {\n"
+    "        acc = acc + f32(j);\n"
+    "    }\n"
+    "    store(out + p * BLOCK + c, acc * s + f32(k));\n"
+    "}\n";
+
+static const char SRC_BRANCHES[] =
+    "kernel branches(f32* out, const f32* x, i32 flag, constexpr i32 BLOCK = 128) {\n"
+    "    let p = program_id(0);\n"
+    "    let c = arange(0, BLOCK);\n"
+    "    var v = load(x + p * BLOCK + c);\n"
+    "    if (p % 2 == 0) {\n"
+    "        v = v * 2.0;\n"
+    "    } else {\n"
+    "        v = v - 1.0;\n"
+    "    }\n"
+    "    if (flag != 0) {\n"
+    "        v = v + 100.0;\n"
+    "    }\n"
+    "    let scale = flag != 0 ? 0.5 : 0.25;\n"
+    "    if (p == 3) {\n"
+    "        store(out + p * BLOCK + c, zeros([BLOCK], f32) - 7.0);\n"
+    "    } else {\n"
+    "        store(out + p * BLOCK + c, v * scale);\n"
+    "    }\n"
+    "}\n";
+
+static const char SRC_GRID2D[] =
+    "kernel grid2d(i32* out, i32 M, i32 N, constexpr i32 BM = 16, constexpr i32 BN = 32) {\n"
+    "    let r = program_id(0) * BM + arange(0, BM);\n"
+    "    let c = program_id(1) * BN + arange(0, BN);\n"
+    "    let val = r[:, None] * 1000 + c[None, :] + program_id(1) * 1000000 + num_programs(0) * 100000000;\n"
+    "    store(out + r[:, None] * N + c[None, :], val, (r[:, None] < M) & (c[None, :] < N));\n"
+    "}\n";
+
+static const char SRC_MATMUL[] =
+    "kernel matmul(f32* out, const T* a, const T* b, const f32* acc0, constexpr dtype T, constexpr i32 M = 32,\n"
+    "              constexpr i32 N = 32, constexpr i32 K = 32, constexpr bool ACC = false) {\n"
+    "    let r = arange(0, M);\n"
+    "    let c = arange(0, N);\n"
+    "    let k = arange(0, K);\n"
+    "    let av = load(a + r[:, None] * K + k[None, :]);\n"
+    "    let bv = load(b + k[:, None] * N + c[None, :]);\n"
+    "    if (ACC) {\n"
+    "        let a0 = load(acc0 + r[:, None] * N + c[None, :]);\n"
+    "        store(out + r[:, None] * N + c[None, :], dot(av, bv, a0));\n"
+    "    } else {\n"
+    "        store(out + r[:, None] * N + c[None, :], dot(av, bv));\n"
+    "    }\n"
+    "}\n";
+
+/* ---- the harness ---- */
+
+enum { FGUARD = 64 }; /* poisoned elements after every output */
+
+typedef struct Ft {
+    tc_context *ctx; /* NULL: compile-only (no GPU) */
+    tc_compiler *cc; /* compile-only */
+    int compiled, compile_failed;
+} Ft;
+
+static tc_constexpr cx_int(const char *name, int64_t v) {
+    return (tc_constexpr){name, TC_CONSTEXPR_INT, v, 0};
+}
+static tc_constexpr cx_bool(const char *name, bool v) {
+    return (tc_constexpr){name, TC_CONSTEXPR_BOOL, v, 0};
+}
+static tc_constexpr cx_dtype(const char *name, tc_dtype t) {
+    return (tc_constexpr){name, TC_CONSTEXPR_DTYPE, (int64_t)t, 0};
+}
+
+static void report(const char *label, tc_dtype t, double err, double tol, size_t clobbered_elems) {
+    bool ok = gt_record(t, err, tol) && clobbered_elems == 0;
+    printf("features %-34s err %.2e (tol %.0e)", label, err, tol);
+    if (clobbered_elems)
+        printf(" wrote %zu elements past the outputs", clobbered_elems);
+    printf(" %s\n", ok ? "ok" : "FAIL");
+    fflush(stdout);
+    gt_case_done(ok);
+}
+
+static void fail_case(const char *label, const char *why) {
+    printf("features %-34s %s FAIL\n", label, why);
+    fflush(stdout);
+    gt_case_done(false);
+}
+
+/* The kernel: compiled by tc_jit with a GPU; without one compiled to PTX
+ * by tc_compile (and NULL returned, so the caller skips the run). */
+static tc_kernel *get(Ft *f, const char *label, const char *src, const char *kernel, const tc_constexpr *cx, size_t ncx,
+                      int num_warps) {
+    tc_diagnostics *diags = NULL;
+    tc_diagnostics_create(&diags);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.num_warps = num_warps;
+    tc_kernel *k = NULL;
+    tc_status st;
+    if (!f->ctx) {
+        tc_source s = {label, src, strlen(src)};
+        opt.emit = TC_EMIT_PTX;
+        tc_binary *bin = NULL;
+        st = tc_compile(f->cc, &s, kernel, cx, ncx, &opt, &bin, diags);
+        tc_binary_destroy(bin);
+    } else {
+        tc_jit_request req;
+        tc_jit_request_init(&req);
+        req.source = src;
+        req.path = label;
+        req.kernel = kernel;
+        req.constexprs = cx;
+        req.num_constexprs = ncx;
+        req.options = &opt;
+        req.diags = diags;
+        st = tc_jit(f->ctx, &req, &k);
+    }
+    if (st == TC_OK) {
+        f->compiled++;
+    } else {
+        f->compile_failed++;
+        printf("%s: compile failed: %s\n%s%s\n", label, tc_status_string(st), tc_diagnostics_text(diags),
+               tc_last_error());
+        if (f->ctx)
+            fail_case(label, "does not compile");
+    }
+    tc_diagnostics_destroy(diags);
+    return k;
+}
+
+/* A host buffer (filled with 0xFF) and its device copy. */
+typedef struct Buf {
+    size_t bytes;
+    unsigned char *h;
+    CUdeviceptr d;
+} Buf;
+
+static bool buf_new(Ft *f, Buf *b, size_t bytes) {
+    b->bytes = bytes;
+    b->d = 0;
+    b->h = malloc(bytes);
+    if (!b->h)
+        return false;
+    memset(b->h, 0xFF, bytes);
+    return GT_OK(tc_mem_alloc(f->ctx, bytes, &b->d));
+}
+
+static void buf_free(Ft *f, Buf *b) {
+    if (b->d)
+        tc_mem_free(f->ctx, b->d);
+    free(b->h);
+    memset(b, 0, sizeof *b);
+}
+
+static bool buf_up(Ft *f, Buf *b) {
+    return GT_OK(tc_memcpy_htod(f->ctx, b->d, b->h, b->bytes));
+}
+
+static bool buf_poison(Ft *f, Buf *b) {
+    return GT_OK(tc_memset_d8(f->ctx, b->d, 0xFF, b->bytes));
+}
+
+static bool buf_down(Ft *f, Buf *b) {
+    return GT_OK(tc_memcpy_dtoh(f->ctx, b->h, b->d, b->bytes));
+}
+
+/* Bytes from `from` on that are no longer 0xFF, in elements of `elem` bytes. */
+static size_t buf_clobbered(const Buf *b, size_t from, size_t elem) {
+    size_t bad = 0;
+    for (size_t i = from; i < b->bytes; i++)
+        bad += b->h[i] != 0xFF;
+    return (bad + elem - 1) / elem;
+}
+
+static bool launch(Ft *f, tc_kernel *k, tc_dim3 grid, void **args, size_t nargs) {
+    return GT_OK(tc_launch(k, grid, NULL, args, nargs)) && GT_OK(tc_stream_synchronize(f->ctx, NULL));
+}
+
+#define F32(b) ((float *)(b).h)
+#define I32(b) ((int32_t *)(b).h)
+#define U16(b) ((uint16_t *)(b).h)
+
+/* ---- elementwise ---- */
+
+static double ref_unary(int op, double v) {
+    switch (op) {
+    case 0: return exp(v);
+    case 1: return exp2(v);
+    case 2: return log(v);
+    case 3: return log2(v);
+    case 4: return sqrt(v);
+    case 5: return 1 / sqrt(v);
+    case 6: return erf(v);
+    case 7: return tanh(v);
+    case 8: return 1 / (1 + exp(-v));
+    case 9: return fabs(v);
+    case 10: return floor(v);
+    case 11: return ceil(v);
+    case 12: return sin(v);
+    default: return cos(v);
+    }
+}
+
+static void feat_unary(Ft *f) {
+    static const char *names[] = {"exp",  "exp2",    "log", "log2",  "sqrt", "rsqrt", "erf",
+                                  "tanh", "sigmoid", "abs", "floor", "ceil", "sin",   "cos"};
+    const int n = 1000;
+    for (int op = 0; op < 14; op++) {
+        char label[64];
+        snprintf(label, sizeof label, "unary f32 %s", names[op]);
+        tc_constexpr cx[] = {cx_int("OP", op)};
+        tc_kernel *k = get(f, label, SRC_UNARY, "unary", cx, 1, 4);
+        if (!k)
+            continue;
+        Buf x, out;
+        if (!buf_new(f, &x, (size_t)n * 4) || !buf_new(f, &out, (size_t)(n + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        bool positive = op >= 2 && op <= 5;
+        for (int i = 0; i < n; i++)
+            F32(x)[i] = (float)(positive ? gt_uniform_in(0.05, 8) : op >= 12 ? gt_uniform_in(-3.14, 3.14)
+                                                                             : gt_uniform_in(-4, 4));
+        int32_t nn = n;
+        void *args[] = {&out.d, &x.d, &nn};
+        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(n + 255) / 256, 1, 1}, args, 3) &&
+            buf_down(f, &out)) {
+            GtErr e = {0};
+            for (int i = 0; i < n; i++)
+                gt_err_add(&e, F32(out)[i], ref_unary(op, F32(x)[i]));
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)n * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &out);
+    }
+}
+
+static void feat_unary16(Ft *f) {
+    static const char *names[] = {"exp", "tanh", "sigmoid", "v*v+v"};
+    static const tc_dtype types[] = {TC_DTYPE_F16, TC_DTYPE_BF16};
+    const int n = 777;
+    for (int ti = 0; ti < 2; ti++)
+        for (int op = 0; op < 4; op++) {
+            tc_dtype t = types[ti];
+            char label[64];
+            snprintf(label, sizeof label, "unary %s %s", gt_dtype_name(t), names[op]);
+            tc_constexpr cx[] = {cx_dtype("T", t), cx_int("OP", op)};
+            tc_kernel *k = get(f, label, SRC_UNARY16, "unary16", cx, 2, 4);
+            if (!k)
+                continue;
+            Buf x, out;
+            if (!buf_new(f, &x, (size_t)n * 2) || !buf_new(f, &out, (size_t)(n + FGUARD) * 2)) {
+                fail_case(label, "allocation failed");
+                continue;
+            }
+            GtErr e = {0};
+            double *in = malloc(sizeof(double) * (size_t)n);
+            for (int i = 0; i < n; i++)
+                in[i] = gt_put_get(t, x.h, (size_t)i, gt_uniform_in(-4, 4));
+            int32_t nn = n;
+            void *args[] = {&out.d, &x.d, &nn};
+            if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(n + 255) / 256, 1, 1}, args, 3) &&
+                buf_down(f, &out)) {
+                for (int i = 0; i < n; i++) {
+                    double v = in[i];
+                    double r = op == 0 ? exp(v) : op == 1 ? tanh(v) : op == 2 ? 1 / (1 + exp(-v)) : v * v + v;
+                    gt_err_add(&e, gt_get(t, out.h, (size_t)i), r);
+                }
+                report(label, t, gt_err_value(&e), gt_tolerance(t), buf_clobbered(&out, (size_t)n * 2, 2));
+            } else {
+                fail_case(label, "launch failed");
+            }
+            free(in);
+            buf_free(f, &x);
+            buf_free(f, &out);
+        }
+}
+
+static void feat_binary(Ft *f) {
+    static const char *names[] = {"a+2b-1", "a*b/(|b|+1)", "minimum", "maximum", "where", "fma", "func silu+where"};
+    const int n = 1001;
+    for (int op = 0; op < 7; op++) {
+        char label[64];
+        snprintf(label, sizeof label, "binary %s", names[op]);
+        tc_constexpr cx[] = {cx_int("OP", op)};
+        tc_kernel *k = get(f, label, SRC_BINARY, "binary", cx, 1, 4);
+        if (!k)
+            continue;
+        Buf x, y, out;
+        if (!buf_new(f, &x, (size_t)n * 4) || !buf_new(f, &y, (size_t)n * 4) ||
+            !buf_new(f, &out, (size_t)(n + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            F32(x)[i] = (float)gt_uniform_in(-3, 3);
+            F32(y)[i] = (float)gt_uniform_in(-3, 3);
+        }
+        int32_t nn = n;
+        void *args[] = {&out.d, &x.d, &y.d, &nn};
+        if (buf_up(f, &x) && buf_up(f, &y) && buf_poison(f, &out) &&
+            launch(f, k, (tc_dim3){(n + 127) / 128, 1, 1}, args, 4) && buf_down(f, &out)) {
+            GtErr e = {0};
+            for (int i = 0; i < n; i++) {
+                double a = F32(x)[i], b = F32(y)[i], r;
+                switch (op) {
+                case 0: r = a + b * 2 - 1; break;
+                case 1: r = a * b / (fabs(b) + 1); break;
+                case 2: r = fmin(a, b); break;
+                case 3: r = fmax(a, b); break;
+                case 4: r = a > b ? a - b : b * 0.5; break;
+                case 5: r = a * b + 0.25; break;
+                default: r = a / (1 + exp(-a)) + (a < 0 ? 1 : 2); break;
+                }
+                gt_err_add(&e, F32(out)[i], r);
+            }
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)n * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &y);
+        buf_free(f, &out);
+    }
+}
+
+/* f32 -> i32 as PTX's cvt.rzi.s32.f32: toward zero, saturating, NaN -> 0. */
+static int32_t f32_to_i32_sat(float v) {
+    if (isnan(v))
+        return 0;
+    if (v >= 2147483648.0f)
+        return INT32_MAX;
+    if (v <= -2147483648.0f)
+        return INT32_MIN;
+    return (int32_t)v;
+}
+
+static void feat_casts(Ft *f) {
+    const char *label = "casts f32->f16/bf16/i32, i32->f32";
+    tc_kernel *k = get(f, label, SRC_CASTS, "casts", NULL, 0, 4);
+    if (!k)
+        return;
+    const int n = 1500;
+    Buf x, xi, o16, ob16, oi, of, osum;
+    Buf *outs[] = {&o16, &ob16, &oi, &of, &osum};
+    size_t esz[] = {2, 2, 4, 4, 4};
+    bool ok = buf_new(f, &x, (size_t)n * 4) && buf_new(f, &xi, (size_t)n * 4);
+    for (int i = 0; i < 5; i++)
+        ok = ok && buf_new(f, outs[i], (size_t)(n + FGUARD) * esz[i]);
+    if (!ok) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        double v;
+        switch (i % 10) {
+        case 0: v = gt_uniform_in(-1e-5, 1e-5); break;      /* f16 subnormals */
+        case 1: v = gt_uniform_in(-70000, 70000); break;    /* f16 overflow to inf at the ends */
+        case 2: v = i % 20 == 2 ? 3e9 : -3e9; break;        /* i32 saturation */
+        case 3: /* halfway between two f16 values (odd i / 10) or two bf16 values (even): to even */
+            v = (i / 10) % 2 ? 1.0 + (2.0 * (double)(gt_next() % 512) + 1.0) / 2048.0
+                             : 1.0 + (2.0 * (double)(gt_next() % 64) + 1.0) / 256.0;
+            break;
+        default: v = gt_uniform_in(-1000, 1000); break;
+        }
+        F32(x)[i] = (float)v;
+        I32(xi)[i] = (int32_t)gt_uniform_in(-16777216, 16777216);
+    }
+    int32_t nn = n;
+    void *args[] = {&o16.d, &ob16.d, &oi.d, &of.d, &osum.d, &x.d, &xi.d, &nn};
+    ok = buf_up(f, &x) && buf_up(f, &xi);
+    for (int i = 0; i < 5; i++)
+        ok = ok && buf_poison(f, outs[i]);
+    ok = ok && launch(f, k, (tc_dim3){(n + 255) / 256, 1, 1}, args, 8);
+    for (int i = 0; i < 5; i++)
+        ok = ok && buf_down(f, outs[i]);
+    if (ok) {
+        size_t wrong[5] = {0}, clob = 0;
+        for (int i = 0; i < n; i++) {
+            float v = F32(x)[i];
+            uint16_t h = gt_f32_to_f16(v), b = gt_f32_to_bf16(v);
+            wrong[0] += U16(o16)[i] != h;
+            wrong[1] += U16(ob16)[i] != b;
+            wrong[2] += I32(oi)[i] != f32_to_i32_sat(v);
+            wrong[3] += F32(of)[i] != (float)I32(xi)[i] * 0.5f;
+            float s = gt_f16_to_f32(h) + gt_bf16_to_f32(b);
+            wrong[4] += !(F32(osum)[i] == s || (isnan(s) && isnan(F32(osum)[i])));
+        }
+        for (int i = 0; i < 5; i++)
+            clob += buf_clobbered(outs[i], (size_t)n * esz[i], esz[i]);
+        static const char *what[] = {"f16", "bf16", "i32", "i32->f32", "f16+bf16"};
+        size_t total = 0;
+        for (int i = 0; i < 5; i++) {
+            total += wrong[i];
+            if (wrong[i])
+                printf("  casts: %zu of %d wrong in %s\n", wrong[i], n, what[i]);
+        }
+        report(label, TC_DTYPE_I32, (double)total / n, 1e-12, clob);
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &x);
+    buf_free(f, &xi);
+    for (int i = 0; i < 5; i++)
+        buf_free(f, outs[i]);
+}
+
+static void feat_intops(Ft *f) {
+    const char *label = "i32 arithmetic and bit operations";
+    tc_kernel *k = get(f, label, SRC_INTOPS, "intops", NULL, 0, 4);
+    if (!k)
+        return;
+    const int n = 1000, block = 128;
+    Buf x, y, out;
+    if (!buf_new(f, &x, (size_t)n * 4) || !buf_new(f, &y, (size_t)n * 4) ||
+        !buf_new(f, &out, (size_t)(n + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        I32(x)[i] = (int32_t)gt_uniform_in(-1e6, 1e6);
+        int32_t b = (int32_t)gt_uniform_in(1, 1000);
+        I32(y)[i] = i % 3 == 0 ? -b : b;
+    }
+    int32_t nn = n;
+    void *args[] = {&out.d, &x.d, &y.d, &nn};
+    if (buf_up(f, &x) && buf_up(f, &y) && buf_poison(f, &out) &&
+        launch(f, k, (tc_dim3){(n + block - 1) / block, 1, 1}, args, 4) && buf_down(f, &out)) {
+        size_t wrong = 0;
+        for (int p = 0; p * block < n; p++) {
+            int32_t bmax = INT32_MIN; /* max(a, 0) reduces the program's tile, masked lanes loaded as 0 */
+            for (int j = 0; j < block; j++) {
+                int i = p * block + j;
+                int32_t a = i < n ? I32(x)[i] : 0;
+                bmax = a > bmax ? a : bmax;
+            }
+            for (int j = 0; j < block && p * block + j < n; j++) {
+                int i = p * block + j;
+                int32_t a = I32(x)[i], b = I32(y)[i];
+                int32_t lhs = (a * 3 + b) / b + a % 7 - (a >> 2) + (a & 0xff);
+                int32_t rhs = (int32_t)((uint32_t)b << 1) + (a < b ? a : b) - bmax;
+                wrong += I32(out)[i] != (lhs ^ rhs);
+            }
+        }
+        report(label, TC_DTYPE_I32, (double)wrong / n, 1e-12, buf_clobbered(&out, (size_t)n * 4, 4));
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &x);
+    buf_free(f, &y);
+    buf_free(f, &out);
+}
+
+/* ---- reductions ---- */
+
+static void feat_reduce(Ft *f) {
+    static const int shapes[][2] = {{64, 128}, {16, 256}, {128, 32}};
+    static const char *ops[] = {"sum", "max", "min"};
+    static const char *axes[] = {"axis 0", "axis 1", "all"};
+    const int programs = 3;
+    for (int s = 0; s < 3; s++)
+        for (int warps = 4; warps <= 8; warps *= 2)
+            for (int axis = 0; axis < 3; axis++)
+                for (int op = 0; op < 3; op++) {
+                    int M = shapes[s][0], N = shapes[s][1];
+                    char label[64];
+                    snprintf(label, sizeof label, "reduce %dx%d w%d %s %s", M, N, warps, ops[op], axes[axis]);
+                    tc_constexpr cx[] = {cx_int("M", M), cx_int("N", N), cx_int("AXIS", axis), cx_int("OP", op)};
+                    tc_kernel *k = get(f, label, SRC_REDUCE, "reduce2d", cx, 4, warps);
+                    if (!k)
+                        continue;
+                    int per = axis == 0 ? N : axis == 1 ? M : 1;
+                    Buf x, out;
+                    if (!buf_new(f, &x, (size_t)programs * M * N * 4) ||
+                        !buf_new(f, &out, (size_t)(programs * per + FGUARD) * 4)) {
+                        fail_case(label, "allocation failed");
+                        continue;
+                    }
+                    for (int i = 0; i < programs * M * N; i++)
+                        F32(x)[i] = (float)gt_normal();
+                    void *args[] = {&out.d, &x.d};
+                    if (buf_up(f, &x) && buf_poison(f, &out) &&
+                        launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 2) && buf_down(f, &out)) {
+                        GtErr e = {0};
+                        for (int p = 0; p < programs; p++)
+                            for (int o = 0; o < per; o++) {
+                                double acc = op == 0 ? 0 : op == 1 ? -INFINITY : INFINITY, mag = 0;
+                                int len = axis == 0 ? M : axis == 1 ? N : M * N;
+                                for (int j = 0; j < len; j++) {
+                                    int r = axis == 0 ? j : axis == 1 ? o : j / N;
+                                    int c = axis == 0 ? o : axis == 1 ? j : j % N;
+                                    double v = F32(x)[(size_t)p * M * N + (size_t)r * N + c];
+                                    acc = op == 0 ? acc + v : op == 1 ? fmax(acc, v) : fmin(acc, v);
+                                    mag += fabs(v);
+                                }
+                                /* a sum is as accurate as the sum of |terms| allows */
+                                gt_err_add_scaled(&e, F32(out)[p * per + o], acc, op == 0 ? mag : 0);
+                            }
+                        report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5,
+                               buf_clobbered(&out, (size_t)programs * per * 4, 4));
+                    } else {
+                        fail_case(label, "launch failed");
+                    }
+                    buf_free(f, &x);
+                    buf_free(f, &out);
+                }
+}
+
+/* ---- shapes and layouts ---- */
+
+static void feat_outer(Ft *f) {
+    const char *label = "broadcast, expand_dims (outer)";
+    tc_kernel *k = get(f, label, SRC_OUTER, "outer", NULL, 0, 4);
+    if (!k)
+        return;
+    const int M = 100, N = 70;
+    Buf a, b, out;
+    if (!buf_new(f, &a, M * 4) || !buf_new(f, &b, N * 4) || !buf_new(f, &out, (size_t)(M * N + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    for (int i = 0; i < M; i++)
+        F32(a)[i] = (float)gt_normal();
+    for (int i = 0; i < N; i++)
+        F32(b)[i] = (float)gt_normal();
+    int32_t mm = M, nn = N;
+    void *args[] = {&out.d, &a.d, &b.d, &mm, &nn};
+    if (buf_up(f, &a) && buf_up(f, &b) && buf_poison(f, &out) &&
+        launch(f, k, (tc_dim3){(M + 63) / 64, (N + 31) / 32, 1}, args, 5) && buf_down(f, &out)) {
+        GtErr e = {0};
+        for (int r = 0; r < M; r++)
+            for (int c = 0; c < N; c++) {
+                double av = F32(a)[r], bv = F32(b)[c];
+                gt_err_add(&e, F32(out)[r * N + c], av * bv + bv * 0.5 + av);
+            }
+        report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)M * N * 4, 4));
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &a);
+    buf_free(f, &b);
+    buf_free(f, &out);
+}
+
+static void feat_transpose(Ft *f) {
+    const int M = 100, N = 90;
+    for (int trans = 0; trans < 2; trans++)
+        for (int warps = 4; warps <= 8; warps *= 2) {
+            char label[64];
+            snprintf(label, sizeof label, "transposed store%s w%d", trans ? " (trans)" : "", warps);
+            tc_constexpr cx[] = {cx_bool("TRANS", trans)};
+            tc_kernel *k = get(f, label, SRC_TRANSPOSE, "transpose", cx, 1, warps);
+            if (!k)
+                continue;
+            Buf x, out;
+            if (!buf_new(f, &x, (size_t)M * N * 4) || !buf_new(f, &out, (size_t)(M * N + FGUARD) * 4)) {
+                fail_case(label, "allocation failed");
+                continue;
+            }
+            for (int i = 0; i < M * N; i++)
+                F32(x)[i] = (float)gt_normal();
+            int32_t mm = M, nn = N;
+            void *args[] = {&out.d, &x.d, &mm, &nn};
+            if (buf_up(f, &x) && buf_poison(f, &out) &&
+                launch(f, k, (tc_dim3){(M + 63) / 64, (N + 63) / 64, 1}, args, 4) && buf_down(f, &out)) {
+                GtErr e = {0};
+                for (int r = 0; r < M; r++)
+                    for (int c = 0; c < N; c++)
+                        gt_err_add(&e, F32(out)[c * M + r], F32(x)[r * N + c]);
+                report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-12, buf_clobbered(&out, (size_t)M * N * 4, 4));
+            } else {
+                fail_case(label, "launch failed");
+            }
+            buf_free(f, &x);
+            buf_free(f, &out);
+        }
+}
+
+/* ---- memory ---- */
+
+static void feat_masked(Ft *f) {
+    const char *label = "masked loads with other";
+    tc_kernel *k = get(f, label, SRC_MASKED, "masked", NULL, 0, 4);
+    if (!k)
+        return;
+    const int n = 200, block = 256, total = block + 16 * 32;
+    Buf x, out;
+    if (!buf_new(f, &x, (size_t)block * 4) || !buf_new(f, &out, (size_t)(total + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    for (int i = 0; i < n; i++) /* x[n..] stays NaN: a load that ignores its mask shows */
+        F32(x)[i] = (float)gt_normal();
+    int32_t nn = n;
+    float other = -7.5f;
+    void *args[] = {&out.d, &x.d, &nn, &other};
+    if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){1, 1, 1}, args, 4) && buf_down(f, &out)) {
+        GtErr e = {0};
+        for (int i = 0; i < block; i++)
+            gt_err_add(&e, F32(out)[i], i < n ? F32(x)[i] : other);
+        for (int j = 0; j < 16; j++)
+            for (int c = 0; c < 32; c++)
+                gt_err_add(&e, F32(out)[block + j * 32 + c], j < 5 && c < n % 32 ? F32(x)[j * 32 + c] : -2.5);
+        report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-12, buf_clobbered(&out, (size_t)total * 4, 4));
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &x);
+    buf_free(f, &out);
+}
+
+static void feat_atomics(Ft *f) {
+    const int n = 4000, block = 256, programs = (n + block - 1) / block;
+    static const int ks[] = {16, 1};
+    for (int ki = 0; ki < 2; ki++) {
+        int K = ks[ki];
+        char label[64];
+        snprintf(label, sizeof label, "atomic_add f32+i32, %d addresses", K);
+        tc_constexpr cx[] = {cx_int("K", K)};
+        tc_kernel *k = get(f, label, SRC_ATOMICS, "atomics", cx, 1, 4);
+        if (!k)
+            continue;
+        Buf x, xi, accf, acci;
+        if (!buf_new(f, &x, (size_t)n * 4) || !buf_new(f, &xi, (size_t)n * 4) ||
+            !buf_new(f, &accf, (size_t)(K + FGUARD) * 4) || !buf_new(f, &acci, (size_t)(K + 1 + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            F32(x)[i] = (float)gt_uniform(); /* positive: the sum's rounding error stays relative */
+            I32(xi)[i] = (int32_t)gt_uniform_in(-1000, 1000);
+        }
+        for (int j = 0; j < K; j++)
+            F32(accf)[j] = 0;
+        for (int j = 0; j <= K; j++)
+            I32(acci)[j] = 0;
+        int32_t nn = n;
+        void *args[] = {&accf.d, &acci.d, &x.d, &xi.d, &nn};
+        if (buf_up(f, &x) && buf_up(f, &xi) && buf_up(f, &accf) && buf_up(f, &acci) &&
+            launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) && buf_down(f, &accf) &&
+            buf_down(f, &acci)) {
+            GtErr e = {0};
+            size_t wrong = 0;
+            for (int j = 0; j < K; j++) {
+                double s = 0;
+                int64_t si = 0;
+                for (int i = j; i < n; i += K) {
+                    s += F32(x)[i];
+                    si += I32(xi)[i];
+                }
+                gt_err_add(&e, F32(accf)[j], s);
+                wrong += I32(acci)[j] != si;
+            }
+            if (I32(acci)[K] != programs) {
+                printf("  atomics: the scalar atomic_add counted %d, want one per program (%d)\n", I32(acci)[K],
+                       programs);
+                wrong++;
+            }
+            if (wrong)
+                printf("  atomics: %zu i32 sums wrong\n", wrong);
+            double err = gt_err_value(&e);
+            report(label, TC_DTYPE_F32, wrong ? INFINITY : err, 1e-5,
+                   buf_clobbered(&accf, (size_t)K * 4, 4) + buf_clobbered(&acci, (size_t)(K + 1) * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &xi);
+        buf_free(f, &accf);
+        buf_free(f, &acci);
+    }
+}
+
+/* ---- control flow and grids ---- */
+
+static void feat_loops(Ft *f) {
+    const int block = 128, programs = 3;
+    for (int iters = 0; iters <= 5; iters += 5) {
+        char label[64];
+        snprintf(label, sizeof label, "for loops, carried vars, %d iters", iters);
+        tc_kernel *k = get(f, label, SRC_LOOPS, "loops", NULL, 0, 4);
+        if (!k)
+            continue;
+        Buf x, out;
+        size_t nx = (size_t)programs * (size_t)(iters ? iters : 1) * block;
+        if (!buf_new(f, &x, nx * 4) || !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (size_t i = 0; i < nx; i++)
+            F32(x)[i] = (float)gt_normal();
+        int32_t it = iters;
+        void *args[] = {&out.d, &x.d, &it};
+        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 3) &&
+            buf_down(f, &out)) {
+            GtErr e = {0};
+            for (int p = 0; p < programs; p++)
+                for (int c = 0; c < block; c++) {
+                    double acc = 0, s = 0;
+                    int kk = 0;
+                    for (int i = 0; i < iters; i++) {
+                        acc += F32(x)[((size_t)p * iters + i) * block + c] * (i + 1);
+                        s = s * 0.5 + 1;
+                        kk += 2;
+                    }
+                    acc += 0 + 1 + 2 + 3;
+                    gt_err_add(&e, F32(out)[p * block + c], acc * s + kk);
+                }
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)programs * block * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &out);
+    }
+}
+
+static void feat_branches(Ft *f) {
+    const int block = 128, programs = 6;
+    for (int flag = 0; flag <= 1; flag++) {
+        char label[64];
+        snprintf(label, sizeof label, "runtime if/else and ?:, flag %d", flag);
+        tc_kernel *k = get(f, label, SRC_BRANCHES, "branches", NULL, 0, 4);
+        if (!k)
+            continue;
+        Buf x, out;
+        if (!buf_new(f, &x, (size_t)programs * block * 4) ||
+            !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (int i = 0; i < programs * block; i++)
+            F32(x)[i] = (float)gt_normal();
+        int32_t fl = flag;
+        void *args[] = {&out.d, &x.d, &fl};
+        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 3) &&
+            buf_down(f, &out)) {
+            GtErr e = {0};
+            for (int p = 0; p < programs; p++)
+                for (int c = 0; c < block; c++) {
+                    double v = F32(x)[p * block + c];
+                    v = p % 2 == 0 ? v * 2 : v - 1;
+                    if (flag)
+                        v += 100;
+                    double want = p == 3 ? -7.0 : v * (flag ? 0.5 : 0.25);
+                    gt_err_add(&e, F32(out)[p * block + c], want);
+                }
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, (size_t)programs * block * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &out);
+    }
+}
+
+static void feat_grid2d(Ft *f) {
+    const char *label = "program_id/num_programs on 2 axes";
+    tc_kernel *k = get(f, label, SRC_GRID2D, "grid2d", NULL, 0, 4);
+    if (!k)
+        return;
+    const int M = 50, N = 70, BM = 16, BN = 32, gx = (M + BM - 1) / BM, gy = (N + BN - 1) / BN;
+    Buf out;
+    if (!buf_new(f, &out, (size_t)(M * N + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    int32_t mm = M, nn = N;
+    void *args[] = {&out.d, &mm, &nn};
+    if (buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)gx, (unsigned)gy, 1}, args, 3) && buf_down(f, &out)) {
+        size_t wrong = 0;
+        for (int r = 0; r < M; r++)
+            for (int c = 0; c < N; c++)
+                wrong += I32(out)[r * N + c] != r * 1000 + c + (c / BN) * 1000000 + gx * 100000000;
+        report(label, TC_DTYPE_I32, (double)wrong / (M * N), 1e-12, buf_clobbered(&out, (size_t)M * N * 4, 4));
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &out);
+}
+
+/* ---- dot ---- */
+
+static void feat_dot(Ft *f) {
+    static const tc_dtype types[] = {TC_DTYPE_F32, TC_DTYPE_F16, TC_DTYPE_BF16};
+    const int M = 32, N = 32, K = 32;
+    for (int ti = 0; ti < 3; ti++)
+        for (int acc = 0; acc < 2; acc++) {
+            tc_dtype t = types[ti];
+            char label[64];
+            snprintf(label, sizeof label, "dot 32x32x32 %s%s", gt_dtype_name(t), acc ? " + acc" : "");
+            tc_constexpr cx[] = {cx_dtype("T", t), cx_bool("ACC", acc)};
+            tc_kernel *k = get(f, label, SRC_MATMUL, "matmul", cx, 2, 4);
+            if (!k)
+                continue;
+            size_t es = gt_dtype_bytes(t);
+            Buf a, b, a0, out;
+            if (!buf_new(f, &a, (size_t)M * K * es) || !buf_new(f, &b, (size_t)K * N * es) ||
+                !buf_new(f, &a0, (size_t)M * N * 4) || !buf_new(f, &out, (size_t)(M * N + FGUARD) * 4)) {
+                fail_case(label, "allocation failed");
+                continue;
+            }
+            for (int i = 0; i < M * K; i++)
+                gt_put(t, a.h, (size_t)i, gt_uniform_in(-1, 1));
+            for (int i = 0; i < K * N; i++)
+                gt_put(t, b.h, (size_t)i, gt_uniform_in(-1, 1));
+            for (int i = 0; i < M * N; i++)
+                F32(a0)[i] = (float)gt_normal();
+            void *args[] = {&out.d, &a.d, &b.d, &a0.d};
+            if (buf_up(f, &a) && buf_up(f, &b) && buf_up(f, &a0) && buf_poison(f, &out) &&
+                launch(f, k, (tc_dim3){1, 1, 1}, args, 4) && buf_down(f, &out)) {
+                GtErr e = {0};
+                for (int r = 0; r < M; r++)
+                    for (int c = 0; c < N; c++) {
+                        double s = acc ? F32(a0)[r * N + c] : 0;
+                        for (int kk = 0; kk < K; kk++)
+                            s += gt_get(t, a.h, (size_t)(r * K + kk)) * gt_get(t, b.h, (size_t)(kk * N + c));
+                        gt_err_add(&e, F32(out)[r * N + c], s);
+                    }
+                report(label, t, gt_err_value(&e), gt_tolerance(t), buf_clobbered(&out, (size_t)M * N * 4, 4));
+            } else {
+                fail_case(label, "launch failed");
+            }
+            buf_free(f, &a);
+            buf_free(f, &b);
+            buf_free(f, &a0);
+            buf_free(f, &out);
+        }
+}
+
+static void run_all(Ft *f) {
+    feat_unary(f);
+    feat_unary16(f);
+    feat_binary(f);
+    feat_casts(f);
+    feat_intops(f);
+    feat_reduce(f);
+    feat_outer(f);
+    feat_transpose(f);
+    feat_masked(f);
+    feat_atomics(f);
+    feat_loops(f);
+    feat_branches(f);
+    feat_grid2d(f);
+    feat_dot(f);
+}
+
+int main(void) {
+    Ft f = {0};
+    gt_summary.name = "test_features";
+    tc_context *ctx = NULL;
+    tc_status st = tc_context_create(0, &ctx);
+    if (st == TC_ERROR_NO_DRIVER || st == TC_ERROR_NO_DEVICE) {
+        /* No GPU: compile every kernel to PTX, then skip (or fail). */
+        char reason[512];
+        snprintf(reason, sizeof reason, "%s", tc_last_error());
+        tc_target target = {"sm_90a"};
+        if (!GT_OK(tc_compiler_create(&target, &f.cc)))
+            return 1;
+        run_all(&f);
+        tc_compiler_destroy(f.cc);
+        printf("test_features: compiled %d kernels to PTX for sm_90a, %d failed\n", f.compiled, f.compile_failed);
+        if (f.compile_failed)
+            return 1;
+        printf("SKIP: no GPU (%s)\n", reason);
+        return 77;
+    }
+    if (!GT_OK(st))
+        return 1;
+    tc_context_destroy(ctx);
+    f.ctx = gt_start("test_features"); /* prints the seed and the device */
+    run_all(&f);
+    tc_context_destroy(f.ctx);
+    return gt_finish();
+}

@@ -1,0 +1,421 @@
+/*
+ * test_stdlib.c — the standard library's C entry points (runtime/stdlib.c)
+ * without a GPU:
+ *
+ *  - the embedded sources are there and match the .tile files' kernels;
+ *  - tc_stdlib_plan_for's choices (tile width, loop or single tile, warps)
+ *    at the edges of its policy;
+ *  - every invalid argument is TC_ERROR_INVALID_ARGUMENT with a message
+ *    naming it, before anything is compiled or launched (a fake context is
+ *    safe: it is never touched);
+ *  - with rt_stdlib_launch_hook in place of tc_jit + tc_launch, each entry
+ *    point's launch: its arguments match the kernel's runtime signature
+ *    (rt_signature of the embedded source) by position, name and C type,
+ *    carry the caller's values, the grid has one program per row, and the
+ *    alignment facts follow the arguments. Each distinct specialization the
+ *    entry points pick for f16/bf16/f32 and rows of 1 .. 65536 columns,
+ *    aligned or not, is then compiled to PTX for sm_90a through tc_compile
+ *    with the same constexprs, num_warps and facts; where ptxas is found
+ *    ($TILEC_PTXAS, or /usr/local/cuda/bin/ptxas) it must accept the PTX,
+ *    and spills are reported.
+ */
+#include "runtime/runtime.h"
+#include "runtime/stdlib_internal.h"
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static tc_context *const FAKE_CTX = (tc_context *)0x1000; /* validation never reads it */
+
+/* ---- sources and plans ---- */
+
+TEST(test_sources) {
+    const char *text = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(tc_stdlib_source("softmax.tile", &text, &len), TC_OK);
+    CHECK(text && len == strlen(text));
+    CHECK(text && strstr(text, "kernel softmax_fwd(") && strstr(text, "kernel softmax_bwd("));
+    CHECK_EQ_INT(tc_stdlib_source("rmsnorm.tile", &text, &len), TC_OK);
+    CHECK(text && strstr(text, "kernel rmsnorm_fwd(") && strstr(text, "kernel rmsnorm_bwd("));
+    CHECK_EQ_INT(tc_stdlib_source("attention.tile", &text, NULL), TC_OK);
+    CHECK_EQ_INT(tc_stdlib_source("nope.tile", &text, &len), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(text == NULL && len == 0);
+    CHECK(strstr(tc_last_error(), "no file named 'nope.tile'") != NULL);
+    CHECK_EQ_INT(tc_stdlib_source(NULL, &text, &len), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_stdlib_source("softmax.tile", NULL, &len), TC_ERROR_INVALID_ARGUMENT);
+    /* sorted, NUL-terminated */
+    for (size_t i = 0; i < rt_stdlib_num_sources; i++) {
+        CHECK(rt_stdlib_sources[i].text[rt_stdlib_sources[i].len] == '\0');
+        if (i)
+            CHECK(strcmp(rt_stdlib_sources[i - 1].name, rt_stdlib_sources[i].name) < 0);
+    }
+}
+
+static int64_t cx_value(const tc_stdlib_plan *p, const char *name) {
+    for (size_t i = 0; i < p->num_constexprs; i++)
+        if (strcmp(p->constexprs[i].name, name) == 0)
+            return p->constexprs[i].i;
+    return -1;
+}
+
+TEST(test_plans) {
+    static const struct {
+        tc_stdlib_op op;
+        int64_t cols;
+        int64_t block;
+        int single;
+        int warps;
+    } want[] = {
+        {TC_STDLIB_SOFTMAX_FWD, 1, 32, 1, 1},        {TC_STDLIB_SOFTMAX_FWD, 33, 64, 1, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 512, 512, 1, 2},     {TC_STDLIB_SOFTMAX_FWD, 1000, 1024, 1, 4},
+        {TC_STDLIB_SOFTMAX_FWD, 1025, 2048, 1, 8},   {TC_STDLIB_SOFTMAX_FWD, 4096, 4096, 1, 8},
+        {TC_STDLIB_SOFTMAX_FWD, 8192, 8192, 1, 16},  {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16},
+        {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 16}, {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 16},
+        {TC_STDLIB_RMSNORM_FWD, 12288, 16384, 1, 16}, {TC_STDLIB_SOFTMAX_BWD, 7, 32, 0, 1},
+        {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8},   {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 16},
+        {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_stdlib_plan p;
+        CHECK_EQ_INT(tc_stdlib_plan_for(want[i].op, TC_DTYPE_BF16, want[i].cols, &p), TC_OK);
+        CHECK_EQ_INT(p.block, want[i].block);
+        CHECK_EQ_INT(p.single_tile, want[i].single);
+        CHECK_EQ_INT(p.num_warps, want[i].warps);
+        CHECK_EQ_INT(cx_value(&p, "BLOCK"), want[i].block);
+        CHECK_EQ_INT(cx_value(&p, "T"), TC_DTYPE_BF16);
+        bool fwd = want[i].op == TC_STDLIB_SOFTMAX_FWD || want[i].op == TC_STDLIB_RMSNORM_FWD;
+        CHECK_EQ_INT(cx_value(&p, "SINGLE_TILE"), fwd ? want[i].single : -1);
+        CHECK_EQ_INT(p.num_constexprs, fwd ? 3 : 2);
+    }
+    tc_stdlib_plan p;
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_RMSNORM_BWD, TC_DTYPE_F16, 100, &p), TC_OK);
+    CHECK_EQ_STR(p.file, "rmsnorm.tile");
+    CHECK_EQ_STR(p.kernel, "rmsnorm_bwd");
+    CHECK_EQ_INT(p.num_aligned_params, 10); /* 6 pointers, 3 strides, n_cols */
+    CHECK_EQ_STR(p.aligned_params[0].name, "dx");
+    CHECK_EQ_INT(p.aligned_params[0].divisibility, 16);
+    CHECK_EQ_STR(p.aligned_params[9].name, "n_cols");
+    CHECK_EQ_INT(p.aligned_params[9].divisibility, 8); /* 16 bytes of f16 */
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_SOFTMAX_FWD, TC_DTYPE_F32, 100, &p), TC_OK);
+    CHECK_EQ_INT(p.aligned_params[4].divisibility, 4);
+
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_SOFTMAX_FWD, TC_DTYPE_I32, 100, &p), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_SOFTMAX_FWD, TC_DTYPE_F16, 0, &p), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_SOFTMAX_FWD, TC_DTYPE_F16, (int64_t)1 << 31, &p),
+                 TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_stdlib_plan_for((tc_stdlib_op)42, TC_DTYPE_F16, 10, &p), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_stdlib_plan_for(TC_STDLIB_SOFTMAX_FWD, TC_DTYPE_F16, 10, NULL), TC_ERROR_INVALID_ARGUMENT);
+}
+
+/* ---- argument validation ---- */
+
+static int hook_calls;
+
+static tc_status counting_hook(const RtStdlibLaunch *l) {
+    (void)l;
+    hook_calls++;
+    return TC_ERROR_UNSUPPORTED; /* a call that got through validation */
+}
+
+/* Expects INVALID_ARGUMENT with `msg` in tc_last_error(), and no launch. */
+#define CHECK_INVALID(call, msg)                                                                                       \
+    do {                                                                                                               \
+        int calls_ = hook_calls;                                                                                       \
+        CHECK_EQ_INT((call), TC_ERROR_INVALID_ARGUMENT);                                                               \
+        CHECK(strstr(tc_last_error(), (msg)) != NULL);                                                                 \
+        CHECK_EQ_INT(hook_calls, calls_);                                                                              \
+    } while (0)
+
+TEST(test_validation) {
+    const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000, d = 0x400000, e = 0x500000, f = 0x600000;
+    rt_stdlib_launch_hook = counting_hook;
+    hook_calls = 0;
+    /* the valid call reaches the launch */
+    CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 100, 100, 128), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(hook_calls, 1);
+
+    CHECK_INVALID(tc_softmax_fwd(NULL, NULL, TC_DTYPE_F16, a, b, 4, 100, 100, 100), "tc_softmax_fwd: ctx is NULL");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_I32, a, b, 4, 100, 100, 100), "dtype must be");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F64, a, b, 4, 100, 100, 100), "dtype must be");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, 0, b, 4, 100, 100, 100), "tc_softmax_fwd: out is 0");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, 0, 4, 100, 100, 100), "x is 0");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 0, 100, 100, 100), "rows (0)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, -3, 100, 100, 100), "rows (-3)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, (int64_t)1 << 31, 100, 100, 100), "rows (");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 0, 100, 100), "cols (0)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, -1, 100, 100), "cols (-1)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 1, (int64_t)1 << 31, (int64_t)1 << 31,
+                                 (int64_t)1 << 31),
+                  "cols (");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 100, 99, 100),
+                  "stride_out (99) is smaller than cols (100)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 100, 100, -100), "stride_x (-100)");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 1 << 30, 100, 100, (int64_t)1 << 40),
+                  "overflows a 64-bit offset");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a + 1, b, 4, 100, 100, 100),
+                  "out (0x100001) is not aligned to its 2-byte elements");
+    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b + 2, 4, 100, 100, 100),
+                  "x (0x200002) is not aligned to its 4-byte elements");
+    /* 2-byte offsets are fine for 16-bit types */
+    CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a + 2, b + 6, 4, 100, 100, 101), TC_ERROR_UNSUPPORTED);
+
+    CHECK_INVALID(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, 0, 4, 100, 100, 100, 100), "tc_softmax_bwd: dy is 0");
+    CHECK_INVALID(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, c, 4, 100, 100, 100, 50), "stride_dy (50)");
+
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, 0, c, d, 4, 100, 100, 100, 1e-6f),
+                  "tc_rmsnorm_fwd: rstd is 0");
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b + 2, c, d, 4, 100, 100, 100, 1e-6f),
+                  "rstd (0x200002) is not aligned to its 4-byte elements");
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, 0, 4, 100, 100, 100, 1e-6f), "weight is 0");
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, d, 4, 100, 100, 100, -1e-6f), "eps");
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, d, 4, 100, 100, 100, NAN), "eps");
+    CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, d, 4, 100, 100, 100, INFINITY), "eps");
+    CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, d, 4, 100, 100, 100, 0.0f),
+                 TC_ERROR_UNSUPPORTED);
+
+    CHECK_INVALID(tc_rmsnorm_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, 0, c, d, e, f, 4, 100, 100, 100, 100),
+                  "tc_rmsnorm_bwd: dweight is 0");
+    CHECK_INVALID(tc_rmsnorm_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, d, e, 0, 4, 100, 100, 100, 100), "rstd is 0");
+    CHECK_INVALID(tc_rmsnorm_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, d, e, f, 4, 100, 100, 100, 10),
+                  "stride_x (10) is smaller than cols (100)");
+    CHECK_INVALID(tc_rmsnorm_bwd(NULL, NULL, TC_DTYPE_F16, a, b, c, d, e, f, 4, 100, 100, 100, 100), "ctx is NULL");
+    rt_stdlib_launch_hook = NULL;
+}
+
+/* ---- what the entry points launch, and that it compiles ---- */
+
+/* The values a call passed, by parameter name. */
+typedef struct Given {
+    const char *name;
+    int64_t value; /* a pointer as an integer, a stride, n_cols */
+} Given;
+
+typedef struct Expect {
+    tc_dtype dtype;
+    int64_t rows, cols;
+    float eps;
+    const Given *given;
+    size_t num_given;
+    int launches;
+} Expect;
+
+static Expect expect;
+static tc_compiler *compiler;
+static const char *ptxas;
+
+/* Specializations compiled so far, so that each is compiled once. */
+typedef struct Seen {
+    char key[256];
+} Seen;
+static Seen seen[512];
+static int num_seen, num_compiled, num_spilling;
+
+static int64_t given(const char *name, bool *found) {
+    for (size_t i = 0; i < expect.num_given; i++)
+        if (strcmp(expect.given[i].name, name) == 0) {
+            *found = true;
+            return expect.given[i].value;
+        }
+    *found = false;
+    return 0;
+}
+
+static bool has_fact(const RtStdlibLaunch *l, const char *name, int64_t div) {
+    for (size_t i = 0; i < l->options.num_params; i++)
+        if (strcmp(l->options.params[i].name, name) == 0 && l->options.params[i].divisibility == div)
+            return true;
+    return false;
+}
+
+static void run_ptxas(const char *ptx, size_t len, const char *what) {
+    char path[] = "/tmp/tilec-stdlib-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return;
+    bool wrote = write(fd, ptx, len) == (ssize_t)len;
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -v --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
+    FILE *p = wrote ? popen(cmd, "r") : NULL;
+    char line[512], spills[512] = "";
+    while (p && fgets(line, sizeof line, p))
+        if (strstr(line, "spill") && !strstr(line, " 0 bytes spill stores, 0 bytes spill loads"))
+            snprintf(spills, sizeof spills, "%s", line);
+    int rc = p ? pclose(p) : -1;
+    CHECK(rc == 0);
+    if (rc != 0)
+        fprintf(stderr, "  ptxas rejected the PTX of %s (%s)\n", what, cmd);
+    if (spills[0]) {
+        num_spilling++;
+        fprintf(stderr, "  note: %s spills: %s", what, spills);
+    }
+    unlink(path);
+}
+
+static tc_status checking_hook(const RtStdlibLaunch *l) {
+    expect.launches++;
+    CHECK(l->ctx == FAKE_CTX);
+    CHECK(l->grid.x == (unsigned)expect.rows && l->grid.y == 1 && l->grid.z == 1);
+    CHECK(l->req.source && l->req.kernel && l->req.options == &l->options);
+    CHECK_EQ_INT(l->options.num_warps, l->plan.num_warps);
+    CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
+
+    /* the kernel's runtime signature, from the embedded source */
+    tc_source src = {l->req.path, l->req.source, l->req.source_len};
+    RtMeta sig = {0};
+    tc_diagnostics *diags;
+    tc_diagnostics_create(&diags);
+    tc_status st = rt_signature(&src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, l->plan.num_warps,
+                                &sig, diags);
+    CHECK_EQ_INT(st, TC_OK);
+    if (st != TC_OK || sig.num_kernels != 1) {
+        fprintf(stderr, "%s", tc_diagnostics_text(diags));
+        tc_diagnostics_destroy(diags);
+        rt_meta_free(&sig);
+        return TC_ERROR_INTERNAL;
+    }
+    const tc_kernel_desc *k = &sig.kernels[0];
+    CHECK_EQ_INT(k->num_params, l->num_args);
+    int64_t vector = 16 / (expect.dtype == TC_DTYPE_F32 ? 4 : 2);
+    size_t ptr_facts = 0, num_ptrs = 0, num_ints = 0;
+    for (size_t i = 0; i < k->num_params && i < l->num_args; i++) {
+        const tc_param_desc *p = &k->params[i];
+        bool found;
+        int64_t v = given(p->name, &found);
+        if (p->is_pointer) {
+            CHECK(found);
+            CHECK(l->args[i] == &l->ptrs[i]);
+            CHECK_EQ_INT((int64_t)l->ptrs[i], v);
+            CHECK(p->dtype == expect.dtype || p->dtype == TC_DTYPE_F32);
+            CHECK_EQ_INT(l->divisibility[i], v % 16 == 0 ? 16 : 0);
+            ptr_facts += v % 16 == 0;
+            num_ptrs++;
+        } else if (p->dtype == TC_DTYPE_I64) { /* a stride */
+            CHECK(found);
+            CHECK(l->args[i] == &l->ints[i]);
+            CHECK_EQ_INT(l->ints[i], v);
+            CHECK(has_fact(l, p->name, vector) == (v % vector == 0));
+            num_ints++;
+        } else if (p->dtype == TC_DTYPE_I32) { /* n_cols */
+            CHECK_EQ_STR(p->name, "n_cols");
+            CHECK(l->args[i] == &l->n_cols);
+            CHECK_EQ_INT(l->n_cols, expect.cols);
+            CHECK(has_fact(l, p->name, vector) == (expect.cols % vector == 0));
+            num_ints++;
+        } else { /* eps */
+            CHECK(p->dtype == TC_DTYPE_F32 && strcmp(p->name, "eps") == 0);
+            CHECK(l->args[i] == &l->eps);
+            CHECK(l->eps == expect.eps);
+        }
+    }
+
+    /* compile the specialization once: tc_jit's facts by name, as it would pass them */
+    char key[256];
+    int off = snprintf(key, sizeof key, "%s T=%d B=%lld S=%d w=%d", l->req.kernel, (int)expect.dtype,
+                       (long long)l->plan.block, l->plan.single_tile, l->plan.num_warps);
+    for (size_t i = 0; i < l->options.num_params && off < (int)sizeof key; i++)
+        off += snprintf(key + off, sizeof key - (size_t)off, " %s", l->options.params[i].name);
+    for (size_t i = 0; i < l->num_args && off < (int)sizeof key; i++)
+        off += snprintf(key + off, sizeof key - (size_t)off, "%c", l->divisibility[i] ? '1' : '0');
+    bool again = false;
+    for (int i = 0; i < num_seen; i++)
+        again |= strcmp(seen[i].key, key) == 0;
+    if (!again && num_seen < (int)(sizeof seen / sizeof seen[0])) {
+        snprintf(seen[num_seen++].key, sizeof seen[0].key, "%s", key);
+        tc_param_spec specs[2 * RT_STDLIB_MAX_PARAMS];
+        size_t ns = 0;
+        for (size_t i = 0; i < l->options.num_params; i++)
+            specs[ns++] = l->options.params[i];
+        for (size_t i = 0; i < l->num_args; i++)
+            if (l->divisibility[i])
+                specs[ns++] = (tc_param_spec){k->params[i].name, 16};
+        tc_options opt = l->options;
+        opt.emit = TC_EMIT_PTX;
+        opt.params = specs;
+        opt.num_params = ns;
+        tc_binary *bin = NULL;
+        st = tc_compile(compiler, &src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, &opt, &bin, diags);
+        CHECK_EQ_INT(st, TC_OK);
+        if (st != TC_OK) {
+            fprintf(stderr, "  %s does not compile: %s%s\n", key, tc_diagnostics_text(diags), tc_last_error());
+        } else {
+            num_compiled++;
+            size_t len;
+            const char *ptx = tc_binary_text(bin, &len);
+            CHECK(ptx && strstr(ptx, ".entry") != NULL);
+            CHECK_EQ_INT(tc_binary_kernel_num_warps(bin, 0), l->plan.num_warps);
+            /* all pointers aligned and all integers divisible: vector accesses */
+            if (ptr_facts == num_ptrs && l->options.num_params == num_ints && expect.cols >= 64 && ptx)
+                CHECK(strstr(ptx, ".v4.") != NULL);
+            if (ptxas && ptx)
+                run_ptxas(ptx, len, key);
+        }
+        tc_binary_destroy(bin);
+    }
+    tc_diagnostics_destroy(diags);
+    rt_meta_free(&sig);
+    return TC_OK;
+}
+
+TEST(test_launches_compile) {
+    const char *env = getenv("TILEC_PTXAS");
+    ptxas = env && *env ? env : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
+    tc_target target = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&target, &compiler), TC_OK);
+    rt_stdlib_launch_hook = checking_hook;
+    num_seen = num_compiled = num_spilling = 0;
+    static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
+    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536};
+    for (int di = 0; di < 3; di++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int aligned = 0; aligned < 2; aligned++) {
+                tc_dtype t = dtypes[di];
+                int64_t cols = widths[wi], rows = 37, es = t == TC_DTYPE_F32 ? 4 : 2;
+                /* aligned: 16-byte pointers, strides of whole 16-byte groups; else one element off */
+                int64_t off = aligned ? 0 : es, stride = aligned ? (cols + 7) / 8 * 8 + 8 : cols + 1;
+                int64_t p0 = 0x10000 + off, p1 = 0x20000 + off, p2 = 0x30000 + off, p3 = 0x40000 + off;
+                int64_t r0 = 0x70000 + (aligned ? 0 : 4), r1 = 0x80000 + (aligned ? 0 : 4); /* f32: rstd, dweight */
+                const float eps = 1e-5f;
+
+                Given sf[] = {{"out", p0}, {"x", p1}, {"stride_out", stride}, {"stride_x", stride + 8 * !aligned}};
+                expect = (Expect){t, rows, cols, 0, sf, 4, 0};
+                CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)p1, rows, cols, stride,
+                                            stride + 8 * !aligned),
+                             TC_OK);
+                CHECK_EQ_INT(expect.launches, 1);
+                Given sb[] = {{"dx", p0}, {"y", p1}, {"dy", p2}, {"stride_dx", stride}, {"stride_y", stride},
+                              {"stride_dy", stride}};
+                expect = (Expect){t, rows, cols, 0, sb, 6, 0};
+                CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)p1, (CUdeviceptr)p2, rows,
+                                            cols, stride, stride, stride),
+                             TC_OK);
+                CHECK_EQ_INT(expect.launches, 1);
+                Given rf[] = {{"y", p0},          {"rstd", r0},       {"x", p1}, {"weight", p2},
+                              {"stride_y", stride}, {"stride_x", stride}};
+                expect = (Expect){t, rows, cols, eps, rf, 6, 0};
+                CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)r0, (CUdeviceptr)p1,
+                                            (CUdeviceptr)p2, rows, cols, stride, stride, eps),
+                             TC_OK);
+                CHECK_EQ_INT(expect.launches, 1);
+                Given rb[] = {{"dx", p0},       {"dweight", r0},      {"dy", p1},          {"x", p2},
+                              {"weight", p3},   {"rstd", r1},         {"stride_dx", stride}, {"stride_dy", stride},
+                              {"stride_x", stride}};
+                expect = (Expect){t, rows, cols, 0, rb, 9, 0};
+                CHECK_EQ_INT(tc_rmsnorm_bwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)r0, (CUdeviceptr)p1,
+                                            (CUdeviceptr)p2, (CUdeviceptr)p3, (CUdeviceptr)r1, rows, cols, stride,
+                                            stride, stride),
+                             TC_OK);
+                CHECK_EQ_INT(expect.launches, 1);
+            }
+    rt_stdlib_launch_hook = NULL;
+    tc_compiler_destroy(compiler);
+    compiler = NULL;
+    fprintf(stderr, "  stdlib: %d specializations compiled to PTX%s, %d with spills\n", num_compiled,
+            ptxas ? " and checked by ptxas" : " (no ptxas: not assembled)", num_spilling);
+    CHECK(num_compiled >= 40);
+}
+
+UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_launches_compile)
