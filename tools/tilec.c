@@ -26,6 +26,8 @@ static void usage(FILE *out) {
           "options:\n"
           "  --emit=KIND           ast | ir-raw | ir | ir-gpu | ir-after-all | llvm | ptx (default: ir)\n"
           "  -D NAME=VALUE         value of a constexpr parameter (integer, float, true, false)\n"
+          "  --divisible NAME=N   parameter NAME (a pointer's address in bytes, or an integer) is a\n"
+          "                        multiple of N, as divisible_by(N) in the source states\n"
           "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
           "  --num-warps N         warps per program (default: 4)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
@@ -203,6 +205,9 @@ int main(int argc, char **argv) {
     int num_time_paths = 0;
     tc_constexpr cx[MAX_DEFINES];
     char cx_names[MAX_DEFINES][128];
+    tc_param_spec params[MAX_DEFINES];
+    char param_names[MAX_DEFINES][128];
+    size_t num_params = 0;
     size_t num_cx = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -241,6 +246,23 @@ int main(int argc, char **argv) {
                 return 2;
             }
             num_cx++;
+        } else if ((v = flag_value(argc, argv, &i, "--divisible"))) {
+            /* NAME=N: the parameter's address (bytes) or value is a multiple of N. */
+            const char *eq = strchr(v, '=');
+            char *end = NULL;
+            long long n = eq ? strtoll(eq + 1, &end, 10) : 0;
+            if (!eq || eq == v || *end || n < 1 || (n & (n - 1)) || num_params == MAX_DEFINES ||
+                (size_t)(eq - v) >= sizeof param_names[0]) {
+                fprintf(stderr, "tilec: bad --divisible '%s': expected NAME=N with N a power of two\n", v);
+                return 2;
+            }
+            memcpy(param_names[num_params], v, (size_t)(eq - v));
+            param_names[num_params][eq - v] = 0;
+            params[num_params].name = param_names[num_params];
+            params[num_params].divisibility = n;
+            num_params++;
+            opt.params = params;
+            opt.num_params = num_params;
         } else if ((v = flag_value(argc, argv, &i, "--kernel"))) {
             kernel = v;
         } else if ((v = flag_value(argc, argv, &i, "--num-warps"))) {
