@@ -41,7 +41,7 @@ cmake --build "$build" -j"$(nproc)"
 
 case "$mode" in
   main)
-    "$build/tilec" --time lib/*.tile
+    "$build/tilec" --emit=ptx --time lib/*.tile
     ;;
   test)
     ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
