@@ -7,7 +7,7 @@
 #   gpu-bundle/bin/tilec, tilec-opt
 #   gpu-bundle/tests/gpu/run.sh          the one script to run there (tests/gpu/README.md)
 #   gpu-bundle/tests/gpu/test_*          the GPU tests
-#   gpu-bundle/bench/rowwise.py, launch_overhead, RESULTS.md; bench/.anchors/anchors.py if it was copied there
+#   gpu-bundle/bench/*.py, launch_overhead, RESULTS.md; bench/.anchors/anchors.py if it was copied there
 #   gpu-bundle/examples/*                the examples, which run.sh runs too
 #   gpu-bundle/include, share/tilec/lib  headers and the library's .tile files
 #
@@ -35,7 +35,8 @@ endforeach()
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu)
 install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu)
 install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench)
-install(FILES ${CMAKE_SOURCE_DIR}/bench/rowwise.py ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench)
+file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
+install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench)
 install(FILES ${CMAKE_SOURCE_DIR}/bench/.anchors/anchors.py DESTINATION bench/.anchors OPTIONAL)
 foreach(t jit_softmax launch_overhead stdlib_rmsnorm aot_softmax)
   if(TARGET ${t})

@@ -37,7 +37,7 @@ static float from_bf16(uint16_t h) {
     do {                                                                                                               \
         tc_status st_ = (call);                                                                                        \
         if (st_ != TC_OK) {                                                                                            \
-            fprintf(stderr, "stdlib_rmsnorm: %s failed: %s\n%s\n", #call, tc_status_string(st_), tc_last_error());    \
+            fprintf(stderr, "stdlib_rmsnorm: %s failed: %s\n%s\n", #call, tc_status_string(st_), tc_last_error());     \
             return 1;                                                                                                  \
         }                                                                                                              \
     } while (0)

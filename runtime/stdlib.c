@@ -14,8 +14,9 @@
  *     read, one write); wider rows loop over tiles of LOOP_BLOCK. The
  *     backward kernels always loop (they read each row twice), over tiles of
  *     at most LOOP_BLOCK. num_warps grows with the tile (warps_for) so that a
- *     thread holds 8 to 32 elements: enough 16-byte vectors to keep the
- *     memory system busy, few enough registers not to spill.
+ *     thread holds 8 to 32 elements of a tile of 256 columns or more: enough
+ *     16-byte vectors to keep the memory system busy, few enough registers
+ *     not to spill; narrower tiles get one warp.
  *  3. Specialize and launch: each pointer that is 16-byte aligned, and each
  *     stride and cols that is a multiple of 16 / element bytes (so that every
  *     row starts on a 16-byte boundary and a row's end does not split a
@@ -27,14 +28,15 @@
  *     columns is not). tc_jit compiles once per specialization and process
  *     and caches on disk; one program per row is launched on the stream.
  *
- * The sources come from rt_stdlib_sources (built from the .tile files of lib/ at build
- * time), so a program linked with libtilec needs no library files.
+ * The sources come from rt_stdlib_sources (built from the .tile files of
+ * lib/ at build time), so a program linked with libtilec needs no library
+ * files.
  *
- * Cost of a call after the first: validation, a SHA-256 of the kernel's
- * source inside tc_jit (its in-memory lookup: a few microseconds for these
- * 2-3 KB files) and tc_launch. A per-context table of tc_kernel pointers
- * would remove the hash, but needs a hook in tc_context_destroy to be safe
- * against a context freed and another allocated at the same address.
+ * Cost of a call after the first: validation, tc_jit's in-memory lookup
+ * (which hashes the 3 KB source: about 12 us on the build machine) and
+ * tc_launch. A per-context table of tc_kernel pointers would remove the
+ * hash, but needs a hook in tc_context_destroy to be safe against a context
+ * freed and another allocated at the same address.
  */
 #include "tilec/stdlib.h"
 
@@ -45,10 +47,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-/* Tile widths and warps: the policy of step 2. Tune with bench/rowwise.py. */
 _Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_params) / sizeof(tc_param_spec),
                "tc_stdlib_plan.aligned_params must hold a fact per parameter");
 
+/* Tile widths and warps: the policy of step 2. Tune with bench/rowwise.py. */
 enum {
     MIN_BLOCK = 32,          /* lib kernels static_assert BLOCK >= 32 */
     MAX_SINGLE_TILE = 16384, /* widest row kept in registers: 32 f32 values per thread at 16 warps */
@@ -267,8 +269,7 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (%lld) times rows (%lld) overflows a 64-bit offset",
                                d->entry, q->name, (long long)v[i].i, (long long)rows);
             break;
-        case PARAM_COLS:
-            break;
+        case PARAM_COLS: break;
         case PARAM_EPS:
             if (!isfinite(v[i].f) || v[i].f < 0)
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (%g) must be finite and >= 0", d->entry, q->name,
@@ -362,8 +363,8 @@ static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype
 
 /* ---- the entry points ---- */
 
-tc_status tc_softmax_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr x,
-                         int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_x) {
+tc_status tc_softmax_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr x, int64_t rows,
+                         int64_t cols, int64_t stride_out, int64_t stride_x) {
     ArgValue v[] = {{.ptr = out}, {.ptr = x}, {.i = stride_out}, {.i = stride_x}, {.i = cols}};
     return run(TC_STDLIB_SOFTMAX_FWD, ctx, stream, dtype, rows, cols, v);
 }
@@ -371,23 +372,23 @@ tc_status tc_softmax_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
 tc_status tc_softmax_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr y,
                          CUdeviceptr dy, int64_t rows, int64_t cols, int64_t stride_dx, int64_t stride_y,
                          int64_t stride_dy) {
-    ArgValue v[] = {{.ptr = dx},        {.ptr = y},         {.ptr = dy}, {.i = stride_dx},
-                    {.i = stride_y},    {.i = stride_dy},   {.i = cols}};
+    ArgValue v[] = {{.ptr = dx},     {.ptr = y},       {.ptr = dy}, {.i = stride_dx},
+                    {.i = stride_y}, {.i = stride_dy}, {.i = cols}};
     return run(TC_STDLIB_SOFTMAX_BWD, ctx, stream, dtype, rows, cols, v);
 }
 
 tc_status tc_rmsnorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr rstd,
                          CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t cols, int64_t stride_y,
                          int64_t stride_x, float eps) {
-    ArgValue v[] = {{.ptr = y},       {.ptr = rstd},    {.ptr = x}, {.ptr = weight},
-                    {.i = stride_y},  {.i = stride_x},  {.i = cols}, {.f = eps}};
+    ArgValue v[] = {{.ptr = y},      {.ptr = rstd},   {.ptr = x},  {.ptr = weight},
+                    {.i = stride_y}, {.i = stride_x}, {.i = cols}, {.f = eps}};
     return run(TC_STDLIB_RMSNORM_FWD, ctx, stream, dtype, rows, cols, v);
 }
 
 tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr dweight,
                          CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr rstd, int64_t rows,
                          int64_t cols, int64_t stride_dx, int64_t stride_dy, int64_t stride_x) {
-    ArgValue v[] = {{.ptr = dx},      {.ptr = dweight},  {.ptr = dy},       {.ptr = x},        {.ptr = weight},
-                    {.ptr = rstd},    {.i = stride_dx},  {.i = stride_dy},  {.i = stride_x},   {.i = cols}};
+    ArgValue v[] = {{.ptr = dx},   {.ptr = dweight}, {.ptr = dy},      {.ptr = x},      {.ptr = weight},
+                    {.ptr = rstd}, {.i = stride_dx}, {.i = stride_dy}, {.i = stride_x}, {.i = cols}};
     return run(TC_STDLIB_RMSNORM_BWD, ctx, stream, dtype, rows, cols, v);
 }

@@ -94,12 +94,12 @@ typedef enum tc_stdlib_op {
  * bytes, with `aligned_params` as tc_options.params, and the same code
  * results. */
 typedef struct tc_stdlib_plan {
-    const char *file;            /* "softmax.tile", "rmsnorm.tile" */
-    const char *kernel;          /* "softmax_fwd", ... */
-    tc_constexpr constexprs[3];  /* T, BLOCK, and SINGLE_TILE for the forward kernels */
+    const char *file;           /* "softmax.tile", "rmsnorm.tile" */
+    const char *kernel;         /* "softmax_fwd", ... */
+    tc_constexpr constexprs[3]; /* T, BLOCK, and SINGLE_TILE for the forward kernels */
     size_t num_constexprs;
-    int64_t block;               /* columns per tile (a power of two) */
-    int single_tile;             /* 1: one tile holds the row; 0: a loop over tiles */
+    int64_t block;   /* columns per tile (a power of two) */
+    int single_tile; /* 1: one tile holds the row; 0: a loop over tiles */
     int num_warps;
     tc_param_spec aligned_params[16]; /* the alignment facts of the fully aligned case */
     size_t num_aligned_params;

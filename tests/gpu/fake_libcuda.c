@@ -204,7 +204,7 @@ static void rmsnorm_bwd(Ty t, int64_t row, void **params) {
 API CUresult cuInit(unsigned flags) {
     (void)flags;
     const char *b = getenv("TILEC_FAKE_CUDA_BUG");
-    bug = !b                              ? BUG_NONE
+    bug = !b                            ? BUG_NONE
           : strcmp(b, "skip-last") == 0 ? BUG_SKIP_LAST
           : strcmp(b, "overrun") == 0   ? BUG_OVERRUN
           : strcmp(b, "scale") == 0     ? BUG_SCALE
@@ -271,7 +271,7 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
         return ERR_OUT_OF_MEMORY;
     Ty ty = strstr(text, "cvt.f32.bf16") || strstr(text, "cvt.rn.bf16.f32") ? T_BF16
             : strstr(text, "cvt.f32.f16") || strstr(text, "cvt.rn.f16.f32") ? T_F16
-                                                                             : T_F32;
+                                                                            : T_F32;
     for (const char *p = strstr(text, ".entry "); p && m->num_funcs < 16; p = strstr(p + 1, ".entry ")) {
         const char *name = p + 7;
         size_t len = strcspn(name, "( \n");

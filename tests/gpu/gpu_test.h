@@ -198,7 +198,7 @@ typedef struct GtErr {
     double diff2;  /* sum of (out - ref)^2 */
     double ref2;   /* sum of ref^2 */
     double scale2; /* sum of the squared scales given to gt_err_add_scaled */
-    size_t nan;   /* outputs that are NaN or infinite where the reference is finite */
+    size_t nan;    /* outputs that are NaN or infinite where the reference is finite */
     size_t count;
 } GtErr;
 
@@ -285,8 +285,8 @@ static inline tc_context *gt_start(const char *name) {
         printf("%s: tc_context_create failed: %s: %s\n", name, tc_status_string(st), tc_last_error());
         exit(1);
     }
-    printf("%s: %s, compute capability %d, compiling for %s\n", name, tc_version(),
-           tc_context_compute_capability(ctx), tc_context_arch(ctx));
+    printf("%s: %s, compute capability %d, compiling for %s\n", name, tc_version(), tc_context_compute_capability(ctx),
+           tc_context_arch(ctx));
     return ctx;
 }
 

@@ -8,8 +8,9 @@
 #               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, examples, bench)
-#   --logs DIR  where each program's full output goes (default: $OUT if set, so that the
-#               logs come back from the device tool, else a new folder under /tmp)
+#   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
+#               rowwise.json (default: $OUT if set, so that they come back from the device
+#               tool, else a new folder under /tmp)
 #
 # It runs from the bundle that `cmake --install BUILD --prefix gpu-bundle --strip` makes
 # (tests/gpu/README.md): the test programs next to this script, libtilec in ../../lib,
@@ -48,6 +49,8 @@ find_prog() { # name, candidate folders under $root
 }
 [ -n "$logs" ] || logs=$(mktemp -d /tmp/tilec-gpu-logs.XXXXXX)
 mkdir -p "$logs"
+# at most 6 files, so that all of them come back from the device tool (8 at most)
+for f in test_features test_softmax test_rmsnorm examples bench; do : >"$logs/$f.log"; done
 cache_root=$(mktemp -d /tmp/tilec-gpu-cache.XXXXXX)
 trap 'rm -rf "$cache_root"' EXIT
 
@@ -71,13 +74,18 @@ run_one() {
     mkdir -p "$cache"
     local t0 t1 rc
     t0=$(date +%s.%N)
-    TILEC_CACHE_DIR="$cache" "$@" >"$log" 2>&1
+    local start
+    start=$(($(wc -l <"$log" 2>/dev/null || echo 0) + 1))
+    echo "==== $name: $*" >>"$log"
+    TILEC_CACHE_DIR="$cache" "$@" >>"$log" 2>&1
     rc=$?
+    local out
+    out=$(tail -n +"$start" "$log")
     t1=$(date +%s.%N)
     local secs
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
     local summary cases="-" nfail="-" w16="-" w32="-" result
-    summary=$(grep '^SUMMARY ' "$log" | tail -1)
+    summary=$(grep '^SUMMARY ' <<<"$out" | tail -1)
     if [ -n "$summary" ]; then
         cases=$(sed -n 's/.* cases=\([0-9]*\).*/\1/p' <<<"$summary")
         nfail=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' <<<"$summary")
@@ -91,7 +99,7 @@ run_one() {
     esac
     results+=("$name|$cases|$nfail|$w16|$w32|$secs|$result")
     # what went wrong, and the summary, on the console; the whole output in the log
-    grep -E 'FAIL|failed|SKIP:|error|Error' "$log" | grep -v '^SUMMARY' | head -25
+    grep -E 'FAIL|failed|SKIP:|error|Error' <<<"$out" | grep -v '^SUMMARY' | head -25
     [ -n "$summary" ] && echo "$summary"
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
@@ -115,8 +123,8 @@ if wanted examples; then
         prog=$(find_prog "$ex" examples)
         [ -n "$prog" ] || continue
         echo "== example $ex"
-        run_one "example $ex" "$logs/example_$ex.log" "$prog"
-        tail -3 "$logs/example_$ex.log"
+        run_one "example $ex" "$logs/examples.log" "$prog"
+        tail -2 "$logs/examples.log"
     done
 fi
 
@@ -125,8 +133,8 @@ if [ $bench = 1 ] && wanted bench; then
     prog=$(find_prog launch_overhead bench)
     if [ -n "$prog" ]; then
         echo "== bench launch_overhead"
-        run_one "bench launch_overhead" "$logs/bench_launch_overhead.log" "$prog" 10000
-        while IFS= read -r l; do bench_lines+=("$l"); done < <(grep '^launch_overhead:' "$logs/bench_launch_overhead.log")
+        run_one "bench launch_overhead" "$logs/bench.log" "$prog" 10000
+        while IFS= read -r l; do bench_lines+=("$l"); done < <(grep '^launch_overhead:' "$logs/bench.log")
     fi
     if [ -f "$root/bench/rowwise.py" ]; then
         echo "== bench rowwise.py"
@@ -134,10 +142,10 @@ if [ $bench = 1 ] && wanted bench; then
         [ $quick = 1 ] && rargs+=(--quick)
         lib=""
         for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
-        TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench rowwise.py" "$logs/bench_rowwise.log" \
+        TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench rowwise.py" "$logs/bench.log" \
             python3 "$root/bench/rowwise.py" "${rargs[@]}"
         # its table: from the "== rowwise" line to the end
-        while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== rowwise/,$p' "$logs/bench_rowwise.log")
+        while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== rowwise/,$p' "$logs/bench.log")
     else
         echo "run.sh: no bench/rowwise.py in $root"
     fi

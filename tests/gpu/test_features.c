@@ -21,12 +21,16 @@
  * without an accumulator.
  *
  * Without a GPU every kernel is still compiled to PTX (sm_90a) through
- * tc_compile, so a codegen failure shows here too: then the program prints
+ * tc_compile (and assembled by ptxas for sm_90a where $TILEC_PTXAS or
+ * /usr/local/cuda/bin/ptxas is found), so a codegen failure shows here
+ * too: then the program prints
  * what it compiled and "SKIP: no GPU (reason)" and exits 77, or exits 1 if
  * something failed to compile. Outputs are poisoned (0xFF) before each
  * launch, followed by guard elements that must stay poisoned.
  */
 #include "gpu_test.h"
+
+#include <unistd.h>
 
 /* ---- the kernels ---- */
 
@@ -173,44 +177,42 @@ static const char SRC_ATOMICS[] =
     "    atomic_add(acci + K, 1);\n"
     "}\n";
 
-static const char SRC_LOOPS[] =
-    "kernel loops(f32* out, const f32* x, i32 iters, constexpr i32 BLOCK = 128) {\n"
-    "    let c = arange(0, BLOCK);\n"
-    "    let p = i64(program_id(0));\n"
-    "    var acc = zeros([BLOCK], f32);\n"
-    "    var s = 0.0;\n"
-    "    var k = 0;\n"
-    "    for (it in range(0, iters)) {\n"
-    "        acc += load(x + (p * iters + it) * BLOCK + c) * f32(it + 1);\n"
-    "        s = s * 0.5 + 1.0;\n"
-    "        k += 2;\n"
-    "    }\n"
-    "    for (j in range(0, 4)) {\n"
-    "        acc = acc + f32(j);\n"
-    "    }\n"
-    "    store(out + p * BLOCK + c, acc * s + f32(k));\n"
-    "}\n";
+static const char SRC_LOOPS[] = "kernel loops(f32* out, const f32* x, i32 iters, constexpr i32 BLOCK = 128) {\n"
+                                "    let c = arange(0, BLOCK);\n"
+                                "    let p = i64(program_id(0));\n"
+                                "    var acc = zeros([BLOCK], f32);\n"
+                                "    var s = 0.0;\n"
+                                "    var k = 0;\n"
+                                "    for (it in range(0, iters)) {\n"
+                                "        acc += load(x + (p * iters + it) * BLOCK + c) * f32(it + 1);\n"
+                                "        s = s * 0.5 + 1.0;\n"
+                                "        k += 2;\n"
+                                "    }\n"
+                                "    for (j in range(0, 4)) {\n"
+                                "        acc = acc + f32(j);\n"
+                                "    }\n"
+                                "    store(out + p * BLOCK + c, acc * s + f32(k));\n"
+                                "}\n";
 
-static const char SRC_BRANCHES[] =
-    "kernel branches(f32* out, const f32* x, i32 flag, constexpr i32 BLOCK = 128) {\n"
-    "    let p = program_id(0);\n"
-    "    let c = arange(0, BLOCK);\n"
-    "    var v = load(x + p * BLOCK + c);\n"
-    "    if (p % 2 == 0) {\n"
-    "        v = v * 2.0;\n"
-    "    } else {\n"
-    "        v = v - 1.0;\n"
-    "    }\n"
-    "    if (flag != 0) {\n"
-    "        v = v + 100.0;\n"
-    "    }\n"
-    "    let scale = flag != 0 ? 0.5 : 0.25;\n"
-    "    if (p == 3) {\n"
-    "        store(out + p * BLOCK + c, zeros([BLOCK], f32) - 7.0);\n"
-    "    } else {\n"
-    "        store(out + p * BLOCK + c, v * scale);\n"
-    "    }\n"
-    "}\n";
+static const char SRC_BRANCHES[] = "kernel branches(f32* out, const f32* x, i32 flag, constexpr i32 BLOCK = 128) {\n"
+                                   "    let p = program_id(0);\n"
+                                   "    let c = arange(0, BLOCK);\n"
+                                   "    var v = load(x + p * BLOCK + c);\n"
+                                   "    if (p % 2 == 0) {\n"
+                                   "        v = v * 2.0;\n"
+                                   "    } else {\n"
+                                   "        v = v - 1.0;\n"
+                                   "    }\n"
+                                   "    if (flag != 0) {\n"
+                                   "        v = v + 100.0;\n"
+                                   "    }\n"
+                                   "    let scale = flag != 0 ? 0.5 : 0.25;\n"
+                                   "    if (p == 3) {\n"
+                                   "        store(out + p * BLOCK + c, zeros([BLOCK], f32) - 7.0);\n"
+                                   "    } else {\n"
+                                   "        store(out + p * BLOCK + c, v * scale);\n"
+                                   "    }\n"
+                                   "}\n";
 
 static const char SRC_GRID2D[] =
     "kernel grid2d(i32* out, i32 M, i32 N, constexpr i32 BM = 16, constexpr i32 BN = 32) {\n"
@@ -241,10 +243,28 @@ static const char SRC_MATMUL[] =
 enum { FGUARD = 64 }; /* poisoned elements after every output */
 
 typedef struct Ft {
-    tc_context *ctx; /* NULL: compile-only (no GPU) */
-    tc_compiler *cc; /* compile-only */
-    int compiled, compile_failed;
+    tc_context *ctx;   /* NULL: compile-only (no GPU) */
+    tc_compiler *cc;   /* compile-only */
+    const char *ptxas; /* compile-only: assemble each PTX with this, if set */
+    int compiled, compile_failed, assembled;
 } Ft;
+
+/* Compile-only mode: does ptxas accept the PTX? */
+static bool ptxas_accepts(const char *ptxas, const char *ptx, size_t len, const char *label) {
+    char path[] = "/tmp/tilec-features-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return true; /* cannot check: not a failure of the kernel */
+    bool wrote = write(fd, ptx, len) == (ssize_t)len;
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
+    int rc = wrote ? system(cmd) : 0;
+    unlink(path);
+    if (rc != 0)
+        printf("%s: ptxas rejects the PTX (%s)\n", label, cmd);
+    return rc == 0;
+}
 
 static tc_constexpr cx_int(const char *name, int64_t v) {
     return (tc_constexpr){name, TC_CONSTEXPR_INT, v, 0};
@@ -288,6 +308,13 @@ static tc_kernel *get(Ft *f, const char *label, const char *src, const char *ker
         opt.emit = TC_EMIT_PTX;
         tc_binary *bin = NULL;
         st = tc_compile(f->cc, &s, kernel, cx, ncx, &opt, &bin, diags);
+        size_t len = 0;
+        const char *ptx = st == TC_OK ? tc_binary_text(bin, &len) : NULL;
+        if (ptx && f->ptxas) {
+            f->assembled++;
+            if (!ptxas_accepts(f->ptxas, ptx, len, label))
+                st = TC_ERROR_COMPILE;
+        }
         tc_binary_destroy(bin);
     } else {
         tc_jit_request req;
@@ -405,8 +432,10 @@ static void feat_unary(Ft *f) {
         }
         bool positive = op >= 2 && op <= 5;
         for (int i = 0; i < n; i++)
-            F32(x)[i] = (float)(positive ? gt_uniform_in(0.05, 8) : op >= 12 ? gt_uniform_in(-3.14, 3.14)
-                                                                             : gt_uniform_in(-4, 4));
+            F32(x)
+            [i] = (float)(positive   ? gt_uniform_in(0.05, 8)
+                          : op >= 12 ? gt_uniform_in(-3.14, 3.14)
+                                     : gt_uniform_in(-4, 4));
         int32_t nn = n;
         void *args[] = {&out.d, &x.d, &nn};
         if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(n + 255) / 256, 1, 1}, args, 3) &&
@@ -542,9 +571,9 @@ static void feat_casts(Ft *f) {
     for (int i = 0; i < n; i++) {
         double v;
         switch (i % 10) {
-        case 0: v = gt_uniform_in(-1e-5, 1e-5); break;      /* f16 subnormals */
-        case 1: v = gt_uniform_in(-70000, 70000); break;    /* f16 overflow to inf at the ends */
-        case 2: v = i % 20 == 2 ? 3e9 : -3e9; break;        /* i32 saturation */
+        case 0: v = gt_uniform_in(-1e-5, 1e-5); break;   /* f16 subnormals */
+        case 1: v = gt_uniform_in(-70000, 70000); break; /* f16 overflow to inf at the ends */
+        case 2: v = i % 20 == 2 ? 3e9 : -3e9; break;     /* i32 saturation */
         case 3: /* halfway between two f16 values (odd i / 10) or two bf16 values (even): to even */
             v = (i / 10) % 2 ? 1.0 + (2.0 * (double)(gt_next() % 512) + 1.0) / 2048.0
                              : 1.0 + (2.0 * (double)(gt_next() % 64) + 1.0) / 256.0;
@@ -825,8 +854,7 @@ static void feat_atomics(Ft *f) {
         int32_t nn = n;
         void *args[] = {&accf.d, &acci.d, &x.d, &xi.d, &nn};
         if (buf_up(f, &x) && buf_up(f, &xi) && buf_up(f, &accf) && buf_up(f, &acci) &&
-            launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) && buf_down(f, &accf) &&
-            buf_down(f, &acci)) {
+            launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) && buf_down(f, &accf) && buf_down(f, &acci)) {
             GtErr e = {0};
             size_t wrong = 0;
             for (int j = 0; j < K; j++) {
@@ -1045,9 +1073,14 @@ int main(void) {
         tc_target target = {"sm_90a"};
         if (!GT_OK(tc_compiler_create(&target, &f.cc)))
             return 1;
+        const char *env = getenv("TILEC_PTXAS");
+        f.ptxas = env && *env                                      ? env
+                  : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas"
+                                                                   : NULL;
         run_all(&f);
         tc_compiler_destroy(f.cc);
-        printf("test_features: compiled %d kernels to PTX for sm_90a, %d failed\n", f.compiled, f.compile_failed);
+        printf("test_features: compiled %d kernels to PTX for sm_90a (%d assembled by ptxas), %d failed\n", f.compiled,
+               f.assembled, f.compile_failed);
         if (f.compile_failed)
             return 1;
         printf("SKIP: no GPU (%s)\n", reason);

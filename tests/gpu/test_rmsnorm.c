@@ -30,8 +30,7 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
     for (size_t i = 0; i < 7; i++)
         memset(all[i], 0, sizeof(Mat));
     bool ok = mat_alloc(ctx, &x, t, rows, cols, lay->kind) && mat_alloc(ctx, &w, t, 1, cols, lay->kind) &&
-              mat_alloc(ctx, &y, t, rows, cols, lay->kind) &&
-              mat_alloc(ctx, &rstd, TC_DTYPE_F32, 1, rows, lay->kind) &&
+              mat_alloc(ctx, &y, t, rows, cols, lay->kind) && mat_alloc(ctx, &rstd, TC_DTYPE_F32, 1, rows, lay->kind) &&
               mat_alloc(ctx, &dy, t, rows, cols, lay->kind) && mat_alloc(ctx, &dx, t, rows, cols, lay->kind) &&
               mat_alloc(ctx, &dw, TC_DTYPE_F32, 1, cols, lay->kind);
     double *ref_rstd = malloc(sizeof(double) * (size_t)rows), *ref_dw = malloc(sizeof(double) * (size_t)cols);
@@ -48,8 +47,8 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
         for (int64_t c = 0; c < cols; c++)
             gt_put(t, w.host, mat_at(&w, 0, c), gt_uniform_in(0.5, 1.5));
         ok = mat_upload(ctx, &x) && mat_upload(ctx, &w) && mat_poison(ctx, &y) && mat_poison(ctx, &rstd) &&
-             GT_OK(tc_rmsnorm_fwd(ctx, stream, t, mat_base(&y), mat_base(&rstd), mat_base(&x), mat_base(&w), rows,
-                                  cols, y.stride, x.stride, EPS)) &&
+             GT_OK(tc_rmsnorm_fwd(ctx, stream, t, mat_base(&y), mat_base(&rstd), mat_base(&x), mat_base(&w), rows, cols,
+                                  y.stride, x.stride, EPS)) &&
              GT_OK(tc_stream_synchronize(ctx, stream)) && mat_download(ctx, &y) && mat_download(ctx, &rstd);
     }
     if (ok) {

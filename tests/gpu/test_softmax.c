@@ -63,8 +63,8 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
             for (int64_t c = 0; c < cols; c++)
                 gt_put(t, dy.host, mat_at(&dy, r, c), gt_normal());
         ok = mat_upload(ctx, &y) && mat_upload(ctx, &dy) && mat_poison(ctx, &dx) &&
-             GT_OK(tc_softmax_bwd(ctx, stream, t, mat_base(&dx), mat_base(&y), mat_base(&dy), rows, cols, dx.stride, y.stride,
-                                  dy.stride)) &&
+             GT_OK(tc_softmax_bwd(ctx, stream, t, mat_base(&dx), mat_base(&y), mat_base(&dy), rows, cols, dx.stride,
+                                  y.stride, dy.stride)) &&
              GT_OK(tc_stream_synchronize(ctx, stream)) && mat_download(ctx, &dx);
     }
     if (ok) {

@@ -69,13 +69,13 @@ TEST(test_plans) {
         int single;
         int warps;
     } want[] = {
-        {TC_STDLIB_SOFTMAX_FWD, 1, 32, 1, 1},        {TC_STDLIB_SOFTMAX_FWD, 33, 64, 1, 1},
-        {TC_STDLIB_SOFTMAX_FWD, 512, 512, 1, 2},     {TC_STDLIB_SOFTMAX_FWD, 1000, 1024, 1, 4},
-        {TC_STDLIB_SOFTMAX_FWD, 1025, 2048, 1, 8},   {TC_STDLIB_SOFTMAX_FWD, 4096, 4096, 1, 8},
-        {TC_STDLIB_SOFTMAX_FWD, 8192, 8192, 1, 16},  {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16},
-        {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 16}, {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 16},
+        {TC_STDLIB_SOFTMAX_FWD, 1, 32, 1, 1},         {TC_STDLIB_SOFTMAX_FWD, 33, 64, 1, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 512, 512, 1, 2},      {TC_STDLIB_SOFTMAX_FWD, 1000, 1024, 1, 4},
+        {TC_STDLIB_SOFTMAX_FWD, 1025, 2048, 1, 8},    {TC_STDLIB_SOFTMAX_FWD, 4096, 4096, 1, 8},
+        {TC_STDLIB_SOFTMAX_FWD, 8192, 8192, 1, 16},   {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16},
+        {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 16},  {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 16},
         {TC_STDLIB_RMSNORM_FWD, 12288, 16384, 1, 16}, {TC_STDLIB_SOFTMAX_BWD, 7, 32, 0, 1},
-        {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8},   {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 16},
+        {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8},    {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 16},
         {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -147,9 +147,9 @@ TEST(test_validation) {
     CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, (int64_t)1 << 31, 100, 100, 100), "rows (");
     CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 0, 100, 100), "cols (0)");
     CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, -1, 100, 100), "cols (-1)");
-    CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 1, (int64_t)1 << 31, (int64_t)1 << 31,
-                                 (int64_t)1 << 31),
-                  "cols (");
+    CHECK_INVALID(
+        tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 1, (int64_t)1 << 31, (int64_t)1 << 31, (int64_t)1 << 31),
+        "cols (");
     CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 100, 99, 100),
                   "stride_out (99) is smaller than cols (100)");
     CHECK_INVALID(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 4, 100, 100, -100), "stride_x (-100)");
@@ -162,7 +162,8 @@ TEST(test_validation) {
     /* 2-byte offsets are fine for 16-bit types */
     CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a + 2, b + 6, 4, 100, 100, 101), TC_ERROR_UNSUPPORTED);
 
-    CHECK_INVALID(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, 0, 4, 100, 100, 100, 100), "tc_softmax_bwd: dy is 0");
+    CHECK_INVALID(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, 0, 4, 100, 100, 100, 100),
+                  "tc_softmax_bwd: dy is 0");
     CHECK_INVALID(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, c, 4, 100, 100, 100, 50), "stride_dy (50)");
 
     CHECK_INVALID(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, 0, c, d, 4, 100, 100, 100, 1e-6f),
@@ -268,8 +269,8 @@ static tc_status checking_hook(const RtStdlibLaunch *l) {
     RtMeta sig = {0};
     tc_diagnostics *diags;
     tc_diagnostics_create(&diags);
-    tc_status st = rt_signature(&src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, l->plan.num_warps,
-                                &sig, diags);
+    tc_status st =
+        rt_signature(&src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, l->plan.num_warps, &sig, diags);
     CHECK_EQ_INT(st, TC_OK);
     if (st != TC_OK || sig.num_kernels != 1) {
         fprintf(stderr, "%s", tc_diagnostics_text(diags));
@@ -386,22 +387,28 @@ TEST(test_launches_compile) {
                                             stride + 8 * !aligned),
                              TC_OK);
                 CHECK_EQ_INT(expect.launches, 1);
-                Given sb[] = {{"dx", p0}, {"y", p1}, {"dy", p2}, {"stride_dx", stride}, {"stride_y", stride},
+                Given sb[] = {{"dx", p0},           {"y", p1}, {"dy", p2}, {"stride_dx", stride}, {"stride_y", stride},
                               {"stride_dy", stride}};
                 expect = (Expect){t, rows, cols, 0, sb, 6, 0};
                 CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)p1, (CUdeviceptr)p2, rows,
                                             cols, stride, stride, stride),
                              TC_OK);
                 CHECK_EQ_INT(expect.launches, 1);
-                Given rf[] = {{"y", p0},          {"rstd", r0},       {"x", p1}, {"weight", p2},
-                              {"stride_y", stride}, {"stride_x", stride}};
+                Given rf[] = {{"y", p0},      {"rstd", r0},         {"x", p1},
+                              {"weight", p2}, {"stride_y", stride}, {"stride_x", stride}};
                 expect = (Expect){t, rows, cols, eps, rf, 6, 0};
                 CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)r0, (CUdeviceptr)p1,
                                             (CUdeviceptr)p2, rows, cols, stride, stride, eps),
                              TC_OK);
                 CHECK_EQ_INT(expect.launches, 1);
-                Given rb[] = {{"dx", p0},       {"dweight", r0},      {"dy", p1},          {"x", p2},
-                              {"weight", p3},   {"rstd", r1},         {"stride_dx", stride}, {"stride_dy", stride},
+                Given rb[] = {{"dx", p0},
+                              {"dweight", r0},
+                              {"dy", p1},
+                              {"x", p2},
+                              {"weight", p3},
+                              {"rstd", r1},
+                              {"stride_dx", stride},
+                              {"stride_dy", stride},
                               {"stride_x", stride}};
                 expect = (Expect){t, rows, cols, 0, rb, 9, 0};
                 CHECK_EQ_INT(tc_rmsnorm_bwd(FAKE_CTX, NULL, t, (CUdeviceptr)p0, (CUdeviceptr)r0, (CUdeviceptr)p1,
