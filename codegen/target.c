@@ -51,9 +51,12 @@ static void init(void) {
     /* Process-wide code generator options (this is tilec's private copy of
      * LLVM when it is linked statically): 32-bit shared-memory pointers, as
      * Triton uses, and no loop strength reduction, which cost half of the
-     * back end's time on kernels with loops and gained nothing after ptxas. */
-    const char *argv[] = {"tilec", "-nvptx-short-ptr", "-disable-lsr"};
-    LLVMParseCommandLineOptions(3, argv, NULL);
+     * back end's time on kernels with loops and gained nothing after ptxas;
+     * and f32 division as div.full.f32 (at most 2 ulp), which is what `/`
+     * means in Triton too; the correctly rounded div.rn.f32 is a subroutine
+     * of a dozen instructions that showed in memory-bound kernels. */
+    const char *argv[] = {"tilec", "-nvptx-short-ptr", "-disable-lsr", "-nvptx-prec-divf32=1"};
+    LLVMParseCommandLineOptions(4, argv, NULL);
     char *err = NULL;
     if (LLVMGetTargetFromTriple(TRIPLE, &nvptx, &err)) {
         snprintf(init_error, sizeof init_error, "%s", err ? err : "no NVPTX target");

