@@ -872,11 +872,7 @@ tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_dia
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT, "target %s given twice", archs[i]);
     }
     tc_options opt;
-    if (req->options)
-        opt = *req->options;
-    else
-        tc_options_init(&opt);
-    opt.num_warps = opt.num_warps > 0 ? opt.num_warps : 4;
+    rt_request_options(req->options, &opt);
 
     AotJob *j = calloc(1, sizeof *j);
     if (!j)

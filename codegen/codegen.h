@@ -55,7 +55,7 @@ struct CgKernelInfo {
  *   reshape, trans) 0 when every thread already holds the elements it needs
  *                   (a register permutation); else pad(operand's bytes) with
  *                   rows of the operand's last dimension
- *   dot             when its result is not a tensor-core (#mma) layout:
+ *   dot             0 on tensor cores (cg_dot_uses_mma); else (FMA):
  *                   pad(K x M of A) rounded to 16 + pad(K x N of B)
  *   atomic          scalar pointer: T; tile whose layout has copies (a lane
  *                   or warp basis of zero): elements * T; else 0
@@ -100,6 +100,14 @@ int64_t cg_kernel_shared_bytes(const IrFunc *f, int num_warps);
 
 /* num_warps of a kernel (its attribute, else dflt). */
 int cg_kernel_num_warps(const IrFunc *f, int dflt);
+
+/* ==== lower_dot.c ==== */
+
+/* True when this dot lowers to mma.sync: an #mma (version 2) result, #dot_op
+ * operands whose LinearLayouts are the instruction's fragments (f16, bf16:
+ * m16n8k16, kwidth 2; f32: tf32 m16n8k8, kwidth 1). Such a dot needs no
+ * scratch; every other dot takes the FMA path through scratch. */
+bool cg_dot_uses_mma(const IrOp *op, int num_warps);
 
 /* ==== target.c: NVPTX target, LLVM optimization, PTX emission ==== */
 

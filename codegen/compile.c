@@ -20,6 +20,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "passes/passes.h"
+#include "runtime/runtime.h"
 
 #include <llvm-c/Core.h>
 
@@ -238,6 +239,22 @@ const char *tc_binary_log(const tc_binary *b, size_t *len) {
     if (len)
         *len = b ? b->log.len : 0;
     return b && b->log.data ? b->log.data : "";
+}
+
+tc_status tc_binary_write(const tc_binary *b, const char *path) {
+    if (!b)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_write: the binary is NULL");
+    size_t len;
+    const char *text = tc_binary_text(b, &len);
+    errno = 0;
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    if (f && f != stdout)
+        ok = fclose(f) == 0 && ok;
+    if (ok)
+        return TC_OK;
+    return rt_fail(TC_ERROR_IO, "cannot write '%s'%s%s", path ? path : "<stdout>", errno ? ": " : "",
+                   errno ? strerror(errno) : "");
 }
 
 void tc_binary_destroy(tc_binary *b) {

@@ -28,9 +28,10 @@
  * positive as the front end guarantees), `if` a branch on a uniform i1 and a
  * phi per register of each result.
  *
- * Errors: a user-visible limit (shared memory) or IR that the passes should
- * not have produced (a tile without a layout, a call left after inlining) is
- * reported at the op's location and makes cg_compile_module return false.
+ * Errors: IR that the passes should not have produced (a tile without a
+ * layout, a call left after inlining, more shared memory than the target
+ * has, which allocate-shared reports) is reported at the op's location as
+ * an internal error and makes cg_compile_module return false.
  */
 #include "lower.h"
 #include "target.h"
@@ -694,10 +695,11 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_
         ir_map_init(&cg.used, &cg.arena);
         int64_t shared = cg_kernel_shared_bytes(f, cg.num_warps);
         int64_t limit = cg_shared_limit(t);
-        if (shared > limit) {
+        if (shared > limit) { /* allocate-shared reports this to the user; IR that skipped it lands here */
             diag_error(diags, f->loc,
-                       "kernel @%s needs %lld bytes of shared memory, more than the %lld bytes a program may use on %s",
-                       f->name, (long long)shared, (long long)limit, cg_target_cpu(t));
+                       "internal error: kernel @%s needs %lld bytes of shared memory, more than %s's %lld (run "
+                       "allocate-shared)",
+                       f->name, (long long)shared, cg_target_cpu(t), (long long)limit);
             ok = false;
         } else {
             if (!smem) {

@@ -147,6 +147,18 @@ bool cg_lower_reduce(Cg *cg, IrOp *op);
 /* ---- lower_shared.c: local_alloc, memdesc_index, local_load / local_store, async copies ---- */
 
 bool cg_lower_shared(Cg *cg, IrOp *op);
+/* A local_load whose only use is an mma dot later in its block, where
+ * nothing in between may write its buffer, and that ldmatrix serves: it is
+ * left unlowered, and the dot loads its registers with ldmatrix as each k
+ * step needs them (interleaving loads and mma keeps register pressure low).
+ * The dot finds no CgVal for such an operand (cg_deferred_begin). */
+typedef struct CgDeferred CgDeferred;
+bool cg_local_load_deferred(Cg *cg, const IrOp *op);
+CgDeferred *cg_deferred_begin(Cg *cg, const IrOp *load);
+/* Emits the ldmatrix that holds register `reg`, unless already loaded. */
+void cg_deferred_need(Cg *cg, CgDeferred *d, int reg);
+/* The registers, NULL where not loaded yet. */
+CgVal *cg_deferred_val(CgDeferred *d);
 
 /* ---- lower_dot.c ---- */
 

@@ -1,8 +1,28 @@
 /*
- * lower_dot.c — dot(a[MxK], b[KxN], acc[MxN] f32) with FMA instructions.
+ * lower_dot.c — dot(a[MxK], b[KxN], acc[MxN] f32): on tensor cores with
+ * mma.sync when the layouts are the instruction's fragments, else with FMA
+ * instructions.
  *
- * The path for dots that do not use tensor cores, for any layouts of the
- * three operands: correct and simple rather than fast.
+ * Tensor cores. A dot whose result has an #mma (version 2) layout and whose
+ * operands have the matching #dot_op layouts becomes mma.sync.aligned
+ * .m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (f16, bf16 operands,
+ * kwidth 2) or .m16n8k8...tf32.tf32 (f32 operands, kwidth 1; the hardware
+ * reads the upper 19 bits of each f32), as inline PTX. Nothing here assumes
+ * how the layouts order their registers: each operand's LinearLayout is
+ * matched against the instruction's fragment as the PTX ISA defines it
+ * (Fragment below: which element each lane holds), giving a table from
+ * (instruction tile, fragment element) to register (FragTable). A layout
+ * fits when its lanes move elements exactly as the fragment's lanes do and
+ * its warps move them by whole instruction tiles, so any warps per CTA and
+ * any repetition order work. Then, for each k step and each m16 x n8 tile
+ * the thread's result holds: A's 8 f16 registers packed into 4 b32 (pairs,
+ * lower K in the low half), B's 4 into 2, C's 4 f32, one mma whose outputs
+ * replace C's registers. The dot needs no shared memory and no barrier
+ * (cg_dot_uses_mma tells scratch.c so).
+ *
+ * FMA path, for dots that do not use tensor cores (other layouts: #blocked,
+ * or #mma/#dot_op combinations that do not match the fragments), for any
+ * layouts of the three operands: correct and simple rather than fast.
  *
  *   barrier (the scratch may still be read by its previous user)
  *   every thread stores its registers of A transposed, at [k][m], and of B
@@ -20,6 +40,8 @@
  * in every thread. The result has the accumulator's layout.
  */
 #include "lower.h"
+
+#include <stdlib.h>
 
 static int64_t round16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
@@ -70,10 +92,307 @@ static int distinct(const LinearLayout *ll, int dim, int n, int *index, int *fir
     return count;
 }
 
+/* ---- tensor cores: mma.sync ---- */
+
+/*
+ * One operand's fragment of mma.sync as the PTX ISA defines it, written as a
+ * small linear map: an instruction tile of rows x cols; bit i of the
+ * fragment element's index (a0, a1, ... in the ISA's order) moves the element
+ * by reg[i]; bit i of the lane id by lane[i]. Rows and columns are the
+ * operand's own (A: M x K, B: K x N, C: M x N).
+ */
+typedef struct {
+    int rows, cols;
+    int num_bits; /* log2(fragment elements per lane) */
+    int32_t reg[3][2];
+    int32_t lane[5][2];
+} Fragment;
+
+/* c0..c3 of m16n8 (f32): row groupID + 8 * (i >= 2), column 2 * threadID_in_group + (i & 1). */
+static const Fragment FRAG_C = {16, 8, 2, {{0, 1}, {8, 0}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}};
+/* a0..a7 of m16n8k16 (f16, bf16): row groupID + 8 * (i & 2 ? 1 : 0), column 2 * tig + (i & 1) + 8 * (i >= 4). */
+static const Fragment FRAG_A16 = {16, 16, 3, {{0, 1}, {8, 0}, {0, 8}}, {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}}};
+/* b0..b3 of m16n8k16: row (k) 2 * tig + (i & 1) + 8 * (i >= 2), column groupID. */
+static const Fragment FRAG_B16 = {16, 8, 2, {{1, 0}, {8, 0}}, {{2, 0}, {4, 0}, {0, 1}, {0, 2}, {0, 4}}};
+/* a0..a3 of m16n8k8 (tf32): row groupID + 8 * (i & 1), column tig + 4 * (i >= 2). */
+static const Fragment FRAG_A32 = {16, 8, 2, {{8, 0}, {0, 4}}, {{0, 1}, {0, 2}, {1, 0}, {2, 0}, {4, 0}}};
+/* b0, b1 of m16n8k8 (tf32): row (k) tig + 4 * i, column groupID. */
+static const Fragment FRAG_B32 = {8, 8, 1, {{4, 0}}, {{1, 0}, {2, 0}, {0, 1}, {0, 2}, {0, 4}}};
+
+/*
+ * Where a tile's registers sit in the instruction fragments: reg[(t0 *
+ * tiles[1] + t1) * elems + i] is the register holding fragment element i of
+ * the instruction tile (t0, t1) (in units of the instruction's rows and
+ * columns, counted in the register part of the coordinates), or -1.
+ *
+ * A layout fits when its lanes move elements exactly as the fragment's do and
+ * its warps only by whole instruction tiles; each register's coordinate then
+ * splits into a tile and an offset inside it, and the offset names the
+ * fragment element. Worked example: #dot_op<idx = 0, kwidth = 2> of #mma<wpc
+ * = [4, 1]> on 128x64 f16, registers (0,1) (8,0) (0,8) (0,16) (0,32) (64,0):
+ * register 13 = bits 0, 2, 3 is at (0, 1 + 8 + 16) = tile (0, 1), offset
+ * (0, 9) = a5; register 32 at (64, 0) = tile (4, 0), a0.
+ */
+typedef struct {
+    const Fragment *fr;
+    int elems;    /* fragment elements per lane */
+    int tiles[2]; /* instruction tiles of the whole tile along each dim */
+    int *reg;
+} FragTable;
+
+static bool frag_table(const LinearLayout *ll, const Fragment *fr, FragTable *t, int *storage, int cap) {
+    if (ll->rank != 2 || ll->shape[0] % fr->rows || ll->shape[1] % fr->cols || ll->num_bits[LL_LANE] != 5)
+        return false;
+    for (int b = 0; b < 5; b++)
+        if (ll->bases[LL_LANE][b][0] != fr->lane[b][0] || ll->bases[LL_LANE][b][1] != fr->lane[b][1])
+            return false;
+    for (int b = 0; b < ll->num_bits[LL_WARP]; b++)
+        if (ll->bases[LL_WARP][b][0] % fr->rows || ll->bases[LL_WARP][b][1] % fr->cols)
+            return false;
+    t->fr = fr;
+    t->elems = 1 << fr->num_bits;
+    t->tiles[0] = (int)(ll->shape[0] / fr->rows);
+    t->tiles[1] = (int)(ll->shape[1] / fr->cols);
+    int n = t->tiles[0] * t->tiles[1] * t->elems;
+    if (n > cap)
+        return false;
+    t->reg = storage;
+    for (int i = 0; i < n; i++)
+        t->reg[i] = -1;
+    for (int r = 0; r < ll_num_regs(ll); r++) {
+        int64_t c[IR_MAX_RANK];
+        ll_apply_in(ll, LL_REG, r, c);
+        int64_t in0 = c[0] % fr->rows, in1 = c[1] % fr->cols;
+        int elem = -1;
+        for (int i = 0; i < t->elems && elem < 0; i++) {
+            int64_t e0 = 0, e1 = 0;
+            for (int b = 0; b < fr->num_bits; b++)
+                if (i >> b & 1)
+                    e0 ^= fr->reg[b][0], e1 ^= fr->reg[b][1];
+            if (e0 == in0 && e1 == in1)
+                elem = i;
+        }
+        if (elem < 0)
+            return false;
+        int slot = (int)((c[0] / fr->rows * t->tiles[1] + c[1] / fr->cols) * t->elems + elem);
+        if (t->reg[slot] >= 0)
+            return false;
+        t->reg[slot] = r;
+    }
+    return true;
+}
+
+/* The registers of instruction tile (t0, t1), or NULL when the thread does
+ * not hold all of its fragment. */
+static const int *frag_regs(const FragTable *t, int t0, int t1) {
+    const int *r = t->reg + (t0 * t->tiles[1] + t1) * t->elems;
+    for (int i = 0; i < t->elems; i++)
+        if (r[i] < 0)
+            return NULL;
+    return r;
+}
+
+/* Everything the mma lowering needs, decided from types alone (so that
+ * scratch sizes and the lowering always agree). */
+typedef struct {
+    LinearLayout la, lb, lc;
+    FragTable a, b, c;
+    int ksteps;       /* K / instruction k */
+    const char *text; /* the mma.sync instruction */
+} MmaPlan;
+
+static bool same_dim_warps(const LinearLayout *op, const LinearLayout *c, int keep) {
+    int n = op->num_bits[LL_WARP] > c->num_bits[LL_WARP] ? op->num_bits[LL_WARP] : c->num_bits[LL_WARP];
+    for (int b = 0; b < n; b++) {
+        int32_t want[2] = {0, 0}, have[2] = {0, 0};
+        if (b < c->num_bits[LL_WARP])
+            want[keep] = c->bases[LL_WARP][b][keep];
+        if (b < op->num_bits[LL_WARP])
+            have[0] = op->bases[LL_WARP][b][0], have[1] = op->bases[LL_WARP][b][1];
+        if (want[0] != have[0] || want[1] != have[1])
+            return false;
+    }
+    return true;
+}
+
+/* Fills *p (tables in `storage`, 3 * cap ints) when op can run on mma.sync. */
+static bool mma_plan(const IrOp *op, int num_warps, MmaPlan *p, int *storage, int cap) {
+    const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type, *tc = op->results[0]->type;
+    const Layout *lc = tc->layout, *l0 = ta->layout, *l1 = tb->layout;
+    if (!lc || !l0 || !l1 || lc->kind != LAYOUT_MMA || lc->mma.version != 2 || l0->kind != LAYOUT_DOT_OP ||
+        l1->kind != LAYOUT_DOT_OP || tc->rank != 2 || tc->elem->kind != IR_F32)
+        return false;
+    const Fragment *fa, *fb;
+    switch (ta->elem->kind) {
+    case IR_F16:
+        fa = &FRAG_A16, fb = &FRAG_B16;
+        p->text = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        break;
+    case IR_BF16:
+        fa = &FRAG_A16, fb = &FRAG_B16;
+        p->text = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        break;
+    case IR_F32:
+        fa = &FRAG_A32, fb = &FRAG_B32;
+        p->text = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        break;
+    default: return false;
+    }
+    if (!ll_of_type(ta, num_warps, &p->la, NULL) || !ll_of_type(tb, num_warps, &p->lb, NULL) ||
+        !ll_of_type(tc, num_warps, &p->lc, NULL))
+        return false;
+    if (!frag_table(&p->la, fa, &p->a, storage, cap) || !frag_table(&p->lb, fb, &p->b, storage + cap, cap) ||
+        !frag_table(&p->lc, &FRAG_C, &p->c, storage + 2 * cap, cap))
+        return false;
+    /* A thread's A rows and B columns must be those of its result. */
+    if (!same_dim_warps(&p->la, &p->lc, 0) || !same_dim_warps(&p->lb, &p->lc, 1))
+        return false;
+    p->ksteps = p->a.tiles[1];
+    if (p->b.tiles[0] != p->ksteps)
+        return false;
+    for (int tm = 0; tm < p->c.tiles[0]; tm++)
+        for (int tn = 0; tn < p->c.tiles[1]; tn++) {
+            if (p->c.reg[(tm * p->c.tiles[1] + tn) * p->c.elems] < 0)
+                continue; /* not this thread's tile */
+            if (!frag_regs(&p->c, tm, tn))
+                return false;
+            for (int k = 0; k < p->ksteps; k++)
+                if (!frag_regs(&p->a, tm, k) || !frag_regs(&p->b, k, tn))
+                    return false;
+        }
+    return true;
+}
+
+/* Table entries a dot of these types needs at most. */
+static int plan_cap(const IrOp *op) {
+    int64_t m = 0;
+    for (int i = 0; i < 3; i++) {
+        const IrType *t = i < 2 ? op->operands[i]->type : op->results[0]->type;
+        if (t->kind != IR_TILE || t->rank != 2)
+            return 0;
+        int64_t n = ir_type_numel(t) / 64 * 8; /* >= tiles * elems for every fragment (>= 64 elements per tile) */
+        if (n > m)
+            m = n;
+    }
+    return m > (1 << 22) ? 0 : (int)m;
+}
+
+bool cg_dot_uses_mma(const IrOp *op, int num_warps) {
+    int cap = plan_cap(op);
+    if (!cap)
+        return false;
+    int *storage = malloc(sizeof(int) * 3 * (size_t)cap);
+    if (!storage)
+        tc_oom();
+    MmaPlan p;
+    bool ok = mma_plan(op, num_warps, &p, storage, cap);
+    free(storage);
+    return ok;
+}
+
+/* Two 16-bit elements as one b32 register, the first in the low half. */
+static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(lo), 2));
+    v = LLVMBuildInsertElement(cg->b, v, lo, cg_i32(cg, 0), "");
+    v = LLVMBuildInsertElement(cg->b, v, hi, cg_i32(cg, 1), "");
+    return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+}
+
+/* The b32 registers of one operand fragment: pairs of 16-bit elements, or
+ * f32 elements as they are (tf32 reads their upper 19 bits). */
+static void fragment_words(Cg *cg, const CgVal *v, const int *regs, int elems, bool pairs, LLVMValueRef *out) {
+    if (pairs) {
+        for (int j = 0; j < elems / 2; j++)
+            out[j] = pack_pair(cg, cg_reg(v, regs[2 * j]), cg_reg(v, regs[2 * j + 1]));
+    } else {
+        for (int j = 0; j < elems; j++)
+            out[j] = LLVMBuildBitCast(cg->b, cg_reg(v, regs[j]), cg->t_i32, "");
+    }
+}
+
+/* An operand's registers; *d is set when its local_load was left to the dot
+ * (lower_shared.c), whose registers are then loaded on demand. */
+static CgVal *operand(Cg *cg, const IrValue *v, CgDeferred **d) {
+    *d = NULL;
+    if (v->def && cg_local_load_deferred(cg, v->def)) {
+        *d = cg_deferred_begin(cg, v->def);
+        return cg_deferred_val(*d);
+    }
+    return cg_get(cg, v);
+}
+
+static void need(Cg *cg, CgDeferred *d, const int *regs, int n) {
+    for (int i = 0; d && i < n; i++)
+        cg_deferred_need(cg, d, regs[i]);
+}
+
+/* The dot as mma.sync instructions: for each k step, for each instruction
+ * tile (m16 x n8) the thread's result holds, one mma whose A, B and C
+ * registers are found through the fragment tables (see mma_plan). Deferred
+ * operands are loaded per k step, just before its instructions. */
+static bool lower_mma(Cg *cg, IrOp *op, const MmaPlan *p) {
+    const LinearLayout *lc = cg_ll(cg, op->results[0]->type, op);
+    if (!lc)
+        return false;
+    CgDeferred *da, *db;
+    CgVal *a = operand(cg, op->operands[0], &da), *b = operand(cg, op->operands[1], &db);
+    CgVal *c = cg_get(cg, op->operands[2]);
+    bool pairs = op->operands[0]->type->elem->kind != IR_F32;
+    int tiles_m = p->c.tiles[0], tiles_n = p->c.tiles[1];
+    CgVal *res = cg_new_val(cg, c->n, lc);
+    for (int r = 0; r < c->n; r++)
+        res->v[r] = cg_reg(c, r);
+    LLVMTypeRef f32x4[4] = {cg->t_f32, cg->t_f32, cg->t_f32, cg->t_f32};
+    LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32x4, 4, 0);
+    LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 4 * tiles_m);
+    LLVMValueRef *bw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 2 * tiles_n);
+    for (int k = 0; k < p->ksteps; k++) {
+        for (int tm = 0; tm < tiles_m; tm++) {
+            const int *ra = frag_regs(&p->a, tm, k);
+            need(cg, da, ra, ra ? p->a.elems : 0);
+            if (ra)
+                fragment_words(cg, a, ra, p->a.elems, pairs, aw + 4 * tm);
+        }
+        for (int tn = 0; tn < tiles_n; tn++) {
+            const int *rb = frag_regs(&p->b, k, tn);
+            need(cg, db, rb, rb ? p->b.elems : 0);
+            if (rb)
+                fragment_words(cg, b, rb, p->b.elems, pairs, bw + 2 * tn);
+        }
+        for (int tm = 0; tm < tiles_m; tm++)
+            for (int tn = 0; tn < tiles_n; tn++) {
+                const int *rc = frag_regs(&p->c, tm, tn);
+                if (!rc)
+                    continue;
+                LLVMValueRef args[10];
+                for (int j = 0; j < 4; j++)
+                    args[j] = aw[4 * tm + j];
+                args[4] = bw[2 * tn], args[5] = bw[2 * tn + 1];
+                for (int j = 0; j < 4; j++)
+                    args[6 + j] = res->v[rc[j]];
+                LLVMValueRef d = cg_asm(cg, ret, p->text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
+                for (int j = 0; j < 4; j++)
+                    res->v[rc[j]] = LLVMBuildExtractValue(cg->b, d, (unsigned)j, "");
+            }
+    }
+    cg_set(cg, op->results[0], res);
+    return true;
+}
+
 bool cg_lower_dot(Cg *cg, IrOp *op) {
     const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type, *tc = op->operands[2]->type;
     if (ta->rank != 2)
         return cg_error(cg, op, "batched (3-D) dot is not supported by codegen yet");
+    int cap = plan_cap(op);
+    if (cap) {
+        MmaPlan *p = ARENA_NEW(&cg->arena, MmaPlan);
+        int *storage = ARENA_ARRAY(&cg->arena, int, 3 * (size_t)cap);
+        if (mma_plan(op, cg->num_warps, p, storage, cap))
+            return lower_mma(cg, op, p);
+    }
     const LinearLayout *la = cg_ll(cg, ta, op), *lb = la ? cg_ll(cg, tb, op) : NULL;
     const LinearLayout *lc = lb ? cg_ll(cg, tc, op) : NULL;
     if (!lc)

@@ -7,18 +7,75 @@
  * gave it; memdesc_index adds stage * (bytes of one stage).
  *
  * Elements sit where the buffer's #shared<vec, per_phase, max_phase, order>
- * layout puts them (docs/ir.md): dimensions stored row-major in `order`
- * (order[0] fastest); along the fastest dimension, 16-byte units of `vec`
- * elements are permuted per row: unit u of row r is stored at unit
- * u ^ ((r / per_phase) % max_phase), r being the coordinate along order[1].
- * max_phase is clamped to the units per row, so the XOR stays in the row. A
- * 1-D buffer is not swizzled. Worked example: smem<64x64xf16, #shared<vec = 8,
- * per_phase = 1, max_phase = 8, order = [1, 0]>>: element (3, 20) is in unit
- * 20 / 8 = 2 of row 3, stored at unit 2 ^ 3 = 1: byte (3 * 64 + 8 + 4) * 2.
+ * layout puts them (ll_shared_offset, ir/linear_layout.c): dimensions stored
+ * row-major in `order` (order[0] fastest); along the fastest dimension,
+ * units of `vec` elements are permuted per row: unit u of row r is stored at
+ * unit u ^ ((r / per_phase) % max_phase), r being the coordinate along
+ * order[1]; max_phase is clamped to the units per row. A 1-D buffer is not
+ * swizzled. Worked example: smem<64x64xf16, #shared<vec = 8, per_phase = 1,
+ * max_phase = 8, order = [1, 0]>>: element (3, 20) is in unit 20 / 8 = 2 of
+ * row 3, stored at unit 2 ^ 3 = 1: byte (3 * 64 + 8 + 4) * 2.
  *
- * local_store and local_load move every register of the tile to or from its
- * element's address (copies store identical values, harmless). They add no
- * barriers: ordering between threads is the IR's `barrier` ops.
+ * Addresses. With power-of-two shapes that map is linear over GF(2): every
+ * bit of an element offset is a coordinate bit, or a column bit XOR a row
+ * bit (the swizzle), so offset(a ^ b) = offset(a) ^ offset(b). A register's
+ * coordinates are reg(r) ^ lane_part ^ warp_part (ir/linear_layout.c), so
+ * its offset is a constant, offset(reg(r)), XOR the thread's offset: the XOR
+ * of offset(basis) over the thread's set lane and warp bits, computed once
+ * in the kernel's entry block (thread_offset). Where the constant's bits
+ * cannot meet the thread part's, the XOR is an add that folds into the
+ * instruction's immediate offset. In the example above a thread of
+ * #blocked<spt = [1, 8], tpw = [4, 8], wpc = [4, 1]> whose lane bit 3 moves
+ * one row down adds offset((1, 0)) = 64 ^ 8 = 72 to its part.
+ *
+ * Stores (local_alloc with a value, local_store) write each thread's
+ * registers at their elements' offsets, in vectors of up to 16 bytes where
+ * consecutive registers hold consecutive elements of the fastest dimension
+ * inside one swizzle unit (the swizzle moves whole units, so such a group
+ * stays contiguous): st.shared.v4.b32 for 8 f16 of a row. Copies (lanes or
+ * warps holding the same elements) store identical values, harmlessly.
+ *
+ * local_load into a layout whose lanes hold what ldmatrix delivers (the
+ * #dot_op fragments of mma.sync, the #mma accumulator) is
+ * ldmatrix.sync.aligned.m8n8.{x4,x2,x1}[.trans].shared.b16: one instruction
+ * loads up to four 8x8 matrices of 16-bit elements (8 rows of 16 bytes);
+ * lane l gives the address of row l % 8 of matrix l / 8, and receives per
+ * matrix one b32 register: row l / 4, elements 2 * (l % 4) and + 1 (without
+ * .trans), or rows 2 * (l % 4) and + 1 of column l / 4 (.trans, for a
+ * layout whose register pairs run along the buffer's slow dimension: a B
+ * operand stored N-major, K being its slow dimension). The layout is matched
+ * by coordinates (ldmatrix_plan), never by kind: the first register bit
+ * must form the b32 pair, the lanes must move elements as ldmatrix's do, and
+ * every other register and warp basis must move by whole 8x8 matrices. The
+ * two register bits that move the least pick the matrices of an x4 (a 16x16
+ * block: one m16k16 A fragment, or the B fragments of two n8 tiles), the
+ * others enumerate the instructions. 32-bit elements (tf32 operands stored
+ * K-contiguous) load the same way as 8x4 matrices, without .trans.
+ *
+ * Everything else loads element by element, in vectors where the registers
+ * allow (as stores do): other layouts (#blocked), element sizes other than 2
+ * and 4 bytes, 32-bit elements whose pairs run along the slow dimension (no
+ * b32 .trans), swizzled buffers whose unit is under 16 bytes (a matrix row
+ * would not be contiguous), and tiles smaller than one 8x8 matrix.
+ *
+ * Deferred loads. A local_load whose only use is the operand of an mma dot
+ * later in the same block, with nothing in between that may write its
+ * buffer, is not lowered where it stands: the dot loads each k step's
+ * fragments right before that step's mma instructions (cg_deferred_*), so
+ * the operands of a whole 128x128x64 dot are never live at once (ptxas
+ * otherwise runs out of registers).
+ *
+ * Barriers. local_alloc with a value is a complete initialization: it
+ * synchronizes by itself, so the local_load that follows needs nothing.
+ * It is bracketed by bar.sync: one before its stores (earlier readers of
+ * the same bytes, such as the previous iteration of a loop, must be done),
+ * one after (every thread's stores are visible to every reader). A run of
+ * local_allocs with values in one block, separated only by ops that do not
+ * touch shared memory, shares one barrier before and one after; the barrier
+ * before is left out for a local_alloc at the top level of a kernel before
+ * any other use of shared memory, or right after a barrier. local_store,
+ * async_copy and local_load add no barriers: code that writes buffers in
+ * place (the pipeliner's rings) orders threads with the IR's `barrier` ops.
  *
  * async_copy is cp.async where it can be: groups of `vec` registers (as for
  * global loads) of 4, 8 or 16 bytes whose elements are consecutive along the
@@ -33,6 +90,7 @@
 #include "lower.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool is_pow2(int64_t v) {
     return v > 0 && (v & (v - 1)) == 0;
@@ -51,66 +109,169 @@ static CgVal *scalar(Cg *cg, LLVMValueRef v) {
     return r;
 }
 
-/* The #shared layout's parameters for buffer type t, validated. */
+/* The #shared layout and shape of a buffer type. */
 typedef struct {
+    const Layout *layout;
     int rank;
     int64_t shape[IR_MAX_RANK];
     int order[IR_MAX_RANK];
-    int vec, per_phase, max_phase; /* max_phase clamped to the units per row */
-    int eb;
+    int vec, max_phase; /* max_phase as the map uses it (clamped to the units of a row) */
+    int eb;             /* element bytes */
 } Swizzle;
 
-static bool swizzle_of(Cg *cg, const IrOp *op, const IrType *t, Swizzle *s) {
+/* NULL when t is a valid buffer type, else what is wrong. */
+static const char *swizzle_check(const IrType *t, Swizzle *s) {
     const Layout *l = t->layout;
     if (!l || l->kind != LAYOUT_SHARED || l->rank != t->rank)
-        return cg_error(cg, op, "internal error: shared memory without a #shared layout of its rank");
+        return "shared memory without a #shared layout of its rank";
+    s->layout = l;
     s->rank = t->rank;
     s->eb = cg_elem_bytes(t->elem);
     for (int d = 0; d < t->rank; d++) {
         s->shape[d] = t->shape[d];
         s->order[d] = l->shared.order[d];
         if (!is_pow2(t->shape[d]))
-            return cg_error(cg, op, "internal error: shared-memory dimensions must be powers of two");
+            return "shared-memory dimensions must be powers of two";
     }
-    s->vec = l->shared.vec, s->per_phase = l->shared.per_phase, s->max_phase = l->shared.max_phase;
-    if (!is_pow2(s->vec) || !is_pow2(s->per_phase) || !is_pow2(s->max_phase))
-        return cg_error(cg, op, "internal error: #shared vec, per_phase and max_phase must be powers of two");
-    int64_t units = t->rank >= 2 ? s->shape[s->order[0]] / s->vec : 1;
-    if (units < 1)
-        units = 1;
-    if (s->max_phase > units)
-        s->max_phase = (int)units;
-    return true;
+    s->vec = l->shared.vec;
+    if (!is_pow2(s->vec) || !is_pow2(l->shared.per_phase) || !is_pow2(l->shared.max_phase))
+        return "#shared vec, per_phase and max_phase must be powers of two";
+    s->max_phase = ll_shared_max_phase(l, t->rank, t->shape);
+    return NULL;
 }
 
-/* Byte offset (i32, relative to the buffer) of the element at coordinates c. */
-static LLVMValueRef element_offset(Cg *cg, const Swizzle *s, LLVMValueRef *c) {
+static bool swizzle_of(Cg *cg, const IrOp *op, const IrType *t, Swizzle *s) {
+    const char *why = swizzle_check(t, s);
+    return why ? cg_error(cg, op, "internal error: %s", why) : true;
+}
+
+/* ---- addresses (see the essay: the offset map is linear) ---- */
+
+static int64_t const_offset(const Swizzle *s, const int64_t *c) {
+    return ll_shared_offset(s->layout, s->rank, s->shape, c);
+}
+
+typedef struct {
+    LLVMValueRef v; /* i32: the element offset of the thread's part */
+    int64_t bits;   /* OR of every offset it can take */
+} ThreadOffset;
+
+/* The XOR of offset(basis) over the set lane and warp bits of this thread,
+ * in the entry block. */
+static ThreadOffset thread_offset(Cg *cg, const Swizzle *s, const LinearLayout *ll) {
+    LLVMBuilderRef b = cg->entry_b;
+    ThreadOffset t = {cg_i32(cg, 0), 0};
+    for (int in = LL_LANE; in <= LL_WARP; in++) {
+        LLVMValueRef src = in == LL_LANE ? cg->lane : cg->warp;
+        for (int k = 0; k < ll->num_bits[in]; k++) {
+            int64_t c[IR_MAX_RANK];
+            for (int d = 0; d < ll->rank; d++)
+                c[d] = ll->bases[in][k][d];
+            int64_t o = const_offset(s, c);
+            if (!o)
+                continue;
+            LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, src, cg_i32(cg, k), ""), cg_i32(cg, 1), "");
+            t.v = LLVMBuildXor(b, t.v, LLVMBuildMul(b, bit, cg_i32(cg, o), ""), "");
+            t.bits |= o;
+        }
+    }
+    return t;
+}
+
+/* Byte offset (i32) in buffer `base` of the element at thread part t XOR
+ * constant coordinates c. */
+static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int64_t *c, LLVMValueRef base) {
     LLVMBuilderRef b = cg->b;
-    if (s->rank == 1)
-        return LLVMBuildShl(b, c[0], cg_i32(cg, log2i(s->eb)), "");
-    int fast = s->order[0], slow = s->order[1];
-    LLVMValueRef col = c[fast];
-    if (s->max_phase > 1) {
-        LLVMValueRef phase = LLVMBuildLShr(b, c[slow], cg_i32(cg, log2i(s->per_phase)), "");
-        phase = LLVMBuildAnd(b, phase, cg_i32(cg, s->max_phase - 1), "");
-        /* (unit ^ phase) * vec + col % vec == col ^ (phase * vec) */
-        col = LLVMBuildXor(b, col, LLVMBuildShl(b, phase, cg_i32(cg, log2i(s->vec)), ""), "");
+    int64_t o = const_offset(s, c);
+    LLVMValueRef e = t.v;
+    if (o && !(o & t.bits)) {
+        e = LLVMBuildAdd(b, e, cg_i32(cg, o), "");
+        if (LLVMIsAInstruction(e)) {
+            LLVMSetNUW(e, 1);
+            LLVMSetNSW(e, 1);
+        }
+    } else if (o) {
+        e = LLVMBuildXor(b, e, cg_i32(cg, o), "");
     }
-    LLVMValueRef lin = NULL;
-    for (int i = s->rank - 1; i >= 0; i--) { /* slowest first */
-        int d = s->order[i];
-        LLVMValueRef v = d == fast ? col : c[d];
-        lin = lin ? LLVMBuildAdd(b, LLVMBuildShl(b, lin, cg_i32(cg, log2i(s->shape[d])), ""), v, "") : v;
+    e = LLVMBuildShl(b, e, cg_i32(cg, log2i(s->eb)), "");
+    if (LLVMIsAInstruction(e)) {
+        LLVMSetNUW(e, 1);
+        LLVMSetNSW(e, 1);
     }
-    return LLVMBuildShl(b, lin, cg_i32(cg, log2i(s->eb)), "");
+    return LLVMBuildAdd(b, base, e, "");
 }
 
-/* Absolute byte offset of register r of a tile with layout ll in buffer `base`. */
-static LLVMValueRef reg_offset(Cg *cg, const Swizzle *s, const LinearLayout *ll, int r, LLVMValueRef base) {
-    LLVMValueRef c[IR_MAX_RANK];
-    for (int d = 0; d < ll->rank; d++)
-        c[d] = cg_coord(cg, ll, r, d);
-    return LLVMBuildAdd(cg->b, base, element_offset(cg, s, c), "");
+/* The address of register r of layout ll (thread part t of ll). */
+static LLVMValueRef reg_address(Cg *cg, const Swizzle *s, ThreadOffset t, const LinearLayout *ll, int r,
+                                LLVMValueRef base) {
+    int64_t c[IR_MAX_RANK];
+    ll_apply_in(ll, LL_REG, r, c);
+    return address(cg, s, t, c, base);
+}
+
+/* ---- vectors of registers ---- */
+
+/*
+ * Registers per vector access to a buffer: the largest power of two g <= 16
+ * bytes such that register bases 0 .. log2(g)-1 step 1, 2, 4 ... along the
+ * buffer's fastest dimension, every other basis moves that dimension by a
+ * multiple of g (so each group starts g-aligned), and, in a swizzled buffer,
+ * g <= vec (the group stays inside one unit). 1 for i1 and pointers.
+ * Example: #blocked<spt = [1, 8], ...> f16 into #shared<vec = 8, ...,
+ * order = [1, 0]>: g = 8, one 16-byte access per row segment.
+ */
+static int vector_group(const Swizzle *s, const LinearLayout *ll, const IrType *elem) {
+    if (elem->kind == IR_I1 || elem->kind == IR_PTR || ll->rank != s->rank)
+        return 1;
+    int dim = s->order[0];
+    int g = 1, k = 0;
+    while (k < ll->num_bits[LL_REG] && 2 * g * s->eb <= 16 && (s->max_phase == 1 || 2 * g <= s->vec)) {
+        bool ok = true;
+        for (int d = 0; d < ll->rank; d++)
+            ok &= ll->bases[LL_REG][k][d] == (d == dim ? g : 0);
+        for (int in = 0; in < LL_NUM_IN; in++)
+            for (int b = in == LL_REG ? k + 1 : 0; b < ll->num_bits[in]; b++)
+                ok &= ll->bases[in][b][dim] % (2 * g) == 0;
+        if (!ok)
+            break;
+        g *= 2, k++;
+    }
+    return g;
+}
+
+/* The LLVM type of an access of `bytes`: i32 words (a vector of them above
+ * 4 bytes), or one i16 / i8. */
+static LLVMTypeRef access_type(Cg *cg, int bytes) {
+    if (bytes >= 4)
+        return bytes == 4 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)bytes / 4);
+    return LLVMIntTypeInContext(cg->ctx, (unsigned)bytes * 8);
+}
+
+static void store_group(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LLVMValueRef offset) {
+    if (g == 1) {
+        cg_smem_store(cg, vals[0], elem, offset);
+        return;
+    }
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
+    for (int j = 0; j < g; j++)
+        v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");
+    int bytes = g * cg_elem_bytes(elem);
+    v = LLVMBuildBitCast(cg->b, v, access_type(cg, bytes), "");
+    LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
+    LLVMSetAlignment(st, (unsigned)bytes);
+}
+
+static void load_group(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVMValueRef offset) {
+    if (g == 1) {
+        out[0] = cg_smem_load(cg, elem, offset);
+        return;
+    }
+    int bytes = g * cg_elem_bytes(elem);
+    LLVMValueRef v = LLVMBuildLoad2(cg->b, access_type(cg, bytes), cg_smem_ptr(cg, offset), "");
+    LLVMSetAlignment(v, (unsigned)bytes);
+    v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg_type(cg, elem), (unsigned)g), "");
+    for (int j = 0; j < g; j++)
+        out[j] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, j), "");
 }
 
 static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType *buf, LLVMValueRef base) {
@@ -119,9 +280,57 @@ static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType
     if (!ll || !swizzle_of(cg, op, buf, &s))
         return false;
     CgVal *v = cg_get(cg, tile);
-    for (int r = 0; r < v->n; r++)
-        cg_smem_store(cg, v->v[r], buf->elem, reg_offset(cg, &s, ll, r, base));
+    ThreadOffset t = thread_offset(cg, &s, ll);
+    int g = vector_group(&s, ll, buf->elem);
+    for (int r = 0; r < v->n; r += g)
+        store_group(cg, v->v + r, g, buf->elem, reg_address(cg, &s, t, ll, r, base));
     return true;
+}
+
+/* ---- barriers around local_alloc with a value ---- */
+
+static bool is_init_alloc(const IrOp *op) {
+    return op && op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1;
+}
+
+/* Does op (or an op in its regions) use shared memory or synchronize? */
+static bool touches_shared(const IrOp *op, int num_warps) {
+    switch (op->opc) {
+    case IR_OP_LOCAL_ALLOC: return op->num_operands > 0;
+    case IR_OP_LOCAL_LOAD:
+    case IR_OP_LOCAL_STORE:
+    case IR_OP_ASYNC_COPY:
+    case IR_OP_ASYNC_WAIT:
+    case IR_OP_BARRIER: return true;
+    default: break;
+    }
+    if (cg_scratch_bytes(op, num_warps) > 0)
+        return true;
+    for (int i = 0; i < op->num_regions; i++)
+        for (const IrOp *o = op->regions[i]->first; o; o = o->next)
+            if (touches_shared(o, num_warps))
+                return true;
+    return false;
+}
+
+/* The nearest op before (dir < 0) or after op in its block that touches
+ * shared memory, or NULL. */
+static const IrOp *neighbor(const IrOp *op, int dir, int num_warps) {
+    for (const IrOp *o = dir < 0 ? op->prev : op->next; o; o = dir < 0 ? o->prev : o->next)
+        if (touches_shared(o, num_warps))
+            return o;
+    return NULL;
+}
+
+/* True when the last instruction of the current LLVM block is a barrier. */
+static bool after_barrier(Cg *cg) {
+    LLVMValueRef last = LLVMGetLastInstruction(LLVMGetInsertBlock(cg->b));
+    if (!last || !LLVMIsACallInst(last))
+        return false;
+    LLVMValueRef fn = LLVMGetCalledValue(last);
+    size_t len = 0;
+    const char *name = fn ? LLVMGetValueName2(fn, &len) : NULL;
+    return name && len == strlen("llvm.nvvm.barrier0") && memcmp(name, "llvm.nvvm.barrier0", len) == 0;
 }
 
 static bool lower_alloc(Cg *cg, IrOp *op) {
@@ -129,9 +338,289 @@ static bool lower_alloc(Cg *cg, IrOp *op) {
     if (!off || off->kind != IR_ATTR_INT)
         return cg_error(cg, op, "internal error: local_alloc has no offset (run allocate-shared)");
     LLVMValueRef base = cg_i32(cg, off->i);
-    if (op->num_operands == 1 && !store_tile(cg, op, op->operands[0], op->results[0]->type, base))
-        return false;
+    if (op->num_operands == 1) {
+        const IrOp *prev = neighbor(op, -1, cg->num_warps);
+        bool first_use = op->parent == cg->f->body && !prev;
+        if (!is_init_alloc(prev) && !first_use && !after_barrier(cg))
+            cg_barrier(cg);
+        if (!store_tile(cg, op, op->operands[0], op->results[0]->type, base))
+            return false;
+        if (!is_init_alloc(neighbor(op, 1, cg->num_warps)))
+            cg_barrier(cg);
+    }
     cg_set(cg, op->results[0], scalar(cg, base));
+    return true;
+}
+
+/* ---- local_load: ldmatrix ---- */
+
+/*
+ * How a local_load becomes ldmatrix (see the essay above). For a buffer
+ * with fastest dimension f and slow dimension s, 16-bit elements, without
+ * .trans: register bit 0 moves f by 1 (the b32 pair), lane bits move f by 2,
+ * 4 and s by 1, 2, 4; with .trans: register bit 0 moves s by 1, lane bits s
+ * by 2, 4 and f by 1, 2, 4. 32-bit elements: no pair bit, lanes f by 1, 2
+ * and s by 1, 2, 4 (no .trans). Worked example: #dot_op<idx = 1, parent =
+ * #mma<wpc = [4, 1]>, kwidth = 2> on 64x64 f16 (B, K x N) from #shared<...,
+ * order = [1, 0]> (N fastest): registers (1,0) (8,0) (16,0) (32,0) (0,8)
+ * (0,16) (0,32); register bit 0 moves K, the slow dimension: .trans; the
+ * bits moving least, (8,0) and (0,8), pick the four matrices of an x4 (k 0-7
+ * and 8-15 of columns 0-7 and 8-15): registers 0, 2, 16, 18 are the low
+ * halves of its words 0..3; the other bits (16,0) (32,0) (0,16) (0,32)
+ * enumerate 16 instructions.
+ */
+typedef struct {
+    bool trans;
+    int word_bits; /* register bits inside one b32: 1 (16-bit elements) or 0 */
+    int sel_bits;  /* matrices per instruction: 1 << sel_bits (x4, x2, x1) */
+    int sel[2];    /* the register bits that choose the matrix */
+    int fixed;     /* mask of word and selecting register bits */
+} Ldmatrix;
+
+static bool basis_is(const LinearLayout *ll, int in, int b, int dim, int32_t v) {
+    for (int d = 0; d < ll->rank; d++)
+        if (ll->bases[in][b][d] != (d == dim ? v : 0))
+            return false;
+    return true;
+}
+
+static bool ldmatrix_lanes(const LinearLayout *ll, int f, int sl, int eb, bool trans) {
+    if (ll->num_bits[LL_LANE] != 5)
+        return false;
+    if (!trans)
+        return basis_is(ll, LL_LANE, 0, f, 4 / eb) && basis_is(ll, LL_LANE, 1, f, 8 / eb) &&
+               basis_is(ll, LL_LANE, 2, sl, 1) && basis_is(ll, LL_LANE, 3, sl, 2) && basis_is(ll, LL_LANE, 4, sl, 4);
+    return basis_is(ll, LL_LANE, 0, sl, 2) && basis_is(ll, LL_LANE, 1, sl, 4) && basis_is(ll, LL_LANE, 2, f, 1) &&
+           basis_is(ll, LL_LANE, 3, f, 2) && basis_is(ll, LL_LANE, 4, f, 4);
+}
+
+static int32_t reach(const LinearLayout *ll, int b) {
+    int32_t m = 0;
+    for (int d = 0; d < ll->rank; d++)
+        m = ll->bases[LL_REG][b][d] > m ? ll->bases[LL_REG][b][d] : m;
+    return m;
+}
+
+static bool ldmatrix_plan(const Swizzle *s, const LinearLayout *ll, const IrType *elem, Ldmatrix *p) {
+    if (s->rank != 2 || ll->rank != 2 || (s->eb != 2 && s->eb != 4) || elem->kind == IR_I1 || elem->kind == IR_PTR)
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (ll->shape[d] != s->shape[d])
+            return false;
+    int f = s->order[0], sl = s->order[1], per_row = 16 / s->eb;
+    if (s->max_phase > 1 && s->vec * s->eb < 16)
+        return false; /* a swizzle unit under 16 bytes splits the matrix rows */
+    if (s->shape[f] < per_row || s->shape[sl] < 8)
+        return false;
+    p->word_bits = s->eb == 2 ? 1 : 0;
+    if (ll->num_bits[LL_REG] < p->word_bits)
+        return false;
+    if (s->eb == 4)
+        p->trans = false;
+    else if (basis_is(ll, LL_REG, 0, f, 1))
+        p->trans = false;
+    else if (basis_is(ll, LL_REG, 0, sl, 1))
+        p->trans = true;
+    else
+        return false;
+    if (!ldmatrix_lanes(ll, f, sl, s->eb, p->trans))
+        return false;
+    static const int ins[2] = {LL_REG, LL_WARP};
+    for (int i = 0; i < 2; i++)
+        for (int b = ins[i] == LL_REG ? p->word_bits : 0; b < ll->num_bits[ins[i]]; b++)
+            if (ll->bases[ins[i]][b][sl] % 8 || ll->bases[ins[i]][b][f] % per_row)
+                return false; /* not whole matrices */
+    /* The (up to) two register bits that move the least choose the matrices. */
+    p->sel_bits = 0;
+    p->fixed = (1 << p->word_bits) - 1;
+    for (int i = 0; i < 2; i++) {
+        int best = -1;
+        for (int b = p->word_bits; b < ll->num_bits[LL_REG]; b++)
+            if (!(p->fixed >> b & 1) && (best < 0 || reach(ll, b) < reach(ll, best)))
+                best = b;
+        if (best < 0)
+            break;
+        p->sel[p->sel_bits++] = best;
+        p->fixed |= 1 << best;
+    }
+    return true;
+}
+
+/* The register holding word j's first element in the instruction whose
+ * other registers are r0. */
+static int ldmatrix_reg(const Ldmatrix *p, int r0, int j) {
+    for (int i = 0; i < p->sel_bits; i++)
+        if (j >> i & 1)
+            r0 |= 1 << p->sel[i];
+    return r0;
+}
+
+/* One ldmatrix: the registers of ll whose word and selecting bits are 0 in
+ * r0's place, plus the rest. Lane l addresses row l % 8 (along s) of matrix
+ * l / 8: its part of the address is that of the layout `rows` (ldmatrix_rows),
+ * t; the register part is reg(r0). */
+static void emit_ldmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, const Ldmatrix *p, ThreadOffset t,
+                          const IrType *elem, LLVMValueRef base, int r0, LLVMValueRef *out) {
+    LLVMBuilderRef b = cg->b;
+    int num = 1 << p->sel_bits;
+    static const char *const outs[] = {"{$0}, [$1]", "{$0, $1}, [$2]", "", "{$0, $1, $2, $3}, [$4]"};
+    static const char *const cons[] = {"=r,r", "=r,=r,r", "", "=r,=r,=r,=r,r"};
+    char text[128];
+    snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s;", num, p->trans ? ".trans" : "",
+             outs[num - 1]);
+    LLVMTypeRef i32s[4] = {cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32};
+    LLVMTypeRef ret = num == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)num, 0);
+    LLVMValueRef addr = cg_smem_ptr(cg, reg_address(cg, s, t, ll, r0, base));
+    LLVMValueRef words = cg_asm(cg, ret, text, cons[num - 1], &addr, 1, true);
+    for (int j = 0; j < num; j++) {
+        LLVMValueRef w = num == 1 ? words : LLVMBuildExtractValue(b, words, (unsigned)j, "");
+        int r = ldmatrix_reg(p, r0, j);
+        if (!p->word_bits) {
+            out[r] = LLVMBuildBitCast(b, w, cg_type(cg, elem), "");
+            continue;
+        }
+        LLVMValueRef v = LLVMBuildBitCast(b, w, LLVMVectorType(cg_type(cg, elem), 2), "");
+        out[r] = LLVMBuildExtractElement(b, v, cg_i32(cg, 0), "");
+        out[r | 1] = LLVMBuildExtractElement(b, v, cg_i32(cg, 1), "");
+    }
+}
+
+/* The thread part of ldmatrix row addresses as a layout: lanes 0-2 walk
+ * the 8 rows of a matrix along s, lanes 3-4 the selecting register bases
+ * (matrix l / 8), warps as in ll. */
+static void ldmatrix_rows(const Swizzle *s, const LinearLayout *ll, const Ldmatrix *p, LinearLayout *rows) {
+    *rows = *ll;
+    memset(rows->bases[LL_LANE], 0, sizeof rows->bases[LL_LANE]);
+    for (int k = 0; k < 3; k++)
+        rows->bases[LL_LANE][k][s->order[1]] = 1 << k;
+    for (int i = 0; i < p->sel_bits; i++)
+        memcpy(rows->bases[LL_LANE][3 + i], ll->bases[LL_REG][p->sel[i]], sizeof rows->bases[LL_LANE][0]);
+}
+
+/* A local_load in progress: registers are filled one ldmatrix at a time. */
+struct CgDeferred {
+    Swizzle s;
+    const LinearLayout *ll;
+    const IrType *elem;
+    Ldmatrix p;
+    ThreadOffset t;
+    LLVMValueRef base;
+    CgVal *val; /* NULL where not loaded yet */
+};
+
+static CgDeferred *ldmatrix_begin(Cg *cg, const IrOp *op) {
+    CgDeferred *d = ARENA_NEW(&cg->arena, CgDeferred);
+    const IrType *rt = op->results[0]->type;
+    d->ll = cg_ll(cg, rt, op);
+    d->elem = rt->elem;
+    if (!d->ll || swizzle_check(op->operands[0]->type, &d->s) || !ldmatrix_plan(&d->s, d->ll, d->elem, &d->p))
+        return NULL;
+    LinearLayout rows;
+    ldmatrix_rows(&d->s, d->ll, &d->p, &rows);
+    d->t = thread_offset(cg, &d->s, &rows);
+    d->base = cg_get(cg, op->operands[0])->v[0];
+    d->val = cg_new_val(cg, ll_num_regs(d->ll), d->ll);
+    return d;
+}
+
+void cg_deferred_need(Cg *cg, CgDeferred *d, int reg) {
+    if (!d->val->v[reg])
+        emit_ldmatrix(cg, &d->s, d->ll, &d->p, d->t, d->elem, d->base, reg & ~d->p.fixed, d->val->v);
+}
+
+CgVal *cg_deferred_val(CgDeferred *d) {
+    return d->val;
+}
+
+/* The byte range of the local_alloc a buffer value comes from (through
+ * memdesc_index), false when unknown. */
+static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
+    const IrOp *def = buf->def;
+    if (def && def->opc == IR_OP_MEMDESC_INDEX)
+        def = def->operands[0]->def;
+    if (!def || def->opc != IR_OP_LOCAL_ALLOC)
+        return false;
+    const IrAttr *off = ir_op_attr(def, "offset");
+    if (!off || off->kind != IR_ATTR_INT)
+        return false;
+    const IrType *t = def->results[0]->type;
+    *lo = off->i;
+    *hi = off->i + ir_type_numel(t) * cg_elem_bytes(t->elem);
+    return true;
+}
+
+/* May the reads of buffer `buf` move past op? Not when op may write it. */
+static bool keeps_buffer(const IrOp *op, const IrValue *buf, int num_warps) {
+    if (op->num_regions || op->opc == IR_OP_LOCAL_STORE || op->opc == IR_OP_ASYNC_COPY ||
+        cg_scratch_bytes(op, num_warps) > 0)
+        return false;
+    if (is_init_alloc(op)) {
+        int64_t lo, hi, olo, ohi;
+        if (!alloc_range(buf, &lo, &hi) || !alloc_range(op->results[0], &olo, &ohi))
+            return false;
+        return ohi <= lo || hi <= olo;
+    }
+    return true;
+}
+
+bool cg_local_load_deferred(Cg *cg, const IrOp *op) {
+    if (op->opc != IR_OP_LOCAL_LOAD)
+        return false;
+    const IrValue *v = op->results[0];
+    Swizzle s;
+    LinearLayout ll;
+    Ldmatrix p;
+    if (swizzle_check(op->operands[0]->type, &s) || !ll_of_type(v->type, cg->num_warps, &ll, NULL) ||
+        !ldmatrix_plan(&s, &ll, v->type->elem, &p))
+        return false;
+    if (ir_count_uses(cg->f->body, v) != 1)
+        return false;
+    for (const IrOp *o = op->next; o; o = o->next) {
+        bool used = false;
+        for (int i = 0; i < o->num_operands; i++)
+            used |= o->operands[i] == v;
+        if (used)
+            return o->opc == IR_OP_DOT && (o->operands[0] == v || o->operands[1] == v) &&
+                   cg_dot_uses_mma(o, cg->num_warps);
+        if (!keeps_buffer(o, op->operands[0], cg->num_warps))
+            return false;
+    }
+    return false; /* used in a nested region */
+}
+
+CgDeferred *cg_deferred_begin(Cg *cg, const IrOp *load) {
+    CgDeferred *d = ldmatrix_begin(cg, load);
+    if (!d)
+        tc_unreachable("a deferred local_load that ldmatrix cannot serve");
+    return d;
+}
+
+/* ---- local_load ---- */
+
+static bool lower_load(Cg *cg, IrOp *op) {
+    if (cg_local_load_deferred(cg, op))
+        return true; /* the dot loads it (cg_deferred_begin) */
+    const IrType *buf = op->operands[0]->type, *rt = op->results[0]->type;
+    Swizzle s;
+    const LinearLayout *ll = cg_ll(cg, rt, op);
+    if (!ll || !swizzle_of(cg, op, buf, &s))
+        return false;
+    Ldmatrix p;
+    CgVal *res;
+    if (ldmatrix_plan(&s, ll, rt->elem, &p)) {
+        CgDeferred *d = ldmatrix_begin(cg, op);
+        for (int r = 0; r < d->val->n; r++)
+            cg_deferred_need(cg, d, r);
+        res = d->val;
+    } else {
+        LLVMValueRef base = cg_get(cg, op->operands[0])->v[0];
+        res = cg_new_val(cg, ll_num_regs(ll), ll);
+        ThreadOffset t = thread_offset(cg, &s, ll);
+        int g = vector_group(&s, ll, rt->elem);
+        for (int r = 0; r < res->n; r += g)
+            load_group(cg, res->v + r, g, rt->elem, reg_address(cg, &s, t, ll, r, base));
+    }
+    cg_set(cg, op->results[0], res);
     return true;
 }
 
@@ -143,20 +632,6 @@ static bool lower_index(Cg *cg, IrOp *op) {
     i = LLVMBuildIntCast2(cg->b, i, cg->t_i32, 1, "");
     LLVMValueRef off = LLVMBuildAdd(cg->b, base, LLVMBuildMul(cg->b, i, cg_i32(cg, bytes), ""), "");
     cg_set(cg, op->results[0], scalar(cg, off));
-    return true;
-}
-
-static bool lower_load(Cg *cg, IrOp *op) {
-    const IrType *buf = op->operands[0]->type, *rt = op->results[0]->type;
-    Swizzle s;
-    const LinearLayout *ll = cg_ll(cg, rt, op);
-    if (!ll || !swizzle_of(cg, op, buf, &s))
-        return false;
-    LLVMValueRef base = cg_get(cg, op->operands[0])->v[0];
-    CgVal *res = cg_new_val(cg, ll_num_regs(ll), ll);
-    for (int r = 0; r < res->n; r++)
-        res->v[r] = cg_smem_load(cg, rt->elem, reg_offset(cg, &s, ll, r, base));
-    cg_set(cg, op->results[0], res);
     return true;
 }
 
@@ -199,18 +674,20 @@ static bool lower_async_copy(Cg *cg, IrOp *op) {
     if (!v) {
         /* Synchronous: a predicated load (zero or `other` elsewhere), a shared store. */
         LLVMValueRef zero = LLVMConstNull(cg_type(cg, elem));
+        ThreadOffset t = thread_offset(cg, &s, ll);
         for (int r = 0; r < ptrs->n; r++) {
             LLVMValueRef val =
                 cg_load_element(cg, ptrs->v[r], elem, mask ? cg_reg(mask, r) : NULL, other ? cg_reg(other, r) : zero);
-            cg_smem_store(cg, val, elem, reg_offset(cg, &s, ll, r, base));
+            cg_smem_store(cg, val, elem, reg_address(cg, &s, t, ll, r, base));
         }
         return true;
     }
     int bytes = v * s.eb;
     char text[128];
     snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", bytes);
+    ThreadOffset t = thread_offset(cg, &s, ll);
     for (int r = 0; r < ptrs->n; r += v) {
-        LLVMValueRef dst = cg_smem_ptr(cg, reg_offset(cg, &s, ll, r, base));
+        LLVMValueRef dst = cg_smem_ptr(cg, reg_address(cg, &s, t, ll, r, base));
         LLVMValueRef src_size = cg_i32(cg, bytes);
         if (mask)
             src_size = LLVMBuildSelect(cg->b, cg_reg(mask, r), src_size, cg_i32(cg, 0), "");

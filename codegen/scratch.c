@@ -193,6 +193,8 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
         const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type;
         if (ta->kind != IR_TILE || tb->kind != IR_TILE || ta->rank != 2 || tb->rank != 2)
             return 0;
+        if (cg_dot_uses_mma(op, num_warps))
+            return 0;
         int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
         int ea = cg_elem_bytes(ta->elem), eb = cg_elem_bytes(tb->elem);
         return padded_size(K * M * ea, M * ea, ea) + padded_size(K * N * eb, N * eb, eb);

@@ -1,6 +1,8 @@
 /*
- * f16.h — IEEE half-precision conversions for the examples (round to
- * nearest even), so that they need no compiler support for _Float16.
+ * f16.h — IEEE half-precision and bfloat16 conversions (round to nearest
+ * even; NaN stays NaN), so that the examples, the GPU tests and the fake
+ * driver need no compiler support for _Float16 or __bf16. One copy for all
+ * of them: tests/gpu reaches it through its include path.
  */
 #ifndef TILEC_EXAMPLES_F16_H
 #define TILEC_EXAMPLES_F16_H
@@ -42,6 +44,22 @@ static inline float f16_to_f32(uint16_t h) {
         return sign ? -f : f;
     }
     x = exp == 31 ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112u) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u); /* nan: keep it quiet, not inf */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static inline float bf16_to_f32(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
     float f;
     memcpy(&f, &x, sizeof f);
     return f;

@@ -19,19 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-static uint16_t to_bf16(float f) { /* round to nearest even */
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static float from_bf16(uint16_t h) {
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
+#include "f16.h"
 
 #define CHECK(call)                                                                                                    \
     do {                                                                                                               \
@@ -65,9 +53,9 @@ int main(int argc, char **argv) {
         return 1;
     srand((unsigned)time(NULL));
     for (size_t i = 0; i < n; i++)
-        hx[i] = to_bf16((float)rand() / (float)RAND_MAX * 4.0f - 2.0f);
+        hx[i] = f32_to_bf16((float)rand() / (float)RAND_MAX * 4.0f - 2.0f);
     for (int64_t c = 0; c < cols; c++)
-        hw[c] = to_bf16(0.5f + (float)rand() / (float)RAND_MAX);
+        hw[c] = f32_to_bf16(0.5f + (float)rand() / (float)RAND_MAX);
     CUdeviceptr x, y, w, rstd;
     CHECK(tc_mem_alloc(ctx, n * 2, &x));
     CHECK(tc_mem_alloc(ctx, n * 2, &y));
@@ -88,13 +76,13 @@ int main(int argc, char **argv) {
     for (int64_t r = 0; r < rows; r++) {
         double ss = 0;
         for (int64_t c = 0; c < cols; c++) {
-            double v = from_bf16(hx[r * cols + c]);
+            double v = bf16_to_f32(hx[r * cols + c]);
             ss += v * v;
         }
         double rs = 1.0 / sqrt(ss / (double)cols + eps);
         rstd_err = fmax(rstd_err, fabs(hr[r] - rs) / rs);
         for (int64_t c = 0; c < cols; c++) {
-            double want = from_bf16(hx[r * cols + c]) * rs * from_bf16(hw[c]), got = from_bf16(hy[r * cols + c]);
+            double want = bf16_to_f32(hx[r * cols + c]) * rs * bf16_to_f32(hw[c]), got = bf16_to_f32(hy[r * cols + c]);
             d2 += (got - want) * (got - want);
             r2 += want * want;
         }

@@ -251,6 +251,10 @@ const char *ir_layout_kind_name(LayoutKind k); /* "blocked", "slice", ... */
 /* Prints the literal form, e.g. #blocked<spt = [1, 4], ...>. Parents are
  * printed inline; the module printer uses aliases instead. */
 void ir_layout_print(Buf *b, const Layout *l);
+/* The same, with each parent layout (of #slice, #dot_op) printed by
+ * print_parent(user, b, parent) when it is not NULL. */
+typedef void (*IrLayoutParentFn)(void *user, Buf *b, const Layout *parent);
+void ir_layout_print_with(Buf *b, const Layout *l, IrLayoutParentFn print_parent, void *user);
 
 /* ==== ir.c: modules, functions, blocks, values, operations, builder ==== */
 
@@ -546,6 +550,38 @@ const Layout *ll_default_blocked(IrModule *m, int rank, const int64_t *shape, in
  * slowest dimension). */
 const Layout *ll_blocked_layout(IrModule *m, int rank, const int64_t *shape, const int *spt, const int *order,
                                 int num_warps);
+
+/* ==== linear_layout.c: shared-memory layouts as index maps ==== */
+
+/*
+ * A #shared<vec, per_phase, max_phase, order> buffer of shape `shape` holds
+ * its elements row-major in `order` (order[0] fastest). Along the fastest
+ * dimension the elements come in units of `vec` (16 bytes for the layouts
+ * stage-shared chooses); unit u of row r — r being the coordinate along
+ * order[1] — is stored at unit u ^ ((r / per_phase) % max_phase). max_phase
+ * is clamped to the units in a row, so the XOR stays inside the row; 1-D
+ * buffers are not swizzled. Worked example: smem<64x64xf16, #shared<vec = 8,
+ * per_phase = 1, max_phase = 8, order = [1, 0]>>, element (3, 20): unit
+ * 20 / 8 = 2 of row 3, stored at unit 2 ^ 3 = 1, element offset
+ * 3 * 64 + 1 * 8 + 4 = 204 (byte 408). codegen uses this map for
+ * local_alloc / local_store addresses and ldmatrix row addresses.
+ */
+/* Element offset of `coord` in a buffer of this #shared layout and shape. */
+int64_t ll_shared_offset(const Layout *shared, int rank, const int64_t *shape, const int64_t *coord);
+/* The inverse: the coordinates stored at element offset `offset`. */
+void ll_shared_coord(const Layout *shared, int rank, const int64_t *shape, int64_t offset, int64_t *coord);
+/* The swizzled #shared layout for a tensor-core operand tile of this shape
+ * whose contiguous dimension is order[0] (Triton's choice for mma v2 and
+ * ldmatrix, PRIOR-ART.md §1): 16-byte units (vec = 16 / element bytes);
+ * rows of R bytes share a phase in groups of per_phase = max(1, 128 / R), so
+ * that 8 consecutive rows span at least 128 bytes; max_phase = max(1, 8 /
+ * per_phase) phases. f16 rows of 64 elements: vec 8, per_phase 1, max_phase
+ * 8; of 32: 8, 2, 4. The 8 rows of every 8x8 block of 16-byte units (one
+ * ldmatrix matrix) then fall in 8 different groups of 4 banks. */
+const Layout *ll_shared_swizzled(IrModule *m, int rank, const int64_t *shape, const int *order, int elem_bits);
+/* max_phase as the map uses it: clamped to the vec-units of one row (1 for
+ * 1-D buffers). */
+int ll_shared_max_phase(const Layout *shared, int rank, const int64_t *shape);
 
 /* ==== verify.c ==== */
 

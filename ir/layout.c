@@ -6,7 +6,8 @@
  * with ==. This file only stores and prints them; what each layout means (its
  * index map from register, lane and warp to tile coordinates) belongs to the
  * passes and codegen that give it meaning. The text forms are documented in
- * docs/ir.md; the module printer (print.c) refers to parents by alias, while
+ * docs/ir.md. ir_layout_print_with() is their one printer: the module
+ * printer (print.c) has it refer to parents by alias, while
  * ir_layout_print() writes everything inline, for diagnostics.
  */
 #include "ir.h"
@@ -66,7 +67,20 @@ static void print_list(Buf *b, const int *v, int n) {
     buf_puts(b, "]");
 }
 
-void ir_layout_print(Buf *b, const Layout *l) {
+static void print_parent(Buf *b, const Layout *parent, IrLayoutParentFn print, void *user) {
+    if (print)
+        print(user, b, parent);
+    else
+        ir_layout_print_with(b, parent, NULL, NULL);
+}
+
+/* The one printer of layout literals: the module printer (print.c) passes
+ * a `print_parent` that writes aliases, diagnostics none. */
+void ir_layout_print_with(Buf *b, const Layout *l, IrLayoutParentFn print_parent_fn, void *user) {
+    if (!l) {
+        buf_puts(b, "#<null>");
+        return;
+    }
     buf_printf(b, "#%s<", ir_layout_kind_name(l->kind));
     switch (l->kind) {
     case LAYOUT_BLOCKED:
@@ -81,7 +95,7 @@ void ir_layout_print(Buf *b, const Layout *l) {
         break;
     case LAYOUT_SLICE:
         buf_printf(b, "dim = %d, parent = ", l->slice.dim);
-        ir_layout_print(b, l->slice.parent);
+        print_parent(b, l->slice.parent, print_parent_fn, user);
         break;
     case LAYOUT_MMA:
         buf_printf(b, "version = %d, wpc = ", l->mma.version);
@@ -91,7 +105,7 @@ void ir_layout_print(Buf *b, const Layout *l) {
         break;
     case LAYOUT_DOT_OP:
         buf_printf(b, "idx = %d, parent = ", l->dot_op.idx);
-        ir_layout_print(b, l->dot_op.parent);
+        print_parent(b, l->dot_op.parent, print_parent_fn, user);
         buf_printf(b, ", kwidth = %d", l->dot_op.kwidth);
         break;
     case LAYOUT_SHARED:
@@ -101,4 +115,8 @@ void ir_layout_print(Buf *b, const Layout *l) {
         break;
     }
     buf_puts(b, ">");
+}
+
+void ir_layout_print(Buf *b, const Layout *l) {
+    ir_layout_print_with(b, l, NULL, NULL);
 }

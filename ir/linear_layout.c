@@ -426,3 +426,73 @@ const Layout *ll_blocked_layout(IrModule *m, int rank, const int64_t *shape, con
         l.blocked.order[i] = order[i];
     return ir_layout_intern(m, &l);
 }
+
+/* ---- shared-memory layouts ---- */
+
+int ll_shared_max_phase(const Layout *shared, int rank, const int64_t *shape) {
+    if (rank < 2)
+        return 1;
+    int64_t vec = shared->shared.vec > 0 ? shared->shared.vec : 1;
+    int64_t units = shape[shared->shared.order[0]] / vec;
+    int64_t mp = shared->shared.max_phase > 0 ? shared->shared.max_phase : 1;
+    if (units < 1)
+        units = 1;
+    return (int)(mp < units ? mp : units);
+}
+
+/* The swizzled position along the fastest dimension of column `col` of row
+ * `row`: the vec-unit XOR the row's phase, the offset inside the unit kept. */
+static int64_t swizzle_col(const Layout *s, int max_phase, int64_t row, int64_t col) {
+    if (max_phase <= 1)
+        return col;
+    int64_t vec = s->shared.vec > 0 ? s->shared.vec : 1;
+    int64_t per_phase = s->shared.per_phase > 0 ? s->shared.per_phase : 1;
+    int64_t phase = (row / per_phase) % max_phase;
+    return ((col / vec) ^ phase) * vec + col % vec;
+}
+
+int64_t ll_shared_offset(const Layout *shared, int rank, const int64_t *shape, const int64_t *coord) {
+    const int *order = shared->shared.order;
+    int mp = ll_shared_max_phase(shared, rank, shape);
+    int64_t off = 0;
+    for (int i = rank - 1; i >= 0; i--) { /* slowest first */
+        int d = order[i];
+        int64_t c = coord[d];
+        if (i == 0 && rank >= 2)
+            c = swizzle_col(shared, mp, coord[order[1]], c);
+        off = off * shape[d] + c;
+    }
+    return off;
+}
+
+void ll_shared_coord(const Layout *shared, int rank, const int64_t *shape, int64_t offset, int64_t *coord) {
+    const int *order = shared->shared.order;
+    for (int i = 0; i < rank; i++) { /* fastest first */
+        int d = order[i];
+        coord[d] = offset % shape[d];
+        offset /= shape[d];
+    }
+    /* The swizzle is an XOR by a function of the row only: its own inverse. */
+    if (rank >= 2)
+        coord[order[0]] =
+            swizzle_col(shared, ll_shared_max_phase(shared, rank, shape), coord[order[1]], coord[order[0]]);
+}
+
+const Layout *ll_shared_swizzled(IrModule *m, int rank, const int64_t *shape, const int *order, int elem_bits) {
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAYOUT_SHARED;
+    l.rank = rank;
+    for (int i = 0; i < rank; i++)
+        l.shared.order[i] = order[i];
+    int64_t eb = elem_bits >= 8 ? elem_bits / 8 : 1;
+    l.shared.vec = l.shared.per_phase = l.shared.max_phase = 1;
+    if (rank >= 2) {
+        int64_t row_bytes = shape[order[0]] * eb;
+        int64_t per_phase = row_bytes > 0 && row_bytes < 128 ? 128 / row_bytes : 1;
+        l.shared.vec = (int)(eb < 16 ? 16 / eb : 1);
+        l.shared.per_phase = (int)per_phase;
+        l.shared.max_phase = (int)(per_phase < 8 ? 8 / per_phase : 1);
+    }
+    return ir_layout_intern(m, &l);
+}

@@ -935,6 +935,18 @@ static const IrType *parse_type(Parser *p) {
     return parse_elem_type(p);
 }
 
+/* type-list ::= type (',' type)*
+ * The types go on p->types (the caller keeps the mark). */
+static void parse_type_list(Parser *p) {
+    for (;;) {
+        const IrType *t = parse_type(p);
+        PUSH(p, types, ntypes, cap_types, t);
+        if (p->tok.kind != T_COMMA)
+            break;
+        advance(p);
+    }
+}
+
 /* ==== attributes ==== */
 
 /* attr-value ::= INT | FLOAT | 'inf' | 'nan' | IDENT | STRING | SYMBOL | '[' [INT (',' INT)*] ']' */
@@ -1101,7 +1113,7 @@ static bool at_func_start(Parser *p) {
 }
 
 /* op ::= [VALUE (',' VALUE)* '='] OPNAME [VALUE (',' VALUE)*] [attr-dict]
- *        [':' type (',' type)*] region* */
+ *        [':' type-list] region* */
 static void parse_op(Parser *p, IrBlock *b) {
     Tok first = p->tok;
     size_t name_mark = p->nnames;
@@ -1152,13 +1164,7 @@ static void parse_op(Parser *p, IrBlock *b) {
     Tok colon = p->tok;
     if (p->tok.kind == T_COLON) {
         advance(p);
-        for (;;) {
-            const IrType *t = parse_type(p);
-            PUSH(p, types, ntypes, cap_types, t);
-            if (p->tok.kind != T_COMMA)
-                break;
-            advance(p);
-        }
+        parse_type_list(p);
     }
     size_t num_types = p->ntypes - type_mark;
     if (num_types != num_names) {
@@ -1198,19 +1204,27 @@ static void parse_op(Parser *p, IrBlock *b) {
     p->nnames = name_mark;
 }
 
-/* block-head ::= '^' NAME '(' [VALUE ':' type (',' VALUE ':' type)*] ')' ':' */
+/* typed-value ::= VALUE ':' type
+ * A block argument or a function parameter: its name token in *name, its
+ * type returned. `what` and `colon` say what was expected. */
+static const IrType *parse_typed_value(Parser *p, Tok *name, const char *what, const char *colon) {
+    *name = p->tok;
+    if (name->kind != T_VALUE)
+        expected(p, what);
+    advance(p);
+    expect(p, T_COLON, colon);
+    return parse_type(p);
+}
+
+/* block-head ::= '^' NAME '(' [typed-value (',' typed-value)*] ')' ':' */
 static void parse_block_head(Parser *p, IrBlock *b) {
     advance(p); /* ^name */
     Tok open = p->tok;
     expect(p, T_LPAREN, "'(' after the block name");
     if (p->tok.kind != T_RPAREN) {
         for (;;) {
-            Tok name = p->tok;
-            if (name.kind != T_VALUE)
-                expected(p, "a block argument");
-            advance(p);
-            expect(p, T_COLON, "':' after the block argument");
-            const IrType *t = parse_type(p);
+            Tok name;
+            const IrType *t = parse_typed_value(p, &name, "a block argument", "':' after the block argument");
             IrValue *v = ir_block_add_arg(p->m, b, t, hint_of(p, &name));
             define_value(p, &name, v);
             if (p->tok.kind != T_COMMA)
@@ -1248,8 +1262,8 @@ static void parse_region(Parser *p, IrBlock *b, bool allow_head) {
 /* ==== functions and the module ==== */
 
 /* func ::= ('kernel' | 'func') SYMBOL '(' [param (',' param)*] ')'
- *          ['->' '(' [type (',' type)*] ')'] ['attrs' attr-dict] region
- * param ::= VALUE ':' type [attr-dict] */
+ *          ['->' '(' [type-list] ')'] ['attrs' attr-dict] region
+ * param ::= typed-value [attr-dict] */
 static void parse_func(Parser *p) {
     Tok kw = p->tok;
     IrFuncKind kind = tok_is(&kw, T_IDENT, "kernel") ? IR_FUNC_KERNEL : IR_FUNC_FUNC;
@@ -1273,12 +1287,8 @@ static void parse_func(Parser *p) {
     expect(p, T_LPAREN, "'(' after the function name");
     if (p->tok.kind != T_RPAREN) {
         for (;;) {
-            Tok pname = p->tok;
-            if (pname.kind != T_VALUE)
-                expected(p, "a parameter (%name: type)");
-            advance(p);
-            expect(p, T_COLON, "':' after the parameter name");
-            const IrType *t = parse_type(p);
+            Tok pname;
+            const IrType *t = parse_typed_value(p, &pname, "a parameter (%name: type)", "':' after the parameter name");
             IrValue *v = ir_func_add_param(f, t, hint_of(p, &pname));
             define_value(p, &pname, v);
             if (p->tok.kind == T_LBRACE)
@@ -1294,15 +1304,8 @@ static void parse_func(Parser *p) {
         Tok ropen = p->tok;
         expect(p, T_LPAREN, "'(' after '->'");
         size_t mark = p->ntypes;
-        if (p->tok.kind != T_RPAREN) {
-            for (;;) {
-                const IrType *t = parse_type(p);
-                PUSH(p, types, ntypes, cap_types, t);
-                if (p->tok.kind != T_COMMA)
-                    break;
-                advance(p);
-            }
-        }
+        if (p->tok.kind != T_RPAREN)
+            parse_type_list(p);
         expect_close(p, T_RPAREN, ")", &ropen);
         size_t n = p->ntypes - mark;
         ir_func_set_results(f, (int)n, n ? p->types + mark : NULL);

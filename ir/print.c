@@ -281,49 +281,13 @@ static void print_symbol(Buf *out, const char *name) {
 
 static void print_layout(Printer *p, Buf *out, const Layout *l);
 
-static void print_int_list(Buf *out, const int *v, int n) {
-    buf_puts(out, "[");
-    for (int i = 0; i < n; i++)
-        buf_printf(out, "%s%d", i ? ", " : "", v[i]);
-    buf_puts(out, "]");
+static void print_parent_layout(void *p, Buf *out, const Layout *parent) {
+    print_layout(p, out, parent);
 }
 
-/* The literal form of l; parents by alias when p prints aliases. */
+/* The literal form of l (layout.c); parents by alias when p prints aliases. */
 static void print_layout_literal(Printer *p, Buf *out, const Layout *l) {
-    buf_printf(out, "#%s<", ir_layout_kind_name(l->kind));
-    switch (l->kind) {
-    case LAYOUT_BLOCKED:
-        buf_puts(out, "spt = ");
-        print_int_list(out, l->blocked.spt, l->rank);
-        buf_puts(out, ", tpw = ");
-        print_int_list(out, l->blocked.tpw, l->rank);
-        buf_puts(out, ", wpc = ");
-        print_int_list(out, l->blocked.wpc, l->rank);
-        buf_puts(out, ", order = ");
-        print_int_list(out, l->blocked.order, l->rank);
-        break;
-    case LAYOUT_SLICE:
-        buf_printf(out, "dim = %d, parent = ", l->slice.dim);
-        print_layout(p, out, l->slice.parent);
-        break;
-    case LAYOUT_MMA:
-        buf_printf(out, "version = %d, wpc = ", l->mma.version);
-        print_int_list(out, l->mma.wpc, l->rank);
-        buf_puts(out, ", instr = ");
-        print_int_list(out, l->mma.instr, 3);
-        break;
-    case LAYOUT_DOT_OP:
-        buf_printf(out, "idx = %d, parent = ", l->dot_op.idx);
-        print_layout(p, out, l->dot_op.parent);
-        buf_printf(out, ", kwidth = %d", l->dot_op.kwidth);
-        break;
-    case LAYOUT_SHARED:
-        buf_printf(out, "vec = %d, per_phase = %d, max_phase = %d, order = ", l->shared.vec, l->shared.per_phase,
-                   l->shared.max_phase);
-        print_int_list(out, l->shared.order, l->rank);
-        break;
-    }
-    buf_puts(out, ">");
+    ir_layout_print_with(out, l, print_parent_layout, p);
 }
 
 static void print_layout(Printer *p, Buf *out, const Layout *l) {

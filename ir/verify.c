@@ -191,6 +191,12 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
                 else if (t->kind == IR_TILE && l->rank != t->rank)
                     snprintf(msg, sizeof msg, "%s: layout #%s has rank %d, but the tile has rank %d", what,
                              ir_layout_kind_name(l->kind), l->rank, t->rank);
+                else if (t->kind == IR_SMEM && l->rank != t->rank && l->rank != t->rank - 1)
+                    snprintf(msg, sizeof msg, "%s: layout #shared has rank %d, but the buffer has rank %d", what,
+                             l->rank, t->rank);
+                else if (l->kind == LAYOUT_DOT_OP && l->dot_op.parent->kind != LAYOUT_MMA)
+                    snprintf(msg, sizeof msg, "%s: the parent of a #dot_op layout must be #mma, not #%s", what,
+                             ir_layout_kind_name(l->dot_op.parent->kind));
             }
         }
     } else if (t->kind > IR_F64) {
@@ -658,11 +664,17 @@ static void verify_dot(Verifier *v, const IrOp *op) {
         op_error(v, op, "the accumulator (operand 2) must be f32, got %s", type_str(v, c->elem));
     if (r != c)
         op_error(v, op, "result type %s differs from the accumulator's %s", type_str(v, r), type_str(v, c));
+    /* Tensor cores: an #mma result takes #dot_op<idx = i, parent = that
+     * #mma> operands (and, above, an accumulator of the result's type); a
+     * #dot_op operand needs that result. Other layouts are the FMA path. */
     const Layout *rl = r->layout;
     for (int i = 0; i < 2; i++) {
         const Layout *l = OPND(i)->layout;
-        if (l && l->kind == LAYOUT_DOT_OP && (l->dot_op.idx != i || l->dot_op.parent != rl))
-            op_error(v, op, "operand %d layout must be #dot_op<idx = %d> of the result's layout", i, i);
+        bool is_op = l && l->kind == LAYOUT_DOT_OP;
+        if ((is_op || (l && rl && rl->kind == LAYOUT_MMA)) &&
+            (!is_op || l->dot_op.idx != i || l->dot_op.parent != rl || !rl || rl->kind != LAYOUT_MMA))
+            op_error(v, op, "operand %d layout must be #dot_op<idx = %d> of the result's #mma layout, got %s", i, i,
+                     type_str(v, OPND(i)));
     }
 }
 
@@ -770,6 +782,15 @@ static void verify_call(Verifier *v, const IrOp *op) {
                      type_str(v, f->result_types[i]));
 }
 
+/* A buffer whose elements a tile moves to or from: its #shared layout (if
+ * any) places every dimension, so it has the buffer's rank (a ring's
+ * layout may describe one stage, but a ring is not read or written whole). */
+static void check_buffer_layout(Verifier *v, const IrOp *op, const IrType *buf) {
+    if (buf->layout && buf->layout->rank != buf->rank)
+        op_error(v, op, "buffer %s: its #shared layout has rank %d, expected %d", type_str(v, buf), buf->layout->rank,
+                 buf->rank);
+}
+
 static void verify_shared_ops(Verifier *v, const IrOp *op) {
     switch (op->opc) {
     case IR_OP_LOCAL_ALLOC: {
@@ -782,6 +803,8 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
             const IrType *s = OPND(0);
             if (!is_tile(s) || s->elem != r->elem || !same_shape(s, r))
                 op_error(v, op, "initial value %s does not match the buffer %s", type_str(v, s), type_str(v, r));
+            else
+                check_buffer_layout(v, op, r);
         }
         return;
     }
@@ -790,6 +813,8 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
         if (!is_smem(s) || !is_tile(r) || s->elem != r->elem || !same_shape(s, r))
             op_error(v, op, "loads %s from %s; expected a tile of the buffer's shape and element type", type_str(v, r),
                      type_str(v, s));
+        else
+            check_buffer_layout(v, op, s);
         return;
     }
     case IR_OP_LOCAL_STORE: {
@@ -797,6 +822,8 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
         if (!is_tile(t) || !is_smem(s) || t->elem != s->elem || !same_shape(t, s))
             op_error(v, op, "stores %s into %s; expected a tile of the buffer's shape and element type", type_str(v, t),
                      type_str(v, s));
+        else
+            check_buffer_layout(v, op, s);
         return;
     }
     case IR_OP_MEMDESC_INDEX: {

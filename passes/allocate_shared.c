@@ -53,7 +53,8 @@ typedef struct Alloc {
 } Alloc;
 
 int64_t pass_shared_memory_limit(int sm) {
-    return sm >= 90 ? 232448 : 166912;
+    CgTarget t = {sm, false};
+    return cg_shared_limit(&t); /* the number codegen asserts */
 }
 
 static int64_t align16(int64_t v) {

@@ -13,7 +13,9 @@
  *   expand_dims {axis}      the operand is #slice<dim = axis, parent = result's>
  *   reduce {axis}           the operand is the parent of the result's #slice
  *   trans {perm}            a #blocked operand is the result's, permuted back
- *   dot                     the accumulator has the result's layout
+ *   dot                     the accumulator has the result's layout; with
+ *                           an #mma result, operand i (0: A, 1: B) is
+ *                           #dot_op<idx = i, parent = the result's>
  *   for                     init i has result i's layout (= body argument i+1's)
  *   yield                   operand i has the enclosing for/if result i's layout
  *   return, call            the function's declared types
@@ -93,6 +95,18 @@ const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const 
     return ir_layout_intern(m, &r);
 }
 
+const Layout *pass_dot_operand_layout(IrModule *m, const Layout *mma, int idx, const IrType *elem) {
+    int bits = ir_type_bits(elem);
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAYOUT_DOT_OP;
+    l.rank = mma->rank;
+    l.dot_op.idx = idx;
+    l.dot_op.parent = mma;
+    l.dot_op.kwidth = bits >= 8 && bits <= 32 ? 32 / bits : 1;
+    return ir_layout_intern(m, &l);
+}
+
 static const Layout *layout_of(const IrValue *v) {
     return v->type->kind == IR_TILE ? v->type->layout : NULL;
 }
@@ -121,7 +135,12 @@ const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i) {
             return NULL;
         return pass_permute_layout(m, res, v->type->rank, perm->list.v, true);
     }
-    case IR_OP_DOT: return i == 2 ? res : NULL;
+    case IR_OP_DOT:
+        if (i == 2)
+            return res;
+        if (res && res->kind == LAYOUT_MMA)
+            return pass_dot_operand_layout(m, res, i, v->type->elem);
+        return NULL;
     case IR_OP_FOR: return i >= 3 ? layout_of(op->results[i - 3]) : NULL;
     case IR_OP_YIELD: {
         const IrOp *owner = op->parent ? op->parent->parent_op : NULL;

@@ -144,6 +144,10 @@ const Layout *pass_slice_layout(IrModule *m, int dim, const Layout *parent);
  * = true: the operand's layout for a result layout l). NULL if l is not
  * blocked. */
 const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse);
+/* #dot_op<idx, parent = mma, kwidth> for operand idx (0: A, 1: B) of a
+ * tensor-core dot with elements of type elem: kwidth = 32 / bits (2 for
+ * f16 and bf16: two K elements per 32-bit register). */
+const Layout *pass_dot_operand_layout(IrModule *m, const Layout *mma, int idx, const IrType *elem);
 /* The layout operand i of op must have, given the layouts of op's results
  * (and, for store and async_copy, of the pointer); NULL when any layout
  * will do or the operand is not a tile. */

@@ -8,9 +8,10 @@
  *
  * pass_run_pipeline is the target-independent clean-up (`--emit=ir`);
  * pass_run_gpu_pipeline continues with the GPU stages in the order DESIGN.md
- * lists them (`--emit=ir-gpu`, and everything codegen compiles). Stages not
- * written yet (accelerate-dot, stage-shared, pipeline) go where DESIGN.md
- * puts them.
+ * lists them, in Triton's order (PRIOR-ART.md §6): layouts for memory,
+ * then tensor cores, layouts again around them, then shared memory
+ * (`--emit=ir-gpu`, and everything codegen compiles). The software
+ * pipeliner, not written yet, goes after stage-shared.
  */
 #include "passes.h"
 
@@ -26,8 +27,11 @@ bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts) {
            && pass_run(m, "assign-layouts", opts)            /* every tile gets a default #blocked or #slice layout */
            && pass_run(m, "coalesce", opts)                  /* memory accesses get coalesced layouts and `vec` */
            && pass_run(m, "remove-layout-conversions", opts) /* the kernel moves into the accesses' layouts */
+           && pass_run(m, "accelerate-dot", opts)            /* dots on tensor cores: #mma results, #dot_op operands */
+           && pass_run(m, "remove-layout-conversions", opts) /* the dots' users move into #mma and its slices */
+           && pass_run(m, "stage-shared", opts)              /* dot operands not already in registers: via shared memory */
            && pass_run(m, "canonicalize", opts)              /* fold what the layout rewrites exposed */
            && pass_run(m, "cse", opts)                       /* merge recomputed index math */
            && pass_run(m, "dce", opts)                       /* drop the layouts' leftovers */
-           && pass_run(m, "allocate-shared", opts);          /* last: scratch sizes depend on final layouts */
+           && pass_run(m, "allocate-shared", opts);          /* last: buffer and scratch sizes depend on final layouts */
 }

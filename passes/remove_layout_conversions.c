@@ -22,14 +22,23 @@
  *    reason: loads of at least one element per thread, atomics, dots, local
  *    loads; and loop-carried values that a memory access's pointer comes
  *    from (`p = p + BLOCK`) take the access's layout. Layouts flow to users
- *    through elementwise ops,
- *    broadcast, convert_layout (a conversion whose result takes its source's
- *    layout disappears), reduce (as a #slice), expand_dims (a #slice operand
- *    gives its parent), trans, and loop-carried values (a `for` init or
- *    yield gives the body argument and the result the same layout; an `if`
- *    yield its result). Each value takes the first layout that reaches it
- *    (a worklist over use lists built once: linear). pass_layouts_apply then
- *    retypes the values and converts the operands that disagree.
+ *    through elementwise ops, broadcast, convert_layout (a conversion whose
+ *    result takes its source's layout disappears), reduce (as a #slice),
+ *    expand_dims (a #slice operand gives its parent), trans, and
+ *    loop-carried values (a `for` init or yield gives the body argument and
+ *    the result the same layout; an `if` yield its result). Each value takes
+ *    the first layout that reaches it (a worklist over use lists built once:
+ *    linear). Tensor-core dots are seeded first: where an #mma accumulator
+ *    meets a load's layout (an accumulator initialized from memory, a bias
+ *    added to a product) the #mma wins, so the accumulator is never
+ *    converted inside its loop. pass_layouts_apply then retypes the values
+ *    and converts the operands that disagree.
+ *
+ *    After accelerate-dot this is what moves attention's softmax into the
+ *    dots' layouts: S = Q K^T is an #mma anchor, and its scale, mask, row
+ *    max (#slice<dim = 1, parent = #mma>), exp2, row sum, the rescaled
+ *    accumulator and the carried m_i, l_i and acc all follow; P's cast to
+ *    f16 happens in #mma.
  *
  * 2. Backward rematerialization. For each remaining `convert_layout %v : T`
  *    the ops that compute %v are recomputed in T instead, when that is cheap:
@@ -54,6 +63,12 @@
  * at 4 per thread fed by bf16 loads at 8), a reduction's slice going back
  * to the full layout when its parent is not the user's, and conversions of
  * loop-carried values that no anchor reaches.
+ *
+ * Conversions to a #dot_op layout are the dots' own: no layout propagates
+ * through them and none is recomputed in a fragment layout. They only fold
+ * (a chain #mma -> #blocked -> #dot_op becomes #mma -> #dot_op), and
+ * stage-shared decides which go through shared memory: attention's P,
+ * converted from the #mma it was computed in, stays in registers.
  */
 #include "passes.h"
 
@@ -88,6 +103,11 @@ typedef struct Rlc {
 
 static const Layout *layout_of(const IrValue *v) {
     return v->type->kind == IR_TILE ? v->type->layout : NULL;
+}
+
+static bool is_dot_operand(const IrValue *v) {
+    const Layout *l = layout_of(v);
+    return l && l->kind == LAYOUT_DOT_OP;
 }
 
 /* ---- use lists ---- */
@@ -161,6 +181,21 @@ static void seed_pointer(Rlc *r, IrValue *v, const Layout *l, int *budget) {
             seed_pointer(r, v->def->operands[i], l, budget);
 }
 
+static bool is_mma_dot(const IrOp *op) {
+    const Layout *l = op->opc == IR_OP_DOT ? layout_of(op->results[0]) : NULL;
+    return l && l->kind == LAYOUT_MMA;
+}
+
+/* Tensor-core dots, seeded (and propagated) before the other anchors. */
+static void find_mma_dots(Rlc *r, IrBlock *b) {
+    for (IrOp *op = b->first; op; op = op->next) {
+        if (is_mma_dot(op))
+            set_cand(r, op->results[0], layout_of(op->results[0]));
+        for (int k = 0; k < op->num_regions; k++)
+            find_mma_dots(r, op->regions[k]);
+    }
+}
+
 static void find_anchors(Rlc *r, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
         if (is_anchor(r, op))
@@ -185,8 +220,13 @@ static void propagate_use(Rlc *r, const Use *u, const Layout *l) {
         return;
     }
     switch (op->opc) {
-    case IR_OP_BROADCAST:
-    case IR_OP_CONVERT_LAYOUT: set_cand(r, op->results[0], l); break;
+    case IR_OP_BROADCAST: set_cand(r, op->results[0], l); break;
+    case IR_OP_CONVERT_LAYOUT:
+        /* A conversion to a dot operand is the dot's, not the kernel's:
+         * it stays (stage-shared or codegen decides how). */
+        if (!is_dot_operand(op->results[0]))
+            set_cand(r, op->results[0], l);
+        break;
     case IR_OP_REDUCE:
         if (op->results[0]->type->kind == IR_TILE)
             set_cand(r, op->results[0], pass_slice_layout(r->m, (int)ir_op_get_int(op, "axis", 0), l));
@@ -224,15 +264,23 @@ static const Layout *decide_cand(void *ctx, IrValue *v) {
     return ir_map_get(&((Rlc *)ctx)->cand, v);
 }
 
-static void propagate_forward(Rlc *r) {
-    find_anchors(r, r->f->body);
-    for (size_t i = 0; i < r->num_work; i++) {
-        IrValue *v = r->work[i];
+/* Propagates the worklist from item *next on, to exhaustion. */
+static void drain(Rlc *r, size_t *next) {
+    for (; *next < r->num_work; ++*next) {
+        IrValue *v = r->work[*next];
         const Layout *l = ir_map_get(&r->cand, v);
         UseList *u = ir_map_get(&r->uses, v);
         for (int k = 0; u && k < u->n; k++)
             propagate_use(r, &u->v[k], l);
     }
+}
+
+static void propagate_forward(Rlc *r) {
+    size_t next = 0;
+    find_mma_dots(r, r->f->body);
+    drain(r, &next); /* everything an #mma reaches, before any other anchor */
+    find_anchors(r, r->f->body);
+    drain(r, &next);
     pass_layouts_apply(&r->rw, decide_cand, r);
 }
 
@@ -368,8 +416,8 @@ static void rematerialize(Rlc *r) {
         IrValue *res = cvt->results[0];
         IrValue *src = subst(r, cvt->operands[0]);
         const Layout *l = res->type->layout;
-        if (!l || src->type->kind != IR_TILE)
-            continue;
+        if (!l || src->type->kind != IR_TILE || l->kind == LAYOUT_DOT_OP)
+            continue; /* a dot operand: never worth recomputing in the fragment layout */
         int budget = REMAT_BUDGET;
         int64_t cost = 0;
         int depth = pass_loop_depth(cvt->parent);

@@ -470,11 +470,7 @@ tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
                        "tc_jit: compute capability %d.%d is older than sm_80, tilec's oldest target", ctx->cc / 10,
                        ctx->cc % 10);
     tc_options opt;
-    if (req->options)
-        opt = *req->options;
-    else
-        tc_options_init(&opt);
-    opt.num_warps = opt.num_warps > 0 ? opt.num_warps : 4;
+    rt_request_options(req->options, &opt);
     if (opt.num_params && !opt.params)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: options->num_params without options->params");
 

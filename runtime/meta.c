@@ -402,6 +402,14 @@ tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
 }
 #endif
 
+void rt_request_options(const tc_options *opt, tc_options *out) {
+    if (opt)
+        *out = *opt;
+    else
+        tc_options_init(out);
+    out->num_warps = out->num_warps > 0 ? out->num_warps : 4;
+}
+
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
     (void)user;
     memset(meta, 0, sizeof *meta);

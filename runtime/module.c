@@ -153,6 +153,7 @@ tc_status tc_context_destroy(tc_context *ctx) {
     if (pushed)
         rt_ctx_pop(ctx);
     rt_jit_table_free(ctx->jit);
+    rt_stdlib_memo_free(ctx->stdlib_memo);
     if (ctx->owns_primary) {
         tc_status s = rt_cuda_check(rt_cu.cuDevicePrimaryCtxRelease(ctx->device), "cuDevicePrimaryCtxRelease");
         st = st ? st : s;

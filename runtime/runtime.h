@@ -30,6 +30,7 @@ typedef struct RtJitBuild RtJitBuild;
 typedef struct RtCompileRequest RtCompileRequest;
 typedef struct RtRawKernel RtRawKernel;
 typedef struct RtJitTable RtJitTable;
+typedef struct RtStdlibMemo RtStdlibMemo;
 
 /* ==== error.c: the thread's last error, bytes, logging ==== */
 
@@ -253,6 +254,10 @@ tc_status rt_signature(const tc_source *src, const char *kernel, const tc_conste
 size_t rt_dtype_size(tc_dtype t);
 const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
 
+/* The options a JIT or AOT request compiles with: a copy of *opt (NULL:
+ * tc_options_init's defaults), num_warps 0 or less made 4. */
+void rt_request_options(const tc_options *opt, tc_options *out);
+
 /* A compile to PTX, as the JIT and the AOT generator ask for it. */
 struct RtCompileRequest {
     const tc_source *source;
@@ -284,9 +289,12 @@ struct tc_context {
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
-    pthread_mutex_t jit_lock; /* guards log and jit; held through a JIT compile (taken before lock) */
+    pthread_mutex_t jit_lock; /* guards log, jit, stdlib_memo's writers; held through a compile (taken before lock) */
     RtLogger log;
     RtJitTable *jit; /* jit.c's in-memory table (NULL until the first tc_jit) */
+    /* stdlib.c's kernels by request (NULL until the first stdlib call): read
+     * without a lock, prepended to under jit_lock, freed with the context */
+    _Atomic(RtStdlibMemo *) stdlib_memo;
 };
 
 /* Everything tc_launch reads, precomputed at load time. */
@@ -372,5 +380,10 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out);
 void rt_jit_build_free(RtJitBuild *b);
 /* Frees a context's JIT table (its modules are unloaded by the caller). */
 void rt_jit_table_free(RtJitTable *t);
+
+/* ==== stdlib.c: the context's memo of standard-library kernels ==== */
+
+/* Frees a context's memo (stdlib_internal.h has the rest). */
+void rt_stdlib_memo_free(RtStdlibMemo *m);
 
 #endif

@@ -32,11 +32,11 @@
  * lib/ at build time), so a program linked with libtilec needs no library
  * files.
  *
- * Cost of a call after the first: validation, tc_jit's in-memory lookup
- * (which hashes the 3 KB source: about 12 us on the build machine) and
- * tc_launch. A per-context table of tc_kernel pointers would remove the
- * hash, but needs a hook in tc_context_destroy to be safe against a context
- * freed and another allocated at the same address.
+ * Cost of a call after the first: validation, a lookup in the context's
+ * memo of the kernels tc_jit returned (the request's fields compared by
+ * value, without a lock) and tc_launch. tc_jit's own in-memory lookup
+ * hashes the 3 KB source (about 12 us on the build machine, four times a
+ * bare launch), so it runs only for a request the memo has not seen.
  */
 #include "tilec/stdlib.h"
 
@@ -44,7 +44,9 @@
 #include "runtime/stdlib_internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_params) / sizeof(tc_param_spec),
@@ -343,6 +345,100 @@ static void prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype 
     l->req.num_divisibility = l->num_args;
 }
 
+/* ---- the memo (stdlib_internal.h says why its keys are sound) ---- */
+
+struct RtStdlibMemo {
+    RtStdlibKey key;
+    tc_kernel *kernel;  /* tc_jit's result for the key; lives as long as the context */
+    RtStdlibMemo *next; /* older entries; immutable once published */
+};
+
+static void put(RtStdlibKey *key, uint64_t word) {
+    if (key->len < RT_STDLIB_KEY_WORDS)
+        key->words[key->len] = word;
+    key->len++; /* past the end: rt_stdlib_key says no */
+}
+
+static uint64_t addr(const void *p) {
+    return (uint64_t)(uintptr_t)p;
+}
+
+/* The request's fields that tc_jit's key reads, in the order
+ * rt_jit_base_key hashes them, then the per-parameter facts that select a
+ * variant (rt_jit_ptx_key). */
+bool rt_stdlib_key(const tc_jit_request *r, RtStdlibKey *key) {
+    key->len = 0;
+    if (!r->source || !r->options || r->args)
+        return false; /* a file is read at every call; argument facts are not in the request */
+    put(key, addr(r->path));
+    put(key, addr(r->source));
+    put(key, r->source_len);
+    put(key, addr(r->kernel));
+    put(key, addr(r->arch)); /* NULL: the context's */
+    put(key, r->num_constexprs);
+    for (size_t i = 0; i < r->num_constexprs; i++) {
+        uint64_t fbits;
+        memcpy(&fbits, &r->constexprs[i].f, sizeof fbits);
+        put(key, addr(r->constexprs[i].name));
+        put(key, (uint64_t)r->constexprs[i].kind);
+        put(key, (uint64_t)r->constexprs[i].i);
+        put(key, fbits);
+    }
+    put(key, (uint64_t)r->options->num_warps);
+    put(key, r->options->num_params);
+    for (size_t i = 0; i < r->options->num_params; i++) {
+        put(key, addr(r->options->params[i].name));
+        put(key, (uint64_t)r->options->params[i].divisibility);
+    }
+    put(key, r->num_divisibility);
+    for (size_t i = 0; i < r->num_divisibility; i++)
+        put(key, (uint64_t)r->divisibility[i]);
+    if (key->len <= RT_STDLIB_KEY_WORDS)
+        return true;
+    key->len = 0;
+    return false;
+}
+
+bool rt_stdlib_key_equal(const RtStdlibKey *a, const RtStdlibKey *b) {
+    return a->len == b->len && memcmp(a->words, b->words, a->len * sizeof a->words[0]) == 0;
+}
+
+static tc_kernel *memo_lookup(const RtStdlibMemo *m, const RtStdlibKey *key) {
+    for (; m; m = m->next)
+        if (rt_stdlib_key_equal(&m->key, key))
+            return m->kernel;
+    return NULL;
+}
+
+tc_kernel *rt_stdlib_memo_find(tc_context *ctx, const RtStdlibKey *key) {
+    if (!key->len)
+        return NULL;
+    return memo_lookup(atomic_load_explicit(&ctx->stdlib_memo, memory_order_acquire), key);
+}
+
+void rt_stdlib_memo_add(tc_context *ctx, const RtStdlibKey *key, tc_kernel *k) {
+    if (!key->len)
+        return;
+    pthread_mutex_lock(&ctx->jit_lock);
+    RtStdlibMemo *head = atomic_load_explicit(&ctx->stdlib_memo, memory_order_relaxed);
+    RtStdlibMemo *m = memo_lookup(head, key) ? NULL : malloc(sizeof *m);
+    if (m) {
+        m->key = *key;
+        m->kernel = k;
+        m->next = head;
+        atomic_store_explicit(&ctx->stdlib_memo, m, memory_order_release);
+    }
+    pthread_mutex_unlock(&ctx->jit_lock);
+}
+
+void rt_stdlib_memo_free(RtStdlibMemo *m) {
+    while (m) {
+        RtStdlibMemo *next = m->next;
+        free(m);
+        m = next;
+    }
+}
+
 static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,
                      const ArgValue *v) {
     const OpDesc *d = &ops[op];
@@ -355,9 +451,14 @@ static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype
         return rt_fail(TC_ERROR_INTERNAL, "%s: this libtilec was built without lib/%s", d->entry, d->file);
     if (rt_stdlib_launch_hook)
         return rt_stdlib_launch_hook(&l);
-    tc_kernel *k;
-    if ((st = tc_jit(ctx, &l.req, &k)) != TC_OK)
-        return st; /* tc_last_error() has the compiler's or the driver's message */
+    RtStdlibKey key;
+    rt_stdlib_key(&l.req, &key);
+    tc_kernel *k = rt_stdlib_memo_find(ctx, &key);
+    if (!k) {
+        if ((st = tc_jit(ctx, &l.req, &k)) != TC_OK)
+            return st; /* tc_last_error() has the compiler's or the driver's message */
+        rt_stdlib_memo_add(ctx, &key, k);
+    }
     return tc_launch(k, l.grid, stream, l.args, l.num_args);
 }
 
@@ -391,4 +492,447 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
     ArgValue v[] = {{.ptr = dx},   {.ptr = dweight}, {.ptr = dy},      {.ptr = x},      {.ptr = weight},
                     {.ptr = rstd}, {.i = stride_dx}, {.i = stride_dy}, {.i = stride_x}, {.i = cols}};
     return run(TC_STDLIB_RMSNORM_BWD, ctx, stream, dtype, rows, cols, v);
+}
+
+/* ---- matrix multiply: tc_matmul, tc_blockdiag_matmul ----
+ *
+ * The same three steps as the row-wise entry points, with their own
+ * parameter lists (the kernels have 11 and 11 runtime parameters and up to
+ * 11 constexprs):
+ *
+ *  1. Validate (mm_check_*): dtype f16 or bf16, extents in 1..2^30, strides
+ *     >= 0 whose largest offset fits an int64 in bytes, an output layout
+ *     that gives every element its own address, and a grid the driver can
+ *     launch. Pointers as for the row-wise calls; bias may be 0.
+ *  2. Plan (mm_plan_*): which stride of each matrix is 1 (its *_ORDER, so
+ *     that the kernel sees the contiguous dimension), the tile BM x BN x BK
+ *     and num_warps. The policy, for the mma.sync tensor-core path of dot:
+ *       - tiles of 128 x 128 when the matrix is big enough; an extent below
+ *         128 gets the next power of two at least 16 (a dot's minimum), so
+ *         M = 1 (a matrix-vector product) runs 16-row tiles;
+ *       - fewer than MM_FILL_PROGRAMS tiles (about one per SM of an H100)
+ *         halve the larger tile side, down to 64, so that a 1024 x 1024
+ *         product runs on 128 programs rather than 64;
+ *       - K in steps of 64 (K below that: the next power of two at least
+ *         16); EVEN_K when K is a multiple of the step;
+ *       - 4 warps; GROUP_M = 8 (Triton's tutorial).
+ *     Measured (bench/matmul.py --sweep, H200, 4096^3 f16, 2026-11-21, the
+ *     first mma.sync + ldmatrix codegen, not yet software-pipelined):
+ *     128x128x64 with 4 warps 285 TFLOP/s; 128x256x64 or 256x128x64 with 8
+ *     warps 271; 128x128x32 with 4 warps 240, with 8 warps 136; 128x128x128
+ *     with 4 warps 234; 128x64x64 with 4 warps 218. Re-tune when the
+ *     pipeline pass lands.
+ *     blockdiag_matmul: BN and BK cover bout and bin (up to 128 and 64),
+ *     BM is 128 rows of the batch for narrow blocks (BN <= 64), else 64,
+ *     halved while there are fewer than MM_FILL_PROGRAMS programs; 4 warps.
+ *  3. Specialize and launch as the row-wise calls do: 16-byte aligned
+ *     pointers through the request's divisibility, extents and strides
+ *     divisible by 8 elements (16 bytes) through tc_options.params. Without
+ *     a bias the kernel's bias parameter gets c (never read: HAS_BIAS is
+ *     false), as tc_launch refuses null pointers.
+ *
+ * A call after the first goes through tc_jit's in-memory lookup (a hash of
+ * the source, microseconds); a matmul is long enough that this stays out
+ * of the row-wise memo.
+ */
+
+enum {
+    MM_MAX_EXTENT = 1 << 30,
+    MM_MAX_BLOCKS = 65535, /* grid.y */
+    MM_FILL_PROGRAMS = 128,
+    MM_BIG_TILE = 128,
+    MM_MIN_TILE = 16,
+    MM_FILL_MIN_TILE = 64,
+    MM_BK = 64,
+    MM_WARPS = 4,
+    MM_GROUP_M = 8,
+};
+
+#define MM_MAX_BYTE_OFFSET (INT64_MAX / 8)
+
+tc_status (*rt_matmul_launch_hook)(const RtMatmulLaunch *launch);
+
+static int64_t cdiv64(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+/* The smallest power of two >= v, clamped to [lo, hi]. */
+static int pow2_clamped(int64_t v, int lo, int hi) {
+    int p = lo;
+    while (p < v && p < hi)
+        p *= 2;
+    return p;
+}
+
+/* rows x cols elements at offsets i * sr + j * sc: is the largest offset,
+ * in bytes of any element type up to 8, within an int64? */
+static bool span_fits(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+    if (sr > 0 && rows - 1 > MM_MAX_BYTE_OFFSET / sr)
+        return false;
+    int64_t used = (rows - 1) * sr;
+    return !(sc > 0 && cols - 1 > (MM_MAX_BYTE_OFFSET - used) / sc);
+}
+
+/* Does every element of the layout get its own address? (After span_fits,
+ * so that the products below do not overflow.) */
+static bool distinct_addresses(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+    if (rows == 1 && cols == 1)
+        return true;
+    if (rows == 1)
+        return sc >= 1;
+    if (cols == 1)
+        return sr >= 1;
+    return (sc >= 1 && sr >= sc * cols) || (sr >= 1 && sc >= sr * rows);
+}
+
+/* Which stride of a matrix is 1: 1 the inner (column) one, 2 the outer
+ * (row) one, 0 neither. */
+static int order_of(int64_t stride_row, int64_t stride_col) {
+    return stride_col == 1 ? 1 : stride_row == 1 ? 2 : 0;
+}
+
+static bool is_mm_dtype(tc_dtype t) {
+    return t == TC_DTYPE_F16 || t == TC_DTYPE_BF16;
+}
+
+static tc_status check_extent(const char *entry, const char *name, int64_t v, int64_t max) {
+    if (v < 1 || v > max)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (%lld) must be in 1..%lld", entry, name, (long long)v,
+                       (long long)max);
+    return TC_OK;
+}
+
+/* An input matrix's strides: >= 0, offsets within an int64. */
+static tc_status check_input(const char *entry, const char *what, const char *nr, const char *nc, int64_t rows,
+                             int64_t cols, int64_t sr, int64_t sc) {
+    if (sr < 0 || sc < 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s's strides (%s %lld, %s %lld) must be >= 0", entry, what, nr,
+                       (long long)sr, nc, (long long)sc);
+    if (!span_fits(rows, cols, sr, sc))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: %s's strides (%s %lld, %s %lld) with %lld x %lld elements overflow a 64-bit offset", entry,
+                       what, nr, (long long)sr, nc, (long long)sc, (long long)rows, (long long)cols);
+    return TC_OK;
+}
+
+/* An output matrix's strides: as an input's, and no two elements at one address. */
+static tc_status check_output(const char *entry, const char *what, const char *nr, const char *nc, int64_t rows,
+                              int64_t cols, int64_t sr, int64_t sc) {
+    tc_status st = check_input(entry, what, nr, nc, rows, cols, sr, sc);
+    if (st == TC_OK && !distinct_addresses(rows, cols, sr, sc))
+        st = rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                     "%s: %s's strides (%s %lld, %s %lld) give two of its %lld x %lld elements the same address", entry,
+                     what, nr, (long long)sr, nc, (long long)sc, (long long)rows, (long long)cols);
+    return st;
+}
+
+static tc_status check_ptr(const char *entry, const char *name, CUdeviceptr p, tc_dtype dtype) {
+    if (!p)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is 0", entry, name);
+    if (p % elem_bytes(dtype))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (0x%llx) is not aligned to its %zu-byte elements", entry,
+                       name, (unsigned long long)p, elem_bytes(dtype));
+    return TC_OK;
+}
+
+static void set_cx(tc_matmul_plan *p, const char *name, tc_constexpr_kind kind, int64_t v) {
+    p->constexprs[p->num_constexprs++] = (tc_constexpr){name, kind, v, 0};
+}
+
+/* The tile and warps of tc_matmul (step 2). */
+static void mm_tiles(int64_t M, int64_t N, int64_t K, tc_matmul_plan *p) {
+    int bm = pow2_clamped(M, MM_MIN_TILE, MM_BIG_TILE), bn = pow2_clamped(N, MM_MIN_TILE, MM_BIG_TILE);
+    while (cdiv64(M, bm) * cdiv64(N, bn) < MM_FILL_PROGRAMS && (bm > MM_FILL_MIN_TILE || bn > MM_FILL_MIN_TILE)) {
+        if (bn >= bm)
+            bn /= 2;
+        else
+            bm /= 2;
+    }
+    p->block_m = bm;
+    p->block_n = bn;
+    p->block_k = pow2_clamped(K, MM_MIN_TILE, MM_BK);
+    p->num_warps = MM_WARPS;
+}
+
+static tc_status mm_check(const char *entry, tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam, int64_t sak,
+                          int64_t sbk, int64_t sbn, int64_t scm, int64_t scn, tc_activation act) {
+    tc_status st;
+    if (!is_mm_dtype(dtype))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16", entry);
+    if ((st = check_extent(entry, "M", M, MM_MAX_EXTENT)) != TC_OK ||
+        (st = check_extent(entry, "N", N, MM_MAX_EXTENT)) != TC_OK ||
+        (st = check_extent(entry, "K", K, MM_MAX_EXTENT)) != TC_OK)
+        return st;
+    if ((int)act < TC_ACTIVATION_NONE || (int)act > TC_ACTIVATION_SILU)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: act (%d) is not a tc_activation", entry, (int)act);
+    if ((st = check_input(entry, "A", "stride_am", "stride_ak", M, K, sam, sak)) != TC_OK ||
+        (st = check_input(entry, "B", "stride_bk", "stride_bn", K, N, sbk, sbn)) != TC_OK ||
+        (st = check_output(entry, "C", "stride_cm", "stride_cn", M, N, scm, scn)) != TC_OK)
+        return st;
+    return TC_OK;
+}
+
+static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam, int64_t sak, int64_t sbk, int64_t sbn,
+                    int64_t scm, int64_t scn, bool has_bias, tc_activation act, tc_matmul_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->file = "matmul.tile";
+    p->kernel = "matmul";
+    mm_tiles(M, N, K, p);
+    p->group_m = MM_GROUP_M;
+    p->a_order = order_of(sam, sak);
+    p->b_order = order_of(sbk, sbn);
+    p->c_order = order_of(scm, scn);
+    p->even_k = K % p->block_k == 0;
+    p->grid = (tc_dim3){(unsigned)(cdiv64(M, p->block_m) * cdiv64(N, p->block_n)), 1, 1};
+    set_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    set_cx(p, "BM", TC_CONSTEXPR_INT, p->block_m);
+    set_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
+    set_cx(p, "BK", TC_CONSTEXPR_INT, p->block_k);
+    set_cx(p, "GROUP_M", TC_CONSTEXPR_INT, p->group_m);
+    set_cx(p, "A_ORDER", TC_CONSTEXPR_INT, p->a_order);
+    set_cx(p, "B_ORDER", TC_CONSTEXPR_INT, p->b_order);
+    set_cx(p, "C_ORDER", TC_CONSTEXPR_INT, p->c_order);
+    set_cx(p, "EVEN_K", TC_CONSTEXPR_BOOL, p->even_k);
+    set_cx(p, "HAS_BIAS", TC_CONSTEXPR_BOOL, has_bias);
+    set_cx(p, "ACT", TC_CONSTEXPR_INT, (int64_t)act);
+}
+
+/* Plans (after mm_check) and checks that the grid fits the driver's. */
+static tc_status mm_plan_checked(const char *entry, tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam,
+                                 int64_t sak, int64_t sbk, int64_t sbn, int64_t scm, int64_t scn, bool has_bias,
+                                 tc_activation act, tc_matmul_plan *p) {
+    mm_plan(dtype, M, N, K, sam, sak, sbk, sbn, scm, scn, has_bias, act, p);
+    int64_t tiles = cdiv64(M, p->block_m) * cdiv64(N, p->block_n);
+    if (tiles > INT32_MAX) {
+        memset(p, 0, sizeof *p);
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %lld x %lld needs %lld tiles of %d x %d, more than a grid holds",
+                       entry, (long long)M, (long long)N, (long long)tiles, p->block_m, p->block_n);
+    }
+    return TC_OK;
+}
+
+static tc_status bd_check(const char *entry, tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
+                          int64_t sxm, int64_t swb, int64_t swk, int64_t swn, int64_t sym) {
+    tc_status st;
+    if (!is_mm_dtype(dtype))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16", entry);
+    if ((st = check_extent(entry, "batch", batch, MM_MAX_EXTENT)) != TC_OK ||
+        (st = check_extent(entry, "nblocks", nblocks, MM_MAX_BLOCKS)) != TC_OK ||
+        (st = check_extent(entry, "bin", bin, MM_MAX_EXTENT)) != TC_OK ||
+        (st = check_extent(entry, "bout", bout, MM_MAX_EXTENT)) != TC_OK)
+        return st;
+    int64_t xcols = nblocks * bin, ycols = nblocks * bout; /* < 2^46 */
+    if (batch > 1 && sxm < xcols)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: stride_xm (%lld) is smaller than nblocks * bin (%lld)", entry,
+                       (long long)sxm, (long long)xcols);
+    if (batch > 1 && sym < ycols)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: stride_ym (%lld) is smaller than nblocks * bout (%lld)", entry,
+                       (long long)sym, (long long)ycols);
+    if (sxm < 0 || !span_fits(batch, xcols, sxm, 1))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: stride_xm (%lld) must be >= 0 and keep x's offsets in 64 bits",
+                       entry, (long long)sxm);
+    if (sym < 0 || !span_fits(batch, ycols, sym, 1))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: stride_ym (%lld) must be >= 0 and keep y's offsets in 64 bits",
+                       entry, (long long)sym);
+    if (swb < 0 || swk < 0 || swn < 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: w's strides (stride_wb %lld, stride_wk %lld, stride_wn %lld) must be >= 0", entry,
+                       (long long)swb, (long long)swk, (long long)swn);
+    /* w's largest offset: (nblocks - 1) * stride_wb + the largest offset of one block */
+    if (!span_fits(bin, bout, swk, swn) || (swb > 0 && nblocks - 1 > MM_MAX_BYTE_OFFSET / swb) ||
+        (nblocks - 1) * swb > MM_MAX_BYTE_OFFSET - (bin - 1) * swk - (bout - 1) * swn)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: w's strides (stride_wb %lld, stride_wk %lld, stride_wn %lld) overflow a 64-bit offset",
+                       entry, (long long)swb, (long long)swk, (long long)swn);
+    return TC_OK;
+}
+
+static tc_status bd_plan_checked(const char *entry, tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin,
+                                 int64_t bout, int64_t swk, int64_t swn, tc_matmul_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->file = "blockdiag_matmul.tile";
+    p->kernel = "blockdiag_matmul";
+    int bn = pow2_clamped(bout, MM_MIN_TILE, MM_BIG_TILE);
+    int bm = pow2_clamped(batch, MM_MIN_TILE, bn <= MM_FILL_MIN_TILE ? MM_BIG_TILE : MM_FILL_MIN_TILE);
+    while (bm > MM_MIN_TILE && cdiv64(batch, bm) * cdiv64(bout, bn) < cdiv64(MM_FILL_PROGRAMS, nblocks))
+        bm /= 2;
+    p->block_m = bm;
+    p->block_n = bn;
+    p->block_k = pow2_clamped(bin, MM_MIN_TILE, MM_BK);
+    p->num_warps = MM_WARPS;
+    p->a_order = 1;
+    p->b_order = order_of(swk, swn);
+    p->c_order = 1;
+    p->even_k = bin % p->block_k == 0;
+    int64_t tiles = cdiv64(batch, bm) * cdiv64(bout, bn);
+    if (tiles > INT32_MAX) {
+        memset(p, 0, sizeof *p);
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: batch %lld x bout %lld needs %lld tiles, more than a grid holds",
+                       entry, (long long)batch, (long long)bout, (long long)tiles);
+    }
+    p->grid = (tc_dim3){(unsigned)tiles, (unsigned)nblocks, 1};
+    set_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    set_cx(p, "BM", TC_CONSTEXPR_INT, p->block_m);
+    set_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
+    set_cx(p, "BK", TC_CONSTEXPR_INT, p->block_k);
+    set_cx(p, "W_ORDER", TC_CONSTEXPR_INT, p->b_order);
+    set_cx(p, "EVEN_K", TC_CONSTEXPR_BOOL, p->even_k);
+    return TC_OK;
+}
+
+tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t stride_am, int64_t stride_ak,
+                             int64_t stride_bk, int64_t stride_bn, int64_t stride_cm, int64_t stride_cn, int has_bias,
+                             tc_activation act, tc_matmul_plan *out) {
+    const char *entry = "tc_matmul_plan_for";
+    if (!out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: out is NULL", entry);
+    memset(out, 0, sizeof *out);
+    tc_status st =
+        mm_check(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, act);
+    if (st != TC_OK)
+        return st;
+    return mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                           has_bias != 0, act, out);
+}
+
+tc_status tc_blockdiag_matmul_plan_for(tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
+                                       int64_t stride_xm, int64_t stride_wb, int64_t stride_wk, int64_t stride_wn,
+                                       int64_t stride_ym, tc_matmul_plan *out) {
+    const char *entry = "tc_blockdiag_matmul_plan_for";
+    if (!out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: out is NULL", entry);
+    memset(out, 0, sizeof *out);
+    tc_status st =
+        bd_check(entry, dtype, batch, nblocks, bin, bout, stride_xm, stride_wb, stride_wk, stride_wn, stride_ym);
+    if (st != TC_OK)
+        return st;
+    return bd_plan_checked(entry, dtype, batch, nblocks, bin, bout, stride_wk, stride_wn, out);
+}
+
+/* ---- step 3 ---- */
+
+static void mm_arg_ptr(RtMatmulLaunch *l, const char *name, CUdeviceptr p, bool known) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    l->ptrs[i] = p;
+    l->args[i] = &l->ptrs[i];
+    l->divisibility[i] = known && p % 16 == 0 ? 16 : 0;
+}
+
+/* An i32 (is_i32) or i64 argument; a fact when it is a multiple of `vector`. */
+static void mm_arg_int(RtMatmulLaunch *l, const char *name, int64_t v, bool is_i32, int64_t vector) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    if (is_i32) {
+        l->i32s[i] = (int32_t)v;
+        l->args[i] = &l->i32s[i];
+    } else {
+        l->i64s[i] = v;
+        l->args[i] = &l->i64s[i];
+    }
+    if (v % vector == 0)
+        l->facts[l->options.num_params++] = (tc_param_spec){name, vector};
+}
+
+static void mm_begin(RtMatmulLaunch *l, const char *entry, tc_context *ctx, CUstream stream) {
+    memset(l, 0, sizeof *l);
+    l->entry = entry;
+    l->ctx = ctx;
+    l->stream = stream;
+    tc_options_init(&l->options);
+    l->options.params = l->facts;
+}
+
+/* Fills the JIT request from the plan and the arguments, then compiles
+ * (once) and launches, or hands the launch to the test hook. */
+static tc_status mm_launch(RtMatmulLaunch *l) {
+    l->options.num_warps = l->plan.num_warps;
+    if (!l->options.num_params)
+        l->options.params = NULL;
+    tc_jit_request_init(&l->req);
+    const char *text = NULL;
+    size_t len = 0;
+    if (tc_stdlib_source(l->plan.file, &text, &len) != TC_OK)
+        return rt_fail(TC_ERROR_INTERNAL, "%s: this libtilec was built without lib/%s", l->entry, l->plan.file);
+    l->req.source = text;
+    l->req.source_len = len;
+    l->req.path = strcmp(l->plan.file, "matmul.tile") == 0 ? "lib/matmul.tile" : "lib/blockdiag_matmul.tile";
+    l->req.kernel = l->plan.kernel;
+    l->req.constexprs = l->plan.constexprs;
+    l->req.num_constexprs = l->plan.num_constexprs;
+    l->req.options = &l->options;
+    l->req.divisibility = l->divisibility;
+    l->req.num_divisibility = l->num_args;
+    if (rt_matmul_launch_hook)
+        return rt_matmul_launch_hook(l);
+    tc_kernel *k;
+    tc_status st = tc_jit(l->ctx, &l->req, &k);
+    if (st != TC_OK)
+        return st; /* tc_last_error() has the compiler's or the driver's message */
+    return tc_launch(k, l->plan.grid, l->stream, l->args, l->num_args);
+}
+
+tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr c, CUdeviceptr a, CUdeviceptr b,
+                    CUdeviceptr bias, int64_t M, int64_t N, int64_t K, int64_t stride_am, int64_t stride_ak,
+                    int64_t stride_bk, int64_t stride_bn, int64_t stride_cm, int64_t stride_cn, tc_activation act) {
+    const char *entry = "tc_matmul";
+    if (!ctx)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", entry);
+    tc_status st =
+        mm_check(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, act);
+    if (st != TC_OK || (st = check_ptr(entry, "c", c, dtype)) != TC_OK ||
+        (st = check_ptr(entry, "a", a, dtype)) != TC_OK || (st = check_ptr(entry, "b", b, dtype)) != TC_OK ||
+        (bias && (st = check_ptr(entry, "bias", bias, dtype)) != TC_OK))
+        return st;
+    RtMatmulLaunch l;
+    mm_begin(&l, entry, ctx, stream);
+    if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                              bias != 0, act, &l.plan)) != TC_OK)
+        return st;
+    int64_t vector = 16 / (int64_t)elem_bytes(dtype);
+    mm_arg_ptr(&l, "c", c, true);
+    mm_arg_ptr(&l, "a", a, true);
+    mm_arg_ptr(&l, "b", b, true);
+    mm_arg_ptr(&l, "bias", bias ? bias : c, bias != 0); /* without a bias: never read */
+    mm_arg_int(&l, "M", M, true, vector);
+    mm_arg_int(&l, "N", N, true, vector);
+    mm_arg_int(&l, "K", K, true, vector);
+    mm_arg_int(&l, "stride_am", stride_am, false, vector);
+    mm_arg_int(&l, "stride_ak", stride_ak, false, vector);
+    mm_arg_int(&l, "stride_bk", stride_bk, false, vector);
+    mm_arg_int(&l, "stride_bn", stride_bn, false, vector);
+    mm_arg_int(&l, "stride_cm", stride_cm, false, vector);
+    mm_arg_int(&l, "stride_cn", stride_cn, false, vector);
+    return mm_launch(&l);
+}
+
+tc_status tc_blockdiag_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr x,
+                              CUdeviceptr w, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
+                              int64_t stride_xm, int64_t stride_wb, int64_t stride_wk, int64_t stride_wn,
+                              int64_t stride_ym) {
+    const char *entry = "tc_blockdiag_matmul";
+    if (!ctx)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", entry);
+    tc_status st =
+        bd_check(entry, dtype, batch, nblocks, bin, bout, stride_xm, stride_wb, stride_wk, stride_wn, stride_ym);
+    if (st != TC_OK || (st = check_ptr(entry, "y", y, dtype)) != TC_OK ||
+        (st = check_ptr(entry, "x", x, dtype)) != TC_OK || (st = check_ptr(entry, "w", w, dtype)) != TC_OK)
+        return st;
+    RtMatmulLaunch l;
+    mm_begin(&l, entry, ctx, stream);
+    if ((st = bd_plan_checked(entry, dtype, batch, nblocks, bin, bout, stride_wk, stride_wn, &l.plan)) != TC_OK)
+        return st;
+    int64_t vector = 16 / (int64_t)elem_bytes(dtype);
+    mm_arg_ptr(&l, "y", y, true);
+    mm_arg_ptr(&l, "x", x, true);
+    mm_arg_ptr(&l, "w", w, true);
+    mm_arg_int(&l, "batch", batch, true, vector);
+    mm_arg_int(&l, "bin", bin, true, vector);
+    mm_arg_int(&l, "bout", bout, true, vector);
+    mm_arg_int(&l, "stride_xm", stride_xm, false, vector);
+    mm_arg_int(&l, "stride_wb", stride_wb, false, vector);
+    mm_arg_int(&l, "stride_wk", stride_wk, false, vector);
+    mm_arg_int(&l, "stride_wn", stride_wn, false, vector);
+    mm_arg_int(&l, "stride_ym", stride_ym, false, vector);
+    return mm_launch(&l);
 }

@@ -132,17 +132,13 @@ int main(int argc, char **argv) {
     fputs(tc_diagnostics_text(diags), stderr);
     int rc = 0;
     if (st == TC_OK) {
-        size_t len, log_len;
-        const char *text = tc_binary_text(bin, &len);
+        size_t log_len;
         const char *log = tc_binary_log(bin, &log_len);
         fwrite(log, 1, log_len, stderr);
-        FILE *f = output ? fopen(output, "wb") : stdout;
-        if (!f || fwrite(text, 1, len, f) != len) {
-            fprintf(stderr, "tilec-opt: cannot write '%s'\n", output ? output : "<stdout>");
+        if (tc_binary_write(bin, output) != TC_OK) {
+            fprintf(stderr, "tilec-opt: %s\n", tc_last_error());
             rc = 2;
         }
-        if (f && f != stdout && fclose(f) != 0)
-            rc = 2;
     } else {
         if (st != TC_ERROR_COMPILE)
             fprintf(stderr, "tilec-opt: %s\n", tc_status_string(st));

@@ -31,8 +31,8 @@
  *    tc_last_error(), before anything is compiled or launched. Nothing here
  *    exits or aborts.
  * The first call for a specialization compiles it (milliseconds; a warm disk
- * cache loads the cubin instead); later calls cost a hash of the kernel's
- * source and a tc_launch.
+ * cache loads the cubin instead); later calls find the kernel in a table
+ * kept in ctx and cost little more than a tc_launch.
  */
 #ifndef TILEC_STDLIB_H
 #define TILEC_STDLIB_H
@@ -77,6 +77,97 @@ TC_API tc_status tc_rmsnorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype
 TC_API tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr dweight,
                                 CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr rstd, int64_t rows,
                                 int64_t cols, int64_t stride_dx, int64_t stride_dy, int64_t stride_x);
+
+/* ---- matrix multiply (lib/matmul.tile, lib/blockdiag_matmul.tile) ---- */
+
+/* The epilogue applied to each element of a product, in f32, after the
+ * bias and before rounding to the storage type. */
+typedef enum tc_activation {
+    TC_ACTIVATION_NONE,      /* x */
+    TC_ACTIVATION_RELU,      /* max(x, 0) */
+    TC_ACTIVATION_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TC_ACTIVATION_GELU_ERF,  /* 0.5 x (1 + erf(x / sqrt(2))): the exact GELU */
+    TC_ACTIVATION_SILU,      /* x * sigmoid(x) */
+} tc_activation;
+
+/* C = act(A B + bias): A is M x K, B is K x N, C is M x N, and
+ *   C[m, n] = act(sum over k of A[m, k] * B[k, n] + bias[n])
+ * accumulated in f32. Element (i, j) of A is at a + i * stride_am + j *
+ * stride_ak (in elements), of B at b + i * stride_bk + j * stride_bn, of C
+ * at c + i * stride_cm + j * stride_cn: a row-major A has stride_am = K (or
+ * more), stride_ak = 1; a transposed one (column-major) stride_am = 1,
+ * stride_ak = M; any strides work, but a unit stride in one dimension of a
+ * matrix is what gets vectorized loads and stores (and the tensor cores'
+ * fast paths). bias (N elements of dtype, contiguous) is optional: 0 for
+ * none.
+ *
+ * Unlike the row-wise calls above:
+ *  - dtype is TC_DTYPE_F16 or TC_DTYPE_BF16 (A, B, C and bias alike).
+ *  - 1 <= M, N, K <= 2^30.
+ *  - Input strides (A, B) are >= 0 and may make elements alias (a stride of
+ *    0 broadcasts); C's strides must give every element its own address:
+ *    one of them >= 1 and the other at least that stride times the extent
+ *    along it (ignoring a dimension of extent 1), as any dense or padded
+ *    row- or column-major layout does. Every element's offset in bytes fits
+ *    an int64.
+ *  - C must not overlap A, B or bias (not checked).
+ * A violated convention is TC_ERROR_INVALID_ARGUMENT, as everywhere here.
+ * The launch covers C with one program per tile (tc_matmul_plan_for says
+ * which tiles); it is queued on stream and not synchronized. */
+TC_API tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr c, CUdeviceptr a,
+                           CUdeviceptr b, CUdeviceptr bias, int64_t M, int64_t N, int64_t K, int64_t stride_am,
+                           int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
+                           int64_t stride_cn, tc_activation act);
+
+/* The block-diagonal product of Monarch and butterfly layers:
+ *   y[r, j * bout + o] = sum over i < bin of x[r, j * bin + i] * w[j, i, o]
+ * for r < batch, j < nblocks, o < bout: x is [batch, nblocks * bin], w holds
+ * nblocks independent bin x bout matrices, y is [batch, nblocks * bout];
+ * f32 accumulation. Row r of x starts at x + r * stride_xm and its elements
+ * are contiguous (likewise y with stride_ym); w[j, i, o] is at w + j *
+ * stride_wb + i * stride_wk + o * stride_wn, so a weight stored [nblocks,
+ * bout, bin] is passed with stride_wk = 1, stride_wn = bin.
+ *  - dtype is TC_DTYPE_F16 or TC_DTYPE_BF16.
+ *  - 1 <= batch, bin, bout <= 2^30 and 1 <= nblocks <= 65535.
+ *  - stride_xm >= nblocks * bin and stride_ym >= nblocks * bout (when
+ *    batch > 1); w's strides >= 0. Offsets in bytes fit an int64.
+ *  - y must not overlap x or w (not checked). */
+TC_API tc_status tc_blockdiag_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr x,
+                                     CUdeviceptr w, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
+                                     int64_t stride_xm, int64_t stride_wb, int64_t stride_wk, int64_t stride_wn,
+                                     int64_t stride_ym);
+
+/* The specialization tc_matmul or tc_blockdiag_matmul compiles and the grid
+ * it launches, for a shape: compile `kernel` of the embedded `file` with
+ * these constexprs and num_warps (plus the alignment facts of the actual
+ * arguments: 16-byte aligned pointers; sizes and strides that are multiples
+ * of 8 elements) and launch `grid`. */
+typedef struct tc_matmul_plan {
+    const char *file;            /* "matmul.tile", "blockdiag_matmul.tile" */
+    const char *kernel;          /* "matmul", "blockdiag_matmul" */
+    tc_constexpr constexprs[12]; /* T, BM, BN, BK, ... by the kernel's names */
+    size_t num_constexprs;
+    int block_m, block_n, block_k; /* the tile of C (of one block of y) a program computes, and the K step */
+    int group_m;                   /* matmul: tile rows per group of the program order; blockdiag: 0 */
+    int a_order;                   /* 0 general strides, 1 row-major (inner stride 1), 2 column-major: A (x) */
+    int b_order;                   /* ... of B (w) */
+    int c_order;                   /* ... of C (y: always 1) */
+    int even_k;                    /* K (bin) is a multiple of block_k: the K tail needs no mask */
+    int num_warps;
+    tc_dim3 grid;
+} tc_matmul_plan;
+
+/* The plan of tc_matmul for these arguments (bias given or not). The same
+ * validation as tc_matmul, less ctx and the pointers. */
+TC_API tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t stride_am,
+                                    int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
+                                    int64_t stride_cn, int has_bias, tc_activation act, tc_matmul_plan *out);
+
+/* The plan of tc_blockdiag_matmul, validated as it is, less ctx and the
+ * pointers. */
+TC_API tc_status tc_blockdiag_matmul_plan_for(tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
+                                              int64_t stride_xm, int64_t stride_wb, int64_t stride_wk,
+                                              int64_t stride_wn, int64_t stride_ym, tc_matmul_plan *out);
 
 /* ---- what the calls above choose (for tests, benchmarks and AOT builds) ---- */
 

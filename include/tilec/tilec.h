@@ -151,6 +151,10 @@ typedef struct tc_binary tc_binary;
 TC_API const char *tc_binary_text(const tc_binary *b, size_t *len);
 TC_API const char *tc_binary_log(const tc_binary *b, size_t *len);
 TC_API void tc_binary_destroy(tc_binary *b);
+/* Writes the binary's text to the file `path` (created or truncated), or to
+ * stdout when path is NULL. TC_ERROR_IO with "cannot write 'PATH': reason"
+ * in tc_last_error() when it cannot. */
+TC_API tc_status tc_binary_write(const tc_binary *b, const char *path);
 
 /* Launch metadata of the kernels in a binary (every kernel that reached the
  * pass pipeline: filled for TC_EMIT_IR, TC_EMIT_LLVM and TC_EMIT_PTX), in

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "f16.h" /* examples/f16.h */
+
 #define API __attribute__((visibility("default")))
 
 typedef int CUresult;
@@ -74,66 +76,18 @@ static float out_val(float v) {
 
 /* ---- storage types ---- */
 
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-    if (exp == 0) {
-        float f = ldexpf((float)mant, -24);
-        return sign ? -f : f;
-    }
-    x = exp == 31 ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112u) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
-static uint16_t f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xffu);
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
-    exp = exp - 127 + 15;
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp), h = mant >> shift, rem = mant & ((1u << shift) - 1u);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1u)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-        h++;
-    return (uint16_t)(sign | h);
-}
-
 static float ld(Ty t, CUdeviceptr p, int64_t i) {
     if (t == T_F32)
         return ((const float *)(uintptr_t)p)[i];
     uint16_t h = ((const uint16_t *)(uintptr_t)p)[i];
-    if (t == T_F16)
-        return f16_to_f32(h);
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
+    return t == T_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 static void st(Ty t, CUdeviceptr p, int64_t i, float v) {
     if (t == T_F32) {
         ((float *)(uintptr_t)p)[i] = v;
-    } else if (t == T_F16) {
-        ((uint16_t *)(uintptr_t)p)[i] = f32_to_f16(v);
     } else {
-        uint32_t x;
-        memcpy(&x, &v, sizeof x);
-        x += 0x7fffu + ((x >> 16) & 1u);
-        ((uint16_t *)(uintptr_t)p)[i] = (uint16_t)(x >> 16);
+        ((uint16_t *)(uintptr_t)p)[i] = t == T_F16 ? f32_to_f16(v) : f32_to_bf16(v);
     }
 }
 

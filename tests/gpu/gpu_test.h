@@ -1,7 +1,8 @@
 /*
  * gpu_test.h — what the GPU tests share: the GPU or a loud skip, fresh
- * random inputs with a printed seed, f16/bf16 conversions, the error
- * metric, poisoned buffers, and the one-line summary that run.sh reads.
+ * random inputs with a printed seed, storage types (f16.h converts), the error
+ * metric, poisoned buffers, the row-wise tests' cases, and the one-line
+ * summary that run.sh reads.
  *
  * The rules (DESIGN.md, GPU.md): every result is compared with a float64
  * CPU reference computed from the same (rounded) inputs, by
@@ -34,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "f16.h" /* examples/f16.h: f16 and bf16 conversions */
 
 /* ---- random numbers: xorshift64*, one stream per test program ---- */
 
@@ -74,61 +77,6 @@ static inline uint64_t gt_seed_from_env_or_clock(void) {
 
 /* ---- storage types ---- */
 
-static inline uint16_t gt_f32_to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xffu);
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
-    exp = exp - 127 + 15;
-    if (exp >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp), h = mant >> shift, rem = mant & ((1u << shift) - 1u);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1u)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-        h++;
-    return (uint16_t)(sign | h);
-}
-
-static inline float gt_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-    if (exp == 0) {
-        float f = ldexpf((float)mant, -24);
-        return sign ? -f : f;
-    }
-    x = exp == 31 ? sign | 0x7f800000u | (mant << 13) : sign | ((exp + 112u) << 23) | (mant << 13);
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
-/* Round to nearest even; NaN stays NaN. */
-static inline uint16_t gt_f32_to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static inline float gt_bf16_to_f32(uint16_t h) {
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
 static inline size_t gt_dtype_bytes(tc_dtype t) {
     switch (t) {
     case TC_DTYPE_F16:
@@ -155,8 +103,8 @@ static inline const char *gt_dtype_name(tc_dtype t) {
 /* The storage value nearest to v (f16, bf16 and f32 round to nearest even). */
 static inline void gt_put(tc_dtype t, void *buf, size_t i, double v) {
     switch (t) {
-    case TC_DTYPE_F16: ((uint16_t *)buf)[i] = gt_f32_to_f16((float)v); break;
-    case TC_DTYPE_BF16: ((uint16_t *)buf)[i] = gt_f32_to_bf16((float)v); break;
+    case TC_DTYPE_F16: ((uint16_t *)buf)[i] = f32_to_f16((float)v); break;
+    case TC_DTYPE_BF16: ((uint16_t *)buf)[i] = f32_to_bf16((float)v); break;
     case TC_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
     default: ((float *)buf)[i] = (float)v; break;
     }
@@ -164,8 +112,8 @@ static inline void gt_put(tc_dtype t, void *buf, size_t i, double v) {
 
 static inline double gt_get(tc_dtype t, const void *buf, size_t i) {
     switch (t) {
-    case TC_DTYPE_F16: return gt_f16_to_f32(((const uint16_t *)buf)[i]);
-    case TC_DTYPE_BF16: return gt_bf16_to_f32(((const uint16_t *)buf)[i]);
+    case TC_DTYPE_F16: return f16_to_f32(((const uint16_t *)buf)[i]);
+    case TC_DTYPE_BF16: return bf16_to_f32(((const uint16_t *)buf)[i]);
     case TC_DTYPE_I32: return ((const int32_t *)buf)[i];
     default: return ((const float *)buf)[i];
     }
@@ -388,6 +336,42 @@ static inline size_t mat_clobbered(const Mat *m) {
     for (; i < m->n; i++)
         bad += !gt_is_poison(m->dtype, m->host, i);
     return bad;
+}
+
+/* ---- the row-wise tests' cases ---- */
+
+/* One case of a row-wise test: runs, checks and prints it, and records it
+ * (gt_record, gt_case_done); returns whether it passed. */
+typedef bool (*GtRowwiseCase)(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, int64_t cols,
+                              const GtLayout *lay);
+
+/* main() of test_softmax and test_rmsnorm: f16, bf16 and f32 × widths 1,
+ * 7, 1000, 1024, 4095, 4096, 12288, 65536 × 1, 3, 37, 1000 rows, dense, and
+ * for 3 and 37 rows also strided and unaligned; with --quick only the cases
+ * of at most 2^20 elements. Returns the exit status. */
+static inline int gt_rowwise_main(const char *name, int argc, char **argv, GtRowwiseCase run_case) {
+    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    tc_context *ctx = gt_start(name);
+    CUstream stream;
+    if (!GT_OK(tc_stream_create(ctx, &stream)))
+        return 1;
+    static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
+    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536};
+    static const int64_t row_counts[] = {1, 3, 37, 1000};
+    for (size_t d = 0; d < 3; d++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+            for (size_t r = 0; r < sizeof row_counts / sizeof row_counts[0]; r++)
+                for (int l = 0; l < 3; l++) {
+                    int64_t rows = row_counts[r], cols = widths[w];
+                    if (l > 0 && rows != 3 && rows != 37)
+                        continue;
+                    if (quick && rows * cols > (1 << 20))
+                        continue;
+                    run_case(ctx, stream, dtypes[d], rows, cols, gt_layout(l));
+                }
+    tc_stream_destroy(ctx, stream);
+    tc_context_destroy(ctx);
+    return gt_finish();
 }
 
 #endif

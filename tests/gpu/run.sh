@@ -4,10 +4,12 @@
 #
 #   gpu-bundle/tests/gpu/run.sh [--bench] [--quick] [--only NAME[,NAME...]] [--logs DIR]
 #
-#   --bench     also bench/launch_overhead and bench/rowwise.py (torch, triton; anchors.py
-#               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py)
+#   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, triton; anchors.py
+#               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py), and
+#               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
-#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, examples, bench)
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul, examples,
+#               bench: every benchmark, bench_matmul: bench/matmul.py alone)
 #   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
 #               rowwise.json (default: $OUT if set, so that they come back from the device
 #               tool, else a new folder under /tmp)
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --only) only="$2"; shift ;;
     --logs) logs="$2"; shift ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -50,7 +52,7 @@ find_prog() { # name, candidate folders under $root
 [ -n "$logs" ] || logs=$(mktemp -d /tmp/tilec-gpu-logs.XXXXXX)
 mkdir -p "$logs"
 # at most 6 files, so that all of them come back from the device tool (8 at most)
-for f in test_features test_softmax test_rmsnorm examples bench; do : >"$logs/$f.log"; done
+for f in test_features test_softmax test_rmsnorm test_matmul examples bench; do : >"$logs/$f.log"; done
 cache_root=$(mktemp -d /tmp/tilec-gpu-cache.XXXXXX)
 trap 'rm -rf "$cache_root"' EXIT
 
@@ -104,7 +106,7 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm; do
+for t in test_features test_softmax test_rmsnorm test_matmul; do
     wanted "$t" || continue
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
@@ -119,7 +121,7 @@ for t in test_features test_softmax test_rmsnorm; do
 done
 
 if wanted examples; then
-    for ex in jit_softmax stdlib_rmsnorm aot_softmax launch_overhead; do
+    for ex in jit_softmax stdlib_rmsnorm aot_softmax; do
         prog=$(find_prog "$ex" examples)
         [ -n "$prog" ] || continue
         echo "== example $ex"
@@ -128,14 +130,23 @@ if wanted examples; then
     done
 fi
 
+# bench/launch_overhead runs once, with the examples (which check that tc_launch stays
+# within 1.2x a bare cuLaunchKernel) or with --bench (its figures go in the table).
 bench_lines=()
-if [ $bench = 1 ] && wanted bench; then
+if wanted examples || { [ $bench = 1 ] && wanted bench; }; then
     prog=$(find_prog launch_overhead bench)
     if [ -n "$prog" ]; then
+        largs=(10000)
+        wanted examples && largs+=(--max-ratio 1.2)
         echo "== bench launch_overhead"
-        run_one "bench launch_overhead" "$logs/bench.log" "$prog" 10000
-        while IFS= read -r l; do bench_lines+=("$l"); done < <(grep '^launch_overhead:' "$logs/bench.log")
+        run_one "bench launch_overhead" "$logs/bench.log" "$prog" "${largs[@]}"
+        tail -2 "$logs/bench.log"
+        if [ $bench = 1 ]; then
+            while IFS= read -r l; do bench_lines+=("$l"); done < <(grep '^launch_overhead:' "$logs/bench.log")
+        fi
     fi
+fi
+if [ $bench = 1 ] && wanted bench; then
     if [ -f "$root/bench/rowwise.py" ]; then
         echo "== bench rowwise.py"
         rargs=(--json "$logs/rowwise.json")
@@ -148,6 +159,23 @@ if [ $bench = 1 ] && wanted bench; then
         while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== rowwise/,$p' "$logs/bench.log")
     else
         echo "run.sh: no bench/rowwise.py in $root"
+    fi
+fi
+
+# bench/matmul.py: tc_matmul against cuBLAS and Triton's tutorial matmul (its table goes to
+# bench.log and to the console's table; no JSON, to stay within the files that come back)
+if [ $bench = 1 ] && { wanted bench || wanted bench_matmul; }; then
+    if [ -f "$root/bench/matmul.py" ]; then
+        echo "== bench matmul.py"
+        margs=()
+        [ $quick = 1 ] && margs+=(--quick)
+        lib=""
+        for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
+        TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench matmul.py" "$logs/bench.log" \
+            python3 "$root/bench/matmul.py" "${margs[@]+"${margs[@]}"}"
+        while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== matmul/,$p' "$logs/bench.log")
+    else
+        echo "run.sh: no bench/matmul.py in $root"
     fi
 fi
 

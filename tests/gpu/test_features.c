@@ -595,12 +595,12 @@ static void feat_casts(Ft *f) {
         size_t wrong[5] = {0}, clob = 0;
         for (int i = 0; i < n; i++) {
             float v = F32(x)[i];
-            uint16_t h = gt_f32_to_f16(v), b = gt_f32_to_bf16(v);
+            uint16_t h = f32_to_f16(v), b = f32_to_bf16(v);
             wrong[0] += U16(o16)[i] != h;
             wrong[1] += U16(ob16)[i] != b;
             wrong[2] += I32(oi)[i] != f32_to_i32_sat(v);
             wrong[3] += F32(of)[i] != (float)I32(xi)[i] * 0.5f;
-            float s = gt_f16_to_f32(h) + gt_bf16_to_f32(b);
+            float s = f16_to_f32(h) + bf16_to_f32(b);
             wrong[4] += !(F32(osum)[i] == s || (isnan(s) && isnan(F32(osum)[i])));
         }
         for (int i = 0; i < 5; i++)

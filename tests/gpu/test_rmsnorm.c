@@ -131,26 +131,5 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
 }
 
 int main(int argc, char **argv) {
-    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    tc_context *ctx = gt_start("test_rmsnorm");
-    CUstream stream;
-    if (!GT_OK(tc_stream_create(ctx, &stream)))
-        return 1;
-    static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
-    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536};
-    static const int64_t row_counts[] = {1, 3, 37, 1000};
-    for (size_t d = 0; d < 3; d++)
-        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
-            for (size_t r = 0; r < sizeof row_counts / sizeof row_counts[0]; r++)
-                for (int l = 0; l < 3; l++) {
-                    int64_t rows = row_counts[r], cols = widths[wi];
-                    if (l > 0 && rows != 3 && rows != 37)
-                        continue;
-                    if (quick && rows * cols > (1 << 20))
-                        continue;
-                    run_case(ctx, stream, dtypes[d], rows, cols, gt_layout(l));
-                }
-    tc_stream_destroy(ctx, stream);
-    tc_context_destroy(ctx);
-    return gt_finish();
+    return gt_rowwise_main("test_rmsnorm", argc, argv, run_case);
 }

@@ -9,7 +9,9 @@
 #include "tilec/tilec.h"
 #include "unit.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static IrModule *parse(const char *text) {
     static Source src;
@@ -215,4 +217,132 @@ TEST(source_to_ptx) {
     tc_compiler_destroy(cc);
 }
 
-UNIT_SUITE(codegen, scratch_sizes, padding, kernel_metadata, errors_through_api, source_to_ptx)
+/* tc_binary_write: what the tools write for -o FILE. */
+TEST(binary_write) {
+    tc_compiler *cc = NULL;
+    CHECK(tc_compiler_create(NULL, &cc) == TC_OK);
+    tc_source src = {"softmax.tile", SOFTMAX, strlen(SOFTMAX)};
+    tc_constexpr cx = {"BLOCK", TC_CONSTEXPR_INT, 128, 0};
+    tc_options opt;
+    tc_options_init(&opt);
+    tc_binary *b = NULL;
+    CHECK(tc_compile(cc, &src, "softmax", &cx, 1, &opt, &b, NULL) == TC_OK);
+    char path[] = "/tmp/tilec-binary-write-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    CHECK(tc_binary_write(b, path) == TC_OK);
+    size_t len;
+    const char *text = tc_binary_text(b, &len);
+    char got[16384];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(got, 1, sizeof got, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(len > 0 && len < sizeof got && n == len && memcmp(got, text, len) == 0);
+    unlink(path);
+    CHECK(tc_binary_write(b, "/nonexistent-dir/out.ir") == TC_ERROR_IO);
+    CHECK(strstr(tc_last_error(), "cannot write '/nonexistent-dir/out.ir': ") != NULL);
+    CHECK(tc_binary_write(NULL, path) == TC_ERROR_INVALID_ARGUMENT);
+    tc_binary_destroy(b);
+    tc_compiler_destroy(cc);
+}
+
+/* Which dots run on tensor cores (and so need no scratch): the layouts must
+ * be mma.sync's fragments, whatever the warps; anything else is the FMA
+ * path, with its scratch. */
+static const char *MMA_IR =
+    "#mma = #mma<version = 2, wpc = [4, 1], instr = [16, 8, 16]>\n"
+    "#mma22 = #mma<version = 2, wpc = [2, 2], instr = [16, 8, 16]>\n"
+    "#mmaf = #mma<version = 2, wpc = [4, 1], instr = [16, 8, 8]>\n"
+    "#a = #dot_op<idx = 0, parent = #mma, kwidth = 2>\n"
+    "#b = #dot_op<idx = 1, parent = #mma, kwidth = 2>\n"
+    "#a22 = #dot_op<idx = 0, parent = #mma22, kwidth = 2>\n"
+    "#b22 = #dot_op<idx = 1, parent = #mma22, kwidth = 2>\n"
+    "#a4 = #dot_op<idx = 0, parent = #mma, kwidth = 4>\n"
+    "#b4 = #dot_op<idx = 1, parent = #mma, kwidth = 4>\n"
+    "#af = #dot_op<idx = 0, parent = #mmaf, kwidth = 1>\n"
+    "#bf = #dot_op<idx = 1, parent = #mmaf, kwidth = 1>\n"
+    "#af2 = #dot_op<idx = 0, parent = #mmaf, kwidth = 2>\n"
+    "#bf2 = #dot_op<idx = 1, parent = #mmaf, kwidth = 2>\n"
+    "#blk = #blocked<spt = [1, 4], tpw = [4, 8], wpc = [4, 1], order = [1, 0]>\n"
+    "kernel @k(%a: tile<128x64xf16, #a>, %b: tile<64x64xf16, #b>, %c: tile<128x64xf32, #mma>,\n"
+    "          %h: tile<128x64xbf16, #a>, %g: tile<64x64xbf16, #b>,\n"
+    "          %a22: tile<64x32xf16, #a22>, %b22: tile<32x64xf16, #b22>, %c22: tile<64x64xf32, #mma22>,\n"
+    "          %a4: tile<128x64xf16, #a4>, %b4: tile<64x64xf16, #b4>,\n"
+    "          %af: tile<64x32xf32, #af>, %bf: tile<32x64xf32, #bf>, %cf: tile<64x64xf32, #mmaf>,\n"
+    "          %af2: tile<64x32xf32, #af2>, %bf2: tile<32x64xf32, #bf2>,\n"
+    "          %x: tile<64x32xf16, #blk>, %y: tile<32x64xf16, #blk>, %z: tile<64x64xf32, #blk>)\n"
+    "    attrs {num_warps = 4} {\n"
+    "  %f16 = dot %a, %b, %c : tile<128x64xf32, #mma>\n"
+    "  %bf16 = dot %h, %g, %c : tile<128x64xf32, #mma>\n"
+    "  %w22 = dot %a22, %b22, %c22 : tile<64x64xf32, #mma22>\n"
+    "  %kw4 = dot %a4, %b4, %c : tile<128x64xf32, #mma>\n"
+    "  %tf32 = dot %af, %bf, %cf : tile<64x64xf32, #mmaf>\n"
+    "  %f32kw2 = dot %af2, %bf2, %cf : tile<64x64xf32, #mmaf>\n"
+    "  %fma = dot %x, %y, %z : tile<64x64xf32, #blk>\n"
+    "  return\n"
+    "}\n";
+
+TEST(mma_dots) {
+    IrModule *m = parse(MMA_IR);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    static const char *const mma[] = {"f16", "bf16", "w22", "tf32"};
+    for (int i = 0; i < 4; i++) {
+        CHECK(cg_dot_uses_mma(find_op(m, mma[i]), 4));
+        CHECK_EQ_INT(cg_scratch_bytes(find_op(m, mma[i]), 4), 0);
+    }
+    /* The same layouts with 8 warps do not describe the tiles: not mma. */
+    CHECK(!cg_dot_uses_mma(find_op(m, "f16"), 8));
+    /* kwidth 4 with f16 and kwidth 2 with f32 are not the instructions'
+     * fragments; #blocked never is. FMA, with A^T and B in scratch. */
+    CHECK(!cg_dot_uses_mma(find_op(m, "kw4"), 4));
+    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "kw4"), 4), (64 * 128 * 2 + 64 * 4) + (64 * 64 * 2 + 64 * 4));
+    CHECK(!cg_dot_uses_mma(find_op(m, "f32kw2"), 4));
+    CHECK(!cg_dot_uses_mma(find_op(m, "fma"), 4));
+    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "fma"), 4), 2 * (32 * 64 * 2 + 32 * 4));
+    ir_module_destroy(m);
+}
+
+/* Codegen addresses shared memory through the linearity of the #shared map
+ * (lower_shared.c): offset(a ^ b) = offset(a) ^ offset(b), so an element's
+ * offset is the XOR of the offsets of its coordinates' bits. Checked on
+ * every element of the swizzles stage-shared uses. */
+static void check_shared_linear(IrModule *m, int vec, int per_phase, int max_phase, int o0, int64_t rows,
+                                int64_t cols) {
+    Layout l = {.kind = LAYOUT_SHARED, .rank = 2};
+    l.shared.vec = vec, l.shared.per_phase = per_phase, l.shared.max_phase = max_phase;
+    l.shared.order[0] = o0, l.shared.order[1] = 1 - o0;
+    const Layout *sl = ir_layout_intern(m, &l);
+    int64_t shape[2] = {rows, cols};
+    int bad = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            int64_t want = 0;
+            for (int64_t bit = 1; bit < rows || bit < cols; bit *= 2) {
+                int64_t er[2] = {r & bit, 0}, ec[2] = {0, c & bit};
+                want ^= ll_shared_offset(sl, 2, shape, er) ^ ll_shared_offset(sl, 2, shape, ec);
+            }
+            int64_t coord[2] = {r, c};
+            bad += ll_shared_offset(sl, 2, shape, coord) != want;
+        }
+    CHECK_EQ_INT(bad, 0);
+}
+
+TEST(shared_offsets_linear) {
+    IrModule *m = ir_module_create();
+    check_shared_linear(m, 8, 1, 8, 1, 64, 64);  /* 64-wide f16 rows */
+    check_shared_linear(m, 8, 2, 4, 1, 64, 32);  /* 32-wide f16 rows */
+    check_shared_linear(m, 8, 4, 2, 1, 32, 16);  /* 16-wide */
+    check_shared_linear(m, 8, 2, 4, 0, 32, 64);  /* K-major B: order [0, 1] */
+    check_shared_linear(m, 4, 1, 8, 1, 64, 32);  /* f32 rows of 128 bytes */
+    check_shared_linear(m, 8, 1, 8, 1, 16, 128); /* max_phase above the rows */
+    check_shared_linear(m, 8, 8, 1, 1, 16, 8);   /* unswizzled */
+    ir_module_destroy(m);
+}
+
+UNIT_SUITE(codegen, scratch_sizes, padding, kernel_metadata, errors_through_api, source_to_ptx, binary_write, mma_dots,
+           shared_offsets_linear)

@@ -220,5 +220,180 @@ TEST(rejects_bad_layouts) {
     ir_module_destroy(m);
 }
 
-UNIT_SUITE(linear_layout, blocked_worked_example, blocked_broadcast, default_blocked_matches_triton,
-           slice_of_blocked, mma_v2_accumulator, dot_operands_v2, rejects_bad_layouts)
+/* Chained dots (attention's P): with all warps on M, the f16 accumulator of
+ * one mma.sync is, register for register, the A fragment of the next (two
+ * adjacent n8 accumulator tiles = one k16 A tile), for every tile shape and
+ * warp count stage-shared may see; split warps move rows between warps. */
+TEST(mma_accumulator_is_a_fragment) {
+    IrModule *m = ir_module_create();
+    bool keep[2] = {true, true};
+    int *map = malloc(sizeof(int) * 4096);
+    for (int warps = 1; warps <= 8; warps *= 2)
+        for (int64_t rows = 16; rows <= 256; rows *= 2)
+            for (int64_t cols = 16; cols <= 256; cols *= 2) {
+                const Layout *p = mma_v2(m, warps, 1);
+                Layout a = {.kind = LAYOUT_DOT_OP, .rank = 2};
+                a.dot_op.idx = 0, a.dot_op.parent = p, a.dot_op.kwidth = 2;
+                LinearLayout acc, frag;
+                int64_t shape[2] = {rows, cols};
+                CHECK(ll_from_layout(p, 2, shape, warps, &acc, NULL));
+                CHECK(ll_from_layout(ir_layout_intern(m, &a), 2, shape, warps, &frag, NULL));
+                CHECK(ll_num_regs(&frag) <= 4096);
+                CHECK(ll_same_thread_map(&acc, &frag, keep, map));
+            }
+    const Layout *split = mma_v2(m, 2, 2);
+    Layout a = {.kind = LAYOUT_DOT_OP, .rank = 2};
+    a.dot_op.idx = 0, a.dot_op.parent = split, a.dot_op.kwidth = 2;
+    LinearLayout acc, frag;
+    CHECK(ll_from_layout(split, 2, (int64_t[]){64, 64}, 4, &acc, NULL));
+    CHECK(ll_from_layout(ir_layout_intern(m, &a), 2, (int64_t[]){64, 64}, 4, &frag, NULL));
+    CHECK(!ll_same_thread_map(&acc, &frag, keep, map));
+    free(map);
+    ir_module_destroy(m);
+}
+
+/* ---- shared-memory layouts (ll_shared_offset) ---- */
+
+static const Layout *shared(IrModule *m, int rank, int vec, int per_phase, int max_phase, const int *order) {
+    Layout l = {.kind = LAYOUT_SHARED, .rank = rank};
+    l.shared.vec = vec, l.shared.per_phase = per_phase, l.shared.max_phase = max_phase;
+    for (int d = 0; d < rank; d++)
+        l.shared.order[d] = order[d];
+    return ir_layout_intern(m, &l);
+}
+
+TEST(shared_worked_example) {
+    IrModule *m = ir_module_create();
+    const Layout *l = shared(m, 2, 8, 1, 8, (int[]){1, 0});
+    int64_t shape[2] = {64, 64};
+    CHECK_EQ_INT(ll_shared_offset(l, 2, shape, (int64_t[]){3, 20}), 3 * 64 + 8 + 4);
+    CHECK_EQ_INT(ll_shared_offset(l, 2, shape, (int64_t[]){0, 63}), 63); /* row 0: no swizzle */
+    CHECK_EQ_INT(ll_shared_offset(l, 2, shape, (int64_t[]){9, 0}), 9 * 64 + 8);
+    /* Column-major order: rows run along dim 1, the swizzle along dim 0. */
+    const Layout *t = shared(m, 2, 8, 1, 8, (int[]){0, 1});
+    CHECK_EQ_INT(ll_shared_offset(t, 2, shape, (int64_t[]){20, 3}), 3 * 64 + 8 + 4);
+    /* max_phase is clamped to the units of a row: 16 f16 = 2 units. */
+    CHECK_EQ_INT(ll_shared_max_phase(l, 2, (int64_t[]){64, 16}), 2);
+    CHECK_EQ_INT(ll_shared_offset(l, 2, (int64_t[]){64, 16}, (int64_t[]){3, 2}), 3 * 16 + 8 + 2);
+    /* 1-D buffers are not swizzled. */
+    const Layout *one = shared(m, 1, 8, 1, 8, (int[]){0});
+    CHECK_EQ_INT(ll_shared_offset(one, 1, (int64_t[]){64}, (int64_t[]){37}), 37);
+    ir_module_destroy(m);
+}
+
+/* Every element gets its own offset inside the buffer, and ll_shared_coord
+ * gives the coordinates back. */
+static void check_bijective(const Layout *l, int rank, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= shape[d];
+    char *seen = calloc((size_t)n, 1);
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c[IR_MAX_RANK], back[IR_MAX_RANK], rest = i;
+        for (int d = rank - 1; d >= 0; d--) {
+            c[d] = rest % shape[d];
+            rest /= shape[d];
+        }
+        int64_t off = ll_shared_offset(l, rank, shape, c);
+        if (off < 0 || off >= n || seen[off]) {
+            bad++;
+            continue;
+        }
+        seen[off] = 1;
+        ll_shared_coord(l, rank, shape, off, back);
+        for (int d = 0; d < rank; d++)
+            bad += back[d] != c[d];
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(seen);
+}
+
+/* For 8 consecutive rows (aligned to 8) and one 16-byte unit of the row
+ * coordinates, the 16-byte group of 4 banks each row lands in: ldmatrix
+ * reads one such 8x16-byte matrix per phase, conflict-free iff all 8
+ * groups differ. Returns the number of blocks that conflict. */
+static int bank_conflicts(const Layout *l, const int64_t *shape, int elem_bytes) {
+    int fast = l->shared.order[0], slow = l->shared.order[1];
+    int64_t per_unit = 16 / elem_bytes;
+    int conflicts = 0;
+    for (int64_t r0 = 0; r0 + 8 <= shape[slow]; r0 += 8)
+        for (int64_t c = 0; c < shape[fast]; c += per_unit) {
+            unsigned groups = 0;
+            for (int64_t r = r0; r < r0 + 8; r++) {
+                int64_t coord[2];
+                coord[slow] = r, coord[fast] = c;
+                int64_t byte = ll_shared_offset(l, 2, shape, coord) * elem_bytes;
+                CHECK_EQ_INT(byte % 16, 0); /* a unit stays one aligned 16-byte row */
+                groups |= 1u << (byte / 16 % 8);
+            }
+            conflicts += groups != 0xff;
+        }
+    return conflicts;
+}
+
+TEST(shared_swizzle_choice) {
+    IrModule *m = ir_module_create();
+    /* PRIOR-ART.md §1: f16 rows of 64 -> 8/1/8; of 32 -> 8/2/4. */
+    const Layout *l = ll_shared_swizzled(m, 2, (int64_t[]){128, 64}, (int[]){1, 0}, 16);
+    CHECK_EQ_INT(l->shared.vec, 8);
+    CHECK_EQ_INT(l->shared.per_phase, 1);
+    CHECK_EQ_INT(l->shared.max_phase, 8);
+    CHECK_EQ_INT(l->shared.order[0], 1);
+    l = ll_shared_swizzled(m, 2, (int64_t[]){64, 32}, (int[]){1, 0}, 16);
+    CHECK_EQ_INT(l->shared.vec, 8);
+    CHECK_EQ_INT(l->shared.per_phase, 2);
+    CHECK_EQ_INT(l->shared.max_phase, 4);
+    /* The contiguous dimension decides: 32 rows of 64 along dim 0. */
+    l = ll_shared_swizzled(m, 2, (int64_t[]){64, 32}, (int[]){0, 1}, 16);
+    CHECK_EQ_INT(l->shared.per_phase, 1);
+    CHECK_EQ_INT(l->shared.max_phase, 8);
+    CHECK_EQ_INT(l->shared.order[0], 0);
+    /* f32: 4 per 16-byte unit; rows of 32 f32 = 128 bytes. */
+    l = ll_shared_swizzled(m, 2, (int64_t[]){64, 32}, (int[]){1, 0}, 32);
+    CHECK_EQ_INT(l->shared.vec, 4);
+    CHECK_EQ_INT(l->shared.per_phase, 1);
+    CHECK_EQ_INT(l->shared.max_phase, 8);
+    /* Exhaustively: every shape from 8 to 256 on either side, both orders,
+     * 8-, 16- and 32-bit elements: bijective, and no ldmatrix conflicts. */
+    int bits[] = {8, 16, 32};
+    for (int bi = 0; bi < 3; bi++)
+        for (int64_t rows = 8; rows <= 256; rows *= 2)
+            for (int64_t cols = 8; cols <= 256; cols *= 2)
+                for (int o = 0; o < 2; o++) {
+                    int order[2] = {o ? 0 : 1, o ? 1 : 0};
+                    int64_t shape[2] = {rows, cols};
+                    const Layout *s = ll_shared_swizzled(m, 2, shape, order, bits[bi]);
+                    check_bijective(s, 2, shape);
+                    if (shape[order[0]] * bits[bi] / 8 >= 16)
+                        CHECK_EQ_INT(bank_conflicts(s, shape, bits[bi] / 8), 0);
+                }
+    /* Without the swizzle, 128-byte rows put all 8 rows in one group. */
+    const Layout *flat = shared(m, 2, 8, 1, 1, (int[]){1, 0});
+    CHECK_EQ_INT(bank_conflicts(flat, (int64_t[]){64, 64}, 2), 8 * 8);
+    ir_module_destroy(m);
+}
+
+/* Any vec / per_phase / max_phase (powers of two), rank 1 to 3: still a
+ * bijection, with the inverse. */
+TEST(shared_bijective_any) {
+    IrModule *m = ir_module_create();
+    int orders2[2][2] = {{1, 0}, {0, 1}};
+    for (int vec = 1; vec <= 16; vec *= 2)
+        for (int pp = 1; pp <= 8; pp *= 2)
+            for (int mp = 1; mp <= 16; mp *= 2)
+                for (int o = 0; o < 2; o++) {
+                    const Layout *l = shared(m, 2, vec, pp, mp, orders2[o]);
+                    check_bijective(l, 2, (int64_t[]){32, 64});
+                    check_bijective(l, 2, (int64_t[]){16, 4});
+                }
+    const Layout *l3 = shared(m, 3, 8, 2, 4, (int[]){2, 0, 1});
+    check_bijective(l3, 3, (int64_t[]){4, 16, 32});
+    const Layout *l1 = shared(m, 1, 8, 1, 8, (int[]){0});
+    check_bijective(l1, 1, (int64_t[]){128});
+    ir_module_destroy(m);
+}
+
+UNIT_SUITE(linear_layout, blocked_worked_example, blocked_broadcast, default_blocked_matches_triton, slice_of_blocked,
+           mma_v2_accumulator, dot_operands_v2, rejects_bad_layouts, shared_worked_example, shared_swizzle_choice,
+           shared_bijective_any, mma_accumulator_is_a_fragment)

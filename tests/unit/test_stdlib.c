@@ -24,6 +24,7 @@
 #include "unit.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -425,4 +426,263 @@ TEST(test_launches_compile) {
     CHECK(num_compiled >= 40);
 }
 
-UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_launches_compile)
+/* ---- the memo of kernels by request ---- */
+
+/* What a launch was keyed by: the memo's key and tc_jit's (the PTX key,
+ * which selects the variant: base key plus argument facts). */
+typedef struct Keyed {
+    RtStdlibKey memo;
+    uint8_t jit[32];
+} Keyed;
+
+static Keyed keyed[1024];
+static int num_keyed;
+
+static tc_status keying_hook(const RtStdlibLaunch *l) {
+    if (num_keyed >= (int)(sizeof keyed / sizeof keyed[0]))
+        return TC_ERROR_INTERNAL;
+    Keyed *e = &keyed[num_keyed++];
+    CHECK(rt_stdlib_key(&l->req, &e->memo));
+    /* as tc_jit keys the request on a device whose target is sm_90a */
+    tc_source src = {l->req.path, l->req.source, l->req.source_len};
+    RtJitInputs in = {0};
+    in.source = &src;
+    in.kernel = l->req.kernel;
+    in.constexprs = l->req.constexprs;
+    in.num_constexprs = l->req.num_constexprs;
+    in.options = l->req.options;
+    in.arch = "sm_90a";
+    uint8_t base[32], div16[RT_STDLIB_MAX_PARAMS];
+    rt_jit_base_key(&in, base);
+    for (size_t i = 0; i < l->req.num_divisibility; i++)
+        div16[i] = l->req.divisibility[i] != 0 && l->req.divisibility[i] % 16 == 0;
+    rt_jit_ptx_key(base, div16, l->req.num_divisibility, e->jit);
+    return TC_OK;
+}
+
+/* Every entry point over dtypes, widths and alignments, each call twice:
+ * the second time with other addresses, strides and rows that give the
+ * same facts, which must give the same keys. */
+static void key_every_specialization(void) {
+    rt_stdlib_launch_hook = keying_hook;
+    num_keyed = 0;
+    static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
+    static const int64_t widths[] = {1, 7, 32, 33, 1000, 1024, 4096, 8192, 12288, 16384, 16385, 65536};
+    for (int di = 0; di < 3; di++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int misaligned = 0; misaligned < 3; misaligned++) /* none, the pointers, the strides */
+                for (int again = 0; again < 2; again++) {
+                    tc_dtype t = dtypes[di];
+                    int64_t cols = widths[wi], es = t == TC_DTYPE_F32 ? 4 : 2, rows = again ? 5 : 3;
+                    CUdeviceptr p = (again ? 0x200000 : 0x100000) + (misaligned == 1 ? (CUdeviceptr)es : 0);
+                    CUdeviceptr f32 = (again ? 0x900000 : 0x800000) + (misaligned == 1 ? 4 : 0);
+                    int64_t stride = (cols + 7) / 8 * 8 + (again ? 16 : 8) + (misaligned == 2 ? 1 : 0);
+                    CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, t, p, p + 0x10000, rows, cols, stride, stride), TC_OK);
+                    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, t, p, p + 0x10000, p + 0x20000, rows, cols, stride,
+                                                stride, stride),
+                                 TC_OK);
+                    CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, t, p, f32, p + 0x10000, p + 0x20000, rows, cols, stride,
+                                                stride, 1e-5f),
+                                 TC_OK);
+                    CHECK_EQ_INT(tc_rmsnorm_bwd(FAKE_CTX, NULL, t, p, f32, p + 0x10000, p + 0x20000, p + 0x30000,
+                                                f32 + 0x10000, rows, cols, stride, stride, stride),
+                                 TC_OK);
+                }
+    rt_stdlib_launch_hook = NULL;
+}
+
+/* The memo's key tells requests apart exactly as tc_jit's key does: equal
+ * memo keys mean the same kernel from tc_jit (the memo is never stale), and
+ * different ones a different kernel (it memoizes each kernel once). */
+TEST(test_memo_key) {
+    key_every_specialization();
+    CHECK_EQ_INT(num_keyed, 3 * 12 * 3 * 2 * 4);
+    int equal = 0, mismatched = 0;
+    for (int i = 0; i < num_keyed; i++)
+        for (int j = i + 1; j < num_keyed; j++) {
+            bool same_memo = rt_stdlib_key_equal(&keyed[i].memo, &keyed[j].memo);
+            bool same_jit = memcmp(keyed[i].jit, keyed[j].jit, 32) == 0;
+            equal += same_memo;
+            if (same_memo != same_jit && mismatched++ < 5)
+                fprintf(stderr, "  launches %d and %d: memo keys %s, tc_jit keys %s\n", i, j,
+                        same_memo ? "equal" : "differ", same_jit ? "equal" : "differ");
+        }
+    CHECK_EQ_INT(mismatched, 0);
+    CHECK(equal >= num_keyed / 2);
+    /* each call and its repeat, four launches later */
+    for (int i = 0; i < num_keyed; i++)
+        if (i % 8 < 4)
+            CHECK(rt_stdlib_key_equal(&keyed[i].memo, &keyed[i + 4].memo));
+}
+
+/* A context as far as the memo uses it. */
+static void memo_context(tc_context *ctx) {
+    memset(ctx, 0, sizeof *ctx);
+    pthread_mutex_init(&ctx->jit_lock, NULL);
+}
+
+static void memo_context_free(tc_context *ctx) {
+    rt_stdlib_memo_free(ctx->stdlib_memo);
+    pthread_mutex_destroy(&ctx->jit_lock);
+}
+
+static tc_kernel *fake_kernel(int i) {
+    return (tc_kernel *)(uintptr_t)(0x10000 + 16 * (uintptr_t)i);
+}
+
+/* Where key i was first seen among the keyed launches. */
+static int first_with_key(int i) {
+    for (int j = 0; j < i; j++)
+        if (rt_stdlib_key_equal(&keyed[j].memo, &keyed[i].memo))
+            return j;
+    return i;
+}
+
+TEST(test_memo) {
+    key_every_specialization();
+    tc_context ctx;
+    memo_context(&ctx);
+    /* filled as run() fills it: find, else add what tc_jit returned */
+    for (int i = 0; i < num_keyed; i++) {
+        tc_kernel *k = rt_stdlib_memo_find(&ctx, &keyed[i].memo);
+        CHECK(k == (first_with_key(i) < i ? fake_kernel(first_with_key(i)) : NULL));
+        if (!k)
+            rt_stdlib_memo_add(&ctx, &keyed[i].memo, fake_kernel(i));
+    }
+    /* a second add of a key keeps the first kernel */
+    rt_stdlib_memo_add(&ctx, &keyed[0].memo, fake_kernel(9999));
+    for (int i = 0; i < num_keyed; i++)
+        CHECK(rt_stdlib_memo_find(&ctx, &keyed[i].memo) == fake_kernel(first_with_key(i)));
+    RtStdlibKey other = keyed[0].memo;
+    other.words[other.len - 1] ^= 16; /* another alignment fact */
+    CHECK(rt_stdlib_memo_find(&ctx, &other) == NULL);
+    other = keyed[0].memo;
+    other.len--;
+    CHECK(rt_stdlib_memo_find(&ctx, &other) == NULL);
+
+    /* requests it must not key: a file (read at every call), launch
+     * arguments (facts not in the request), more fields than a key holds */
+    tc_options opt;
+    tc_options_init(&opt);
+    tc_constexpr many[40];
+    for (int i = 0; i < 40; i++)
+        many[i] = (tc_constexpr){"N", TC_CONSTEXPR_INT, i, 0};
+    void *args[1] = {NULL};
+    tc_jit_request req;
+    tc_jit_request_init(&req);
+    req.source = "kernel k() {}";
+    req.kernel = "k";
+    req.options = &opt;
+    CHECK(rt_stdlib_key(&req, &other) && other.len > 0);
+    req.num_constexprs = 40;
+    req.constexprs = many;
+    CHECK(!rt_stdlib_key(&req, &other) && other.len == 0);
+    CHECK(rt_stdlib_memo_find(&ctx, &other) == NULL);
+    rt_stdlib_memo_add(&ctx, &other, fake_kernel(1)); /* a no-op */
+    CHECK(rt_stdlib_memo_find(&ctx, &other) == NULL);
+    req.num_constexprs = 0;
+    req.args = args;
+    req.num_args = 1;
+    CHECK(!rt_stdlib_key(&req, &other));
+    req.args = NULL;
+    req.source = NULL;
+    req.path = "k.tile";
+    CHECK(!rt_stdlib_key(&req, &other));
+    memo_context_free(&ctx);
+}
+
+/* Threads that find and add the same keys at once agree on one kernel per
+ * key (run under ASan/TSan builds for the memory side). */
+enum { MEMO_THREADS = 4 };
+typedef struct MemoThread {
+    tc_context *ctx;
+    int id;
+    tc_kernel *seen[sizeof keyed / sizeof keyed[0]];
+} MemoThread;
+
+static void *memo_thread(void *arg) {
+    MemoThread *t = arg;
+    for (int r = 0; r < 20; r++)
+        for (int i = 0; i < num_keyed; i++) {
+            tc_kernel *k = rt_stdlib_memo_find(t->ctx, &keyed[i].memo);
+            if (!k) {
+                rt_stdlib_memo_add(t->ctx, &keyed[i].memo, fake_kernel(1000 * (t->id + 1) + first_with_key(i)));
+                k = rt_stdlib_memo_find(t->ctx, &keyed[i].memo);
+            }
+            if (r == 0)
+                t->seen[i] = k;
+            else if (t->seen[i] != k)
+                t->seen[i] = NULL;
+        }
+    return NULL;
+}
+
+TEST(test_memo_threads) {
+    key_every_specialization();
+    tc_context ctx;
+    memo_context(&ctx);
+    static MemoThread threads[MEMO_THREADS];
+    pthread_t ids[MEMO_THREADS];
+    for (int t = 0; t < MEMO_THREADS; t++) {
+        threads[t].ctx = &ctx;
+        threads[t].id = t;
+        CHECK_EQ_INT(pthread_create(&ids[t], NULL, memo_thread, &threads[t]), 0);
+    }
+    for (int t = 0; t < MEMO_THREADS; t++)
+        pthread_join(ids[t], NULL);
+    for (int i = 0; i < num_keyed; i++) {
+        tc_kernel *k = rt_stdlib_memo_find(&ctx, &keyed[i].memo);
+        CHECK(k != NULL && k == rt_stdlib_memo_find(&ctx, &keyed[first_with_key(i)].memo));
+        for (int t = 0; t < MEMO_THREADS; t++)
+            CHECK(threads[t].seen[i] == k);
+    }
+    memo_context_free(&ctx);
+}
+
+/* With a driver (a GPU, or tests/gpu's fake libcuda: CTest's
+ * unit.fake.stdlib): after a call, the memo holds for its request exactly
+ * the kernel that tc_jit returns for it, the slow path. */
+static int compared;
+
+static tc_status comparing_hook(const RtStdlibLaunch *l) {
+    RtStdlibKey key;
+    CHECK(rt_stdlib_key(&l->req, &key));
+    tc_kernel *slow = NULL;
+    CHECK_EQ_INT(tc_jit(l->ctx, &l->req, &slow), TC_OK);
+    CHECK(slow != NULL && rt_stdlib_memo_find(l->ctx, &key) == slow);
+    compared++;
+    return TC_OK;
+}
+
+TEST(test_memo_driver) {
+    tc_context *ctx;
+    if (tc_context_create(0, &ctx) != TC_OK) {
+        fprintf(stderr, "  stdlib: no driver (%s): memo against tc_jit not checked\n", tc_last_error());
+        return;
+    }
+    CUdeviceptr buf = 0;
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 1 << 16, &buf), TC_OK);
+    compared = 0;
+    /* aligned, then x one element off: two variants of one family */
+    for (int off = 0; off <= 4; off += 4) {
+        CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, buf, buf + 0x8000 + off, 2, 100, 100, 100), TC_OK);
+        rt_stdlib_launch_hook = comparing_hook;
+        CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, buf + 0x400, buf + 0x8000 + off, 3, 100, 104, 100), TC_OK);
+        rt_stdlib_launch_hook = NULL;
+    }
+    CHECK_EQ_INT(
+        tc_rmsnorm_fwd(ctx, NULL, TC_DTYPE_F16, buf, buf + 0x1000, buf + 0x2000, buf + 0x3000, 2, 64, 64, 64, 1e-5f),
+        TC_OK);
+    rt_stdlib_launch_hook = comparing_hook;
+    CHECK_EQ_INT(
+        tc_rmsnorm_fwd(ctx, NULL, TC_DTYPE_F16, buf, buf + 0x1000, buf + 0x2000, buf + 0x3000, 2, 64, 64, 64, 1e-5f),
+        TC_OK);
+    rt_stdlib_launch_hook = NULL;
+    CHECK_EQ_INT(compared, 3);
+    CHECK_EQ_INT(tc_stream_synchronize(ctx, NULL), TC_OK);
+    CHECK_EQ_INT(tc_mem_free(ctx, buf), TC_OK);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+}
+
+UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_launches_compile, test_memo_key, test_memo,
+           test_memo_threads, test_memo_driver)

@@ -1,0 +1,202 @@
+/*
+ * stage_shared.c — `stage-shared`: dot operands through swizzled shared
+ * memory.
+ *
+ * Precondition: layouts are final but for this (accelerate-dot, then
+ * remove-layout-conversions). Afterwards every convert_layout to a #dot_op
+ * layout either stays in registers (every thread already holds the
+ * fragment's elements) or is gone, replaced by
+ *
+ *     %k_smem = local_alloc %k : smem<64x64xf16, #shared<vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]>>
+ *     ...
+ *     %k1 = local_load %k_smem : tile<64x64xf16, #dot_op<idx = 1, parent = #mma, kwidth = 2>>
+ *
+ * which codegen lowers to vector stores and ldmatrix (PRIOR-ART.md §3).
+ *
+ * In registers: attention's P, the f16 accumulator of S = Q K^T in #mma with
+ * warps on M, converted to the A fragment of P V: ll_same_thread_map finds
+ * every element of the fragment in the same thread (two adjacent n8
+ * accumulator tiles are one k16 A fragment), so codegen renames registers.
+ *
+ * The buffer's layout (ll_shared_swizzled, the PRIOR-ART §1 choice):
+ *   order  the source's order — a #blocked source's `order`, otherwise the
+ *          dimensions in the order the source's register, then lane bases
+ *          move them — so each thread's consecutive registers are
+ *          consecutive in shared memory and the stores are 16-byte vectors.
+ *          For B this is what picks ldmatrix's form: K contiguous (K-major,
+ *          `k` in attention, loaded along d) is the plain ldmatrix,
+ *          N contiguous (N-major, `v`) the `.trans` one; likewise M- or
+ *          K-major A.
+ *   swizzle 16-byte units (vec = 8 for f16); rows of R bytes along the
+ *          contiguous dimension share a phase in groups of max(1, 128 / R)
+ *          rows, with 8 / that many phases: 64-wide f16 rows (128 bytes) get
+ *          per_phase 1, max_phase 8, 32-wide ones 2 and 4. Eight rows of one
+ *          ldmatrix 8x8 matrix then hit 8 different bank groups.
+ *
+ * Placement, for the barriers codegen puts around a local_alloc with a
+ * value (it synchronizes by itself: a barrier before its stores, one after;
+ * a run of local_allocs separated by ops that do not touch shared memory
+ * shares them):
+ *   - the local_load goes right before the first op of the conversion's
+ *     block that uses it (an op of the block whose region uses it, for a
+ *     loop-invariant Q used in a loop: loaded once, before the loop);
+ *   - the local_alloc starts where the conversion was (right after the
+ *     value it stores) and sinks past pure ops and global loads that do not
+ *     touch shared memory, so that the loads of one loop iteration are all
+ *     issued before the first store waits for its data, and the stores of
+ *     K and V form one run: one barrier pair per iteration for both.
+ * In attention's loop: load k, load v, local_alloc k, local_alloc v,
+ * local_load k, dot, softmax, local_load v, dot.
+ *
+ * Other conversions that need shared memory stay convert_layouts: codegen
+ * moves them through padded scratch, which allocate-shared places.
+ */
+#include "passes.h"
+
+#include "codegen/codegen.h"
+
+#include <string.h>
+
+typedef struct Stage {
+    IrModule *m;
+    IrFunc *f;
+    int num_warps;
+    IrOp **allocs; /* the local_allocs made, in program order */
+    int num_allocs, cap_allocs;
+} Stage;
+
+/* Is `to` a permutation of `from`'s registers in every thread? */
+static bool same_thread(Stage *s, const IrType *from, const IrType *to) {
+    LinearLayout a, b;
+    if (!ll_of_type(from, s->num_warps, &a, NULL) || !ll_of_type(to, s->num_warps, &b, NULL))
+        return false;
+    bool keep[IR_MAX_RANK];
+    for (int d = 0; d < IR_MAX_RANK; d++)
+        keep[d] = true;
+    int *map = ARENA_ARRAY(&s->m->arena, int, ll_num_regs(&b));
+    return ll_same_thread_map(&a, &b, keep, map);
+}
+
+/* The dimensions of t, fastest in its registers first (see the essay). */
+static void source_order(Stage *s, const IrType *t, int *order) {
+    int rank = t->rank, n = 0;
+    const Layout *l = t->layout;
+    if (l && l->kind == LAYOUT_BLOCKED) {
+        memcpy(order, l->blocked.order, sizeof(int) * (size_t)rank);
+        return;
+    }
+    bool used[IR_MAX_RANK] = {false};
+    LinearLayout ll;
+    if (ll_of_type(t, s->num_warps, &ll, NULL))
+        for (int in = LL_REG; in <= LL_LANE; in++)
+            for (int b = 0; b < ll.num_bits[in]; b++)
+                for (int d = 0; d < rank; d++)
+                    if (ll.bases[in][b][d] && !used[d]) {
+                        used[d] = true;
+                        order[n++] = d;
+                    }
+    for (int d = rank - 1; d >= 0; d--)
+        if (!used[d])
+            order[n++] = d;
+}
+
+static bool uses_value(const IrBlock *b, const IrValue *v);
+
+static bool op_uses(const IrOp *op, const IrValue *v) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i] == v)
+            return true;
+    for (int r = 0; r < op->num_regions; r++)
+        if (uses_value(op->regions[r], v))
+            return true;
+    return false;
+}
+
+static bool uses_value(const IrBlock *b, const IrValue *v) {
+    for (const IrOp *op = b->first; op; op = op->next)
+        if (op_uses(op, v))
+            return true;
+    return false;
+}
+
+static void stage(Stage *s, IrOp *cvt) {
+    IrModule *m = s->m;
+    IrValue *src = cvt->operands[0], *res = cvt->results[0];
+    const IrType *t = src->type;
+    int order[IR_MAX_RANK];
+    source_order(s, t, order);
+    const Layout *sh = ll_shared_swizzled(m, t->rank, t->shape, order, ir_type_bits(t->elem));
+    const IrType *smem = ir_type_smem(m, t->elem, t->rank, t->shape, sh);
+    IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &src, 1, &smem);
+    alloc->loc = cvt->loc;
+    if (src->name)
+        ir_value_set_name(m, alloc->results[0], arena_printf(&m->arena, "%s_smem", src->name));
+    ir_op_insert_before(cvt, alloc);
+    IrOp *load = ir_op_create(m, IR_OP_LOCAL_LOAD, 1, &alloc->results[0], 1, &res->type);
+    load->loc = cvt->loc;
+    load->results[0]->name = res->name;
+    IrOp *user = cvt->next;
+    while (user && !op_uses(user, res))
+        user = user->next;
+    ir_op_insert_before(user ? user : cvt, load);
+    IrBlock *scope = cvt->parent;
+    ir_op_unlink(cvt);
+    ir_replace_all_uses(scope, res, load->results[0]);
+    if (s->num_allocs == s->cap_allocs) {
+        int cap = s->cap_allocs ? 2 * s->cap_allocs : 8;
+        s->allocs =
+            arena_grow(&m->arena, s->allocs, sizeof(IrOp *) * (size_t)s->num_allocs, sizeof(IrOp *) * (size_t)cap);
+        s->cap_allocs = cap;
+    }
+    s->allocs[s->num_allocs++] = alloc;
+}
+
+static void walk(Stage *s, IrBlock *b) {
+    for (IrOp *op = b->first, *next; op; op = next) {
+        next = op->next;
+        for (int r = 0; r < op->num_regions; r++)
+            walk(s, op->regions[r]);
+        if (op->opc != IR_OP_CONVERT_LAYOUT)
+            continue;
+        const IrType *from = op->operands[0]->type, *to = op->results[0]->type;
+        if (to->kind != IR_TILE || !to->layout || to->layout->kind != LAYOUT_DOT_OP || from->kind != IR_TILE ||
+            !from->layout)
+            continue;
+        if (!same_thread(s, from, to))
+            stage(s, op);
+    }
+}
+
+/* Can a local_alloc move below op? Pure ops and global loads that neither
+ * use shared memory (scratch) nor own regions. */
+static bool can_sink_past(Stage *s, const IrOp *alloc, const IrOp *op) {
+    if (op->num_regions || (ir_op_info[op->opc].flags & OPF_TERMINATOR))
+        return false;
+    if (!(ir_op_info[op->opc].flags & OPF_PURE) && op->opc != IR_OP_LOAD)
+        return false;
+    return cg_scratch_bytes(op, s->num_warps) == 0 && !op_uses(op, alloc->results[0]);
+}
+
+static void sink(Stage *s, IrOp *alloc) {
+    IrOp *pos = alloc;
+    while (pos->next && can_sink_past(s, alloc, pos->next))
+        pos = pos->next;
+    if (pos != alloc) {
+        ir_op_unlink(alloc);
+        ir_op_insert_after(pos, alloc);
+    }
+}
+
+bool pass_stage_shared(IrModule *m, const PassOptions *opts) {
+    for (IrFunc *f = m->first; f; f = f->next) {
+        Stage s;
+        memset(&s, 0, sizeof s);
+        s.m = m;
+        s.f = f;
+        s.num_warps = pass_func_num_warps(f, opts);
+        walk(&s, f->body);
+        for (int i = s.num_allocs - 1; i >= 0; i--) /* the last first: the others gather above it */
+            sink(&s, s.allocs[i]);
+    }
+    return true;
+}
