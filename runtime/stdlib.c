@@ -865,10 +865,17 @@ static tc_status mm_launch(RtMatmulLaunch *l) {
     l->req.num_divisibility = l->num_args;
     if (rt_matmul_launch_hook)
         return rt_matmul_launch_hook(l);
-    tc_kernel *k;
-    tc_status st = tc_jit(l->ctx, &l->req, &k);
-    if (st != TC_OK)
-        return st; /* tc_last_error() has the compiler's or the driver's message */
+    /* Sources, kernel and parameter names are static here, so the memo's
+     * address keys are sound (stdlib_internal.h). */
+    RtStdlibKey key;
+    rt_stdlib_key(&l->req, &key);
+    tc_kernel *k = rt_stdlib_memo_find(l->ctx, &key);
+    if (!k) {
+        tc_status st = tc_jit(l->ctx, &l->req, &k);
+        if (st != TC_OK)
+            return st; /* tc_last_error() has the compiler's or the driver's message */
+        rt_stdlib_memo_add(l->ctx, &key, k);
+    }
     return tc_launch(k, l->plan.grid, l->stream, l->args, l->num_args);
 }
 
