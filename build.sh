@@ -15,7 +15,9 @@ sanitize=${TILEC_SANITIZE:-0}
 
 need=()
 command -v cmake >/dev/null || need+=(cmake)
-command -v gcc >/dev/null || need+=(gcc g++)
+command -v gcc >/dev/null || need+=(gcc)
+command -v g++ >/dev/null || need+=(g++)
+command -v make >/dev/null || need+=(make)
 command -v python3 >/dev/null || need+=(python3)
 [ -x /usr/lib/llvm-19/bin/llvm-config ] || need+=(llvm-19-dev)
 [ -x /usr/lib/llvm-19/bin/FileCheck ] || need+=(llvm-19-tools)

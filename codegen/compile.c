@@ -404,6 +404,7 @@ static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_o
     po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
     po->print_out = opt->emit == TC_EMIT_IR_AFTER_ALL ? &j->bin->text : &j->bin->log;
     po->num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
+    po->num_stages = opt->num_stages > 0 ? opt->num_stages : 3;
 }
 
 static CgTarget target_of(const tc_compiler *cc) {

@@ -11,7 +11,8 @@
  * lists them, in Triton's order (PRIOR-ART.md §6): layouts for memory,
  * then tensor cores, layouts again around them, then shared memory
  * (`--emit=ir-gpu`, and everything codegen compiles). The software
- * pipeliner, not written yet, goes after stage-shared.
+ * pipeliner goes right after stage-shared, which makes the local_allocs
+ * it turns into rings of asynchronous copies.
  */
 #include "passes.h"
 
@@ -30,6 +31,7 @@ bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts) {
            && pass_run(m, "accelerate-dot", opts)            /* dots on tensor cores: #mma results, #dot_op operands */
            && pass_run(m, "remove-layout-conversions", opts) /* the dots' users move into #mma and its slices */
            && pass_run(m, "stage-shared", opts)              /* dot operands not already in registers: via shared memory */
+           && pass_run(m, "pipeline", opts)                  /* loads feeding those buffers: cp.async rings, num_stages deep */
            && pass_run(m, "canonicalize", opts)              /* fold what the layout rewrites exposed */
            && pass_run(m, "cse", opts)                       /* merge recomputed index math */
            && pass_run(m, "dce", opts)                       /* drop the layouts' leftovers */

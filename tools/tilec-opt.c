@@ -24,6 +24,7 @@ static void usage(FILE *out) {
           "  --arch ARCH           sm_80 | sm_90 | sm_90a, for --emit=llvm|ptx (default: sm_90a)\n"
           "  --list-passes         list the passes\n"
           "  --num-warps N         warps per program for passes that need it (default: 4)\n"
+          "  --num-stages N        software pipelining depth for `pipeline`; 1 = off (default: 3)\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"
@@ -97,6 +98,8 @@ int main(int argc, char **argv) {
             opt.verify_each = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
             opt.num_warps = atoi(argv[++i]);
+        } else if (strcmp(a, "--num-stages") == 0 && i + 1 < argc) {
+            opt.num_stages = atoi(argv[++i]);
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (a[0] == '-' && a[1]) {

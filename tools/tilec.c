@@ -30,6 +30,7 @@ static void usage(FILE *out) {
           "                        multiple of N, as divisible_by(N) in the source states\n"
           "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
           "  --num-warps N         warps per program (default: 4)\n"
+          "  --num-stages N        software pipelining depth of loops feeding dots; 1 = off (default: 3)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
@@ -273,6 +274,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             opt.num_warps = (int)n;
+        } else if ((v = flag_value(argc, argv, &i, "--num-stages"))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 16) {
+                fprintf(stderr, "tilec: --num-stages must be from 1 (no pipelining) to 16\n");
+                return 2;
+            }
+            opt.num_stages = (int)n;
         } else if ((v = flag_value(argc, argv, &i, "--arch"))) {
             arch = v;
         } else if ((v = flag_value(argc, argv, &i, "--print-after"))) {

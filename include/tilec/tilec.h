@@ -124,6 +124,7 @@ typedef struct tc_options {
     int verify_each;         /* run the verifier after every pass */
     const tc_param_spec *params; /* specialization facts by parameter name */
     size_t num_params;
+    int num_stages;          /* software pipelining depth of loops feeding dots; 0 = 3, 1 = off */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);
