@@ -1,0 +1,413 @@
+/*
+ * pipeline_loops.c — `pipeline`: software pipelining of the global loads
+ * that feed dots through shared memory (PRIOR-ART.md §4, cp.async path).
+ *
+ * Precondition: stage-shared has run, so a matmul or attention loop body
+ * holds, for each operand tile,
+ *
+ *     %a = load %ptrs, %mask, %zero {vec = 8} : tile<128x64xf16, #blocked>
+ *     %a_smem = local_alloc %a : smem<128x64xf16, #shared>
+ *     %a1 = local_load %a_smem : tile<128x64xf16, #dot_op<idx = 0, ...>>
+ *     %acc.2 = dot %a1, %b1, %acc.1
+ *
+ * With S = num_stages (the kernel's `num_stages` attribute, else
+ * PassOptions.num_stages; S <= 1 disables the pass) every such load whose
+ * pointers allow copies of 4 bytes or more (vec * element bytes >= 4, the
+ * width coalesce chose) becomes an asynchronous copy into a ring of S - 1
+ * stages issued S - 1 iterations ahead:
+ *
+ *     barrier                                   // earlier readers of these bytes
+ *     %a_ring = local_alloc : smem<2x128x64xf16, #shared>
+ *     for s in 0 .. S-2:                        // the prologue, unrolled
+ *       async_copy ptrs(lb + s*step), %a_ring[s], mask(lb + s*step) & (lb + s*step < ub)
+ *       async_commit
+ *     %acc, %stage = for %lb, %ub, %step, %acc0, 0 {
+ *     ^bb(%k, %acc.1, %stage.1):
+ *       async_wait {num = (S-2) * loads}        // iteration k's groups are complete
+ *       barrier                                 // ... in every thread
+ *       %a1 = local_load %a_ring[%stage.1]
+ *       %acc.2 = dot %a1, %b1, %acc.1
+ *       barrier                                 // every warp is done reading the stage
+ *       async_copy ptrs(k + (S-1)*step), %a_ring[%stage.1], mask(...) & (k + (S-1)*step < ub)
+ *       async_commit
+ *       yield %acc.2, (%stage.1 + 1) mod (S-1)
+ *     }
+ *     async_wait {num = 0}
+ *
+ * Design choices:
+ *   - Addresses and masks for iteration k + s*step are rematerialized: the
+ *     ops of the body that compute the load's pointer and mask from the
+ *     induction variable and loop invariants (pure, no regions, no other
+ *     loop-carried value) are cloned with the induction variable replaced.
+ *     A load whose address depends on another loop-carried value (a pointer
+ *     advanced by `p += BK`) stays synchronous.
+ *   - Iteration i + S - 1 lands in stage (i + S - 1) mod (S - 1) = i mod
+ *     (S - 1): the stage iteration i has just read. So one stage index is
+ *     both the insert and the extract index (one i32 iter arg), and the
+ *     copies are issued after the body's reads, behind a barrier: codegen
+ *     defers a dot's ldmatrix to the dot, so "after the reads" is "after
+ *     the last op of the body that is not the yield".
+ *   - One commit group per copy (per load per iteration), as PRIOR-ART's
+ *     counts assume: the in-loop wait leaves (S - 2) * loads groups pending
+ *     (num_stages 3, A and B: 2 stages, 4 prologue copies, wait 2).
+ *   - Copies past the trip count (the prologue of a short loop, the last
+ *     S - 1 in-loop ones) are masked off entirely: cp.async with source size
+ *     0 reads nothing and zero-fills a stage nobody reads. `wait 0` after
+ *     the loop keeps those writes from landing on bytes that later ops
+ *     reuse (each later shared-memory writer starts with a barrier).
+ *   - cp.async zero-fills masked elements; a load with a non-zero `other`
+ *     gets `select(mask, local_load, other)` in the dot operand's layout
+ *     (the mask converted with convert_layout), PRIOR-ART case 14.
+ *   - Nested loops: each loop is handled on its own, inner first; the ring
+ *     and the prologue sit right before the loop, so an inner loop gets its
+ *     prologue once per outer iteration. The barrier before the prologue
+ *     keeps the copies from overwriting bytes other warps still read (the
+ *     previous outer iteration's last stage, scratch placed on the same
+ *     bytes before the ring's live range).
+ */
+#include "passes.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct Candidate {
+    IrOp *load;    /* the global load (removed) */
+    IrOp *alloc;   /* the local_alloc it initializes (removed) */
+    IrValue *ring; /* the ring local_alloc before the loop */
+    bool select;   /* other is not zero: select after each local_load */
+} Candidate;
+
+typedef struct Pipe {
+    IrModule *m;
+    int num_stages;
+    Candidate *cands;
+    int num_cands, cap_cands;
+} Pipe;
+
+/* Is v defined inside block b (in it or in a region nested in it)? */
+static bool defined_in(const IrValue *v, const IrBlock *b) {
+    const IrBlock *blk = v->def ? v->def->parent : v->block;
+    while (blk) {
+        if (blk == b)
+            return true;
+        blk = blk->parent_op ? blk->parent_op->parent : NULL;
+    }
+    return false;
+}
+
+/* Can v be recomputed for another iteration from the induction variable and
+ * loop invariants alone (see the essay)? */
+static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
+    if (!defined_in(v, body))
+        return true;
+    if (v == body->args[0])
+        return true;
+    if (!v->def || v->def->parent != body || depth > 64)
+        return false;
+    const IrOp *op = v->def;
+    if (!(ir_op_info[op->opc].flags & OPF_PURE) || op->num_regions)
+        return false;
+    for (int i = 0; i < op->num_operands; i++)
+        if (!rematerializable(op->operands[i], body, depth + 1))
+            return false;
+    return true;
+}
+
+/* v for the iteration whose induction variable is map[iv]: clones the
+ * body's ops v depends on before b's position (map records the clones). */
+static IrValue *clone_at(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body, IrMap *map) {
+    if (!defined_in(v, body))
+        return v;
+    IrValue *done = ir_map_get(map, v);
+    if (done)
+        return done;
+    IrOp *op = v->def;
+    for (int i = 0; i < op->num_operands; i++)
+        clone_at(p, b, op->operands[i], body, map);
+    IrOp *copy = ir_op_clone(p->m, op, map);
+    copy->loc = b->loc;
+    if (b->before)
+        ir_op_insert_before(b->before, copy);
+    else
+        ir_block_append(b->block, copy);
+    return ir_map_get(map, v);
+}
+
+static int64_t vec_bytes(const IrOp *load) {
+    const IrType *t = load->results[0]->type;
+    return ir_op_get_int(load, "vec", 1) * ir_type_bits(t->elem) / 8;
+}
+
+/* Is other absent or +0 (what cp.async's zero fill gives)? */
+static bool zero_other(const IrOp *load) {
+    if (load->num_operands < 3)
+        return true;
+    double d;
+    return ir_value_const_number(load->operands[2], &d) && d == 0 && !signbit(d);
+}
+
+/* The local_alloc in body that stores v, when it is v's only use. */
+static IrOp *alloc_of(IrBlock *body, IrValue *v) {
+    if (ir_count_uses(body, v) != 1)
+        return NULL;
+    for (IrOp *op = body->first; op; op = op->next)
+        if (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1 && op->operands[0] == v)
+            return op;
+    return NULL;
+}
+
+/* Are all uses of the buffer local_loads of body, one of them feeding a dot
+ * of body? */
+static bool feeds_dot(IrBlock *body, IrValue *buf) {
+    int loads = 0;
+    bool dot = false;
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_LOCAL_LOAD || op->operands[0] != buf)
+            continue;
+        loads++;
+        IrValue *r = op->results[0];
+        for (IrOp *u = op->next; u; u = u->next)
+            if (u->opc == IR_OP_DOT && (u->operands[0] == r || u->operands[1] == r))
+                dot = true;
+    }
+    return dot && loads == ir_count_uses(body, buf);
+}
+
+static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
+    if (p->num_cands == p->cap_cands) {
+        int cap = p->cap_cands ? 2 * p->cap_cands : 4;
+        p->cands = arena_grow(&p->m->arena, p->cands, sizeof(Candidate) * (size_t)p->num_cands,
+                              sizeof(Candidate) * (size_t)cap);
+        p->cap_cands = cap;
+    }
+    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load)};
+}
+
+static void find_candidates(Pipe *p, IrBlock *body) {
+    p->num_cands = 0;
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || vec_bytes(op) < 4)
+            continue;
+        IrOp *alloc = alloc_of(body, op->results[0]);
+        if (!alloc || !feeds_dot(body, alloc->results[0]))
+            continue;
+        bool ok = rematerializable(op->operands[0], body, 0) &&
+                  (op->num_operands < 2 || rematerializable(op->operands[1], body, 0));
+        if (ok)
+            add_candidate(p, op, alloc);
+    }
+}
+
+/* lb + s * step (lb itself for s = 0), before b's position. */
+static IrValue *iv_plus(IrBuilder *b, IrValue *base, IrValue *step, int64_t s) {
+    if (s == 0)
+        return base;
+    const IrType *t = base->type;
+    IrValue *n = ir_build_const_int(b, t, s);
+    return ir_build_binary(b, IR_OP_ADD, t, base, ir_build_binary(b, IR_OP_MUL, t, n, step));
+}
+
+/* Issues the copy of every candidate for the iteration whose induction
+ * variable is iv_s (valid when pred), into stage `stage` of its ring, each
+ * followed by a commit. */
+static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage) {
+    IrMap map;
+    ir_map_init(&map, &p->m->arena);
+    ir_map_put(&map, body->args[0], iv_s);
+    for (int i = 0; i < p->num_cands; i++) {
+        Candidate *c = &p->cands[i];
+        b->loc = c->load->loc;
+        IrValue *ptrs = clone_at(p, b, c->load->operands[0], body, &map);
+        const IrType *mt = ir_type_with_elem(p->m, ptrs->type, ir_type_scalar(p->m, IR_I1));
+        IrValue *mask = ir_build_unary(b, IR_OP_SPLAT, mt, pred);
+        if (c->load->num_operands > 1)
+            mask = ir_build_binary(b, IR_OP_AND, mt, clone_at(p, b, c->load->operands[1], body, &map), mask);
+        IrValue *dst = ir_build_binary(b, IR_OP_MEMDESC_INDEX, c->alloc->results[0]->type, c->ring, stage);
+        IrValue *ops[3] = {ptrs, dst, mask};
+        IrOp *copy = ir_build_op(b, IR_OP_ASYNC_COPY, 3, ops, 0, NULL);
+        ir_op_set_int(p->m, copy, "vec", ir_op_get_int(c->load, "vec", 1)); /* the width coalesce proved */
+        ir_build_op(b, IR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
+    }
+}
+
+static IrOp *build_wait(IrBuilder *b, int64_t num) {
+    IrOp *w = ir_build_op(b, IR_OP_ASYNC_WAIT, 0, NULL, 0, NULL);
+    ir_op_set_int(b->m, w, "num", num);
+    return w;
+}
+
+/* Adds a loop-carried value to `loop`: init, body argument (returned),
+ * result; the yield gets `next` later through set_yield_last. */
+static IrValue *add_iter_arg(Pipe *p, IrOp *loop, IrValue *init, const char *name) {
+    IrModule *m = p->m;
+    int n = loop->num_operands;
+    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
+    memcpy(ops, loop->operands, sizeof(IrValue *) * (size_t)n);
+    ops[n] = init;
+    ir_op_set_operands(m, loop, n + 1, ops);
+    int r = loop->num_results;
+    loop->results = arena_grow(&m->arena, loop->results, sizeof(IrValue *) * (size_t)(r ? r : 1),
+                               sizeof(IrValue *) * (size_t)(r + 1));
+    IrValue *res = ARENA_NEW(&m->arena, IrValue);
+    res->type = init->type;
+    res->def = loop;
+    res->index = r;
+    loop->results[r] = res;
+    loop->num_results = r + 1;
+    return ir_block_add_arg(m, loop->regions[0], init->type, name);
+}
+
+static void append_yield(IrModule *m, IrOp *yield, IrValue *v) {
+    int n = yield->num_operands;
+    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
+    memcpy(ops, yield->operands, sizeof(IrValue *) * (size_t)n);
+    ops[n] = v;
+    ir_op_set_operands(m, yield, n + 1, ops);
+}
+
+/* After a local_load of a load with a non-zero `other`: the elements the
+ * mask left out get `other` (cp.async wrote zeros there). */
+static void select_other(Pipe *p, Candidate *c, IrOp *ll) {
+    IrModule *m = p->m;
+    IrValue *v = ll->results[0];
+    const IrType *t = v->type;
+    IrBuilder b;
+    ir_builder_before(&b, ll->next);
+    b.loc = ll->loc;
+    IrValue *mask = c->load->operands[1];
+    IrValue *mask_t = ir_build_unary(&b, IR_OP_CONVERT_LAYOUT, ir_type_with_layout(m, mask->type, t->layout), mask);
+    IrValue *other = c->load->operands[2], *other_t;
+    int64_t iv;
+    double d;
+    if (ir_type_is_int(t->elem) && ir_value_const_int(other, &iv))
+        other_t = ir_build_const_int(&b, t, iv);
+    else if (ir_value_const_number(other, &d))
+        other_t = ir_build_const_float(&b, t, d);
+    else
+        other_t = ir_build_unary(&b, IR_OP_CONVERT_LAYOUT, t, other);
+    IrValue *ops[3] = {mask_t, v, other_t};
+    IrValue *sel = ir_build(&b, IR_OP_SELECT, t, 3, ops);
+    ir_replace_all_uses(ll->parent, v, sel);
+    ir_op_set_operand(sel->def, 1, v);
+}
+
+static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
+    IrModule *m = p->m;
+    IrBlock *body = loop->regions[0];
+    find_candidates(p, body);
+    if (!p->num_cands)
+        return;
+    int64_t stages = num_stages - 1;
+    IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
+    const IrType *i32 = ir_type_scalar(m, IR_I32);
+
+    /* Before the loop: barrier, rings, prologue. */
+    IrBuilder b;
+    ir_builder_before(&b, loop);
+    b.loc = loop->loc;
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    for (int i = 0; i < p->num_cands; i++) {
+        Candidate *c = &p->cands[i];
+        const IrType *t = c->alloc->results[0]->type;
+        int64_t shape[IR_MAX_RANK];
+        shape[0] = stages;
+        memcpy(shape + 1, t->shape, sizeof(int64_t) * (size_t)t->rank);
+        const IrType *rt = ir_type_smem(m, t->elem, t->rank + 1, shape, t->layout);
+        IrOp *ring = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &rt);
+        ring->loc = c->alloc->loc;
+        if (c->load->results[0]->name)
+            ir_value_set_name(m, ring->results[0], arena_printf(&m->arena, "%s_ring", c->load->results[0]->name));
+        c->ring = ring->results[0];
+    }
+    for (int64_t s = 0; s < stages; s++) {
+        b.loc = loop->loc;
+        IrValue *iv_s = iv_plus(&b, lb, step, s);
+        IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
+        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s));
+    }
+
+    /* The stage index, carried. */
+    ir_builder_before(&b, loop);
+    b.loc = loop->loc;
+    IrValue *stage = add_iter_arg(p, loop, ir_build_const_int(&b, i32, 0), "stage");
+
+    /* In the body: wait + barrier before the first read; reads from the ring. */
+    IrOp *first_read = NULL;
+    for (IrOp *op = body->first; op && !first_read; op = op->next)
+        for (int i = 0; i < p->num_cands; i++)
+            if (op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0])
+                first_read = op;
+    ir_builder_before(&b, first_read);
+    b.loc = first_read->loc;
+    IrValue **views = ARENA_ARRAY(&m->arena, IrValue *, p->num_cands);
+    for (int i = 0; i < p->num_cands; i++)
+        views[i] = ir_build_binary(&b, IR_OP_MEMDESC_INDEX, p->cands[i].alloc->results[0]->type, p->cands[i].ring,
+                                   stage);
+    build_wait(&b, (num_stages - 2) * (int64_t)p->num_cands);
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    for (IrOp *op = first_read, *next; op; op = next) {
+        next = op->next;
+        if (op->opc != IR_OP_LOCAL_LOAD)
+            continue;
+        for (int i = 0; i < p->num_cands; i++) {
+            Candidate *c = &p->cands[i];
+            if (op->operands[0] != c->alloc->results[0])
+                continue;
+            ir_op_set_operand(op, 0, views[i]);
+            if (c->select)
+                select_other(p, c, op);
+        }
+    }
+
+    /* At the end of the body: barrier, the copies S - 1 iterations ahead. */
+    IrOp *yield = body->last;
+    ir_builder_before(&b, yield);
+    b.loc = loop->loc;
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrValue *iv_next = iv_plus(&b, body->args[0], step, stages);
+    IrValue *pred = ir_build_cmp(&b, "lt", iv_next, ub);
+    issue_copies(p, &b, body, iv_next, pred, stage);
+    b.loc = loop->loc;
+    IrValue *one = ir_build_const_int(&b, i32, 1);
+    IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
+    IrValue *wrap = ir_build_cmp(&b, "lt", inc, ir_build_const_int(&b, i32, stages));
+    IrValue *ops[3] = {wrap, inc, ir_build_const_int(&b, i32, 0)};
+    append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, ops));
+
+    /* The stores and loads that the copies replace. */
+    for (int i = 0; i < p->num_cands; i++) {
+        ir_op_unlink(p->cands[i].alloc);
+        ir_op_unlink(p->cands[i].load);
+    }
+
+    /* After the loop: every copy has landed. */
+    if (loop->next)
+        ir_builder_before(&b, loop->next);
+    else
+        ir_builder_at_end(&b, m, loop->parent);
+    b.loc = loop->loc;
+    build_wait(&b, 0);
+}
+
+static void walk(Pipe *p, IrBlock *blk) {
+    for (IrOp *op = blk->first, *next; op; op = next) {
+        next = op->next;
+        for (int r = 0; r < op->num_regions; r++)
+            walk(p, op->regions[r]);
+        if (op->opc == IR_OP_FOR)
+            pipeline_loop(p, op, p->num_stages);
+    }
+}
+
+bool pass_pipeline(IrModule *m, const PassOptions *opts) {
+    for (IrFunc *f = m->first; f; f = f->next) {
+        Pipe p;
+        memset(&p, 0, sizeof p);
+        p.m = m;
+        p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->num_stages);
+        if (p.num_stages <= 1)
+            continue;
+        walk(&p, f->body);
+    }
+    return true;
+}
