@@ -19,16 +19,17 @@ tilec / Triton, which are the figures that count (bench/RESULTS.md).
 Finds libtilec at $TILEC_LIB, else ../lib/libtilec.so.0 (the bundle), else
 ../build*/libtilec.so.0. Exits 1 if a tilec result is wrong.
 """
-import argparse
 import ctypes as C
-import glob
-import json
 import os
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import (Constexpr, JitRequest, Options, ParamSpec, arg_parser, by_shape, find_lib, load_tilec,  # noqa: E402
+                    record, relerr, tc_check, tc_context_from_torch, write_json)
+
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tritoncache-matmul-"))
 
 TC_DTYPE = {"f16": 5, "bf16": 6}
@@ -37,31 +38,8 @@ TC_ACTIVATION = {"none": 0, "relu": 1, "gelu_tanh": 2, "gelu_erf": 3, "silu": 4}
 
 # ---------------------------------------------------------------- libtilec through ctypes
 
-class Constexpr(C.Structure):  # tc_constexpr
-    _fields_ = [("name", C.c_char_p), ("kind", C.c_int), ("i", C.c_int64), ("f", C.c_double)]
-
-
 class Dim3(C.Structure):  # tc_dim3
     _fields_ = [("x", C.c_uint), ("y", C.c_uint), ("z", C.c_uint)]
-
-
-class ParamSpec(C.Structure):  # tc_param_spec
-    _fields_ = [("name", C.c_char_p), ("divisibility", C.c_int64)]
-
-
-class Options(C.Structure):  # tc_options
-    _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
-                ("print_after_all", C.c_int), ("verify_each", C.c_int),
-                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t)]
-
-
-class JitRequest(C.Structure):  # tc_jit_request
-    _fields_ = [("source", C.c_char_p), ("source_len", C.c_size_t), ("path", C.c_char_p),
-                ("kernel", C.c_char_p), ("constexprs", C.POINTER(Constexpr)), ("num_constexprs", C.c_size_t),
-                ("options", C.POINTER(Options)), ("arch", C.c_char_p),
-                ("divisibility", C.POINTER(C.c_int64)), ("num_divisibility", C.c_size_t),
-                ("args", C.POINTER(C.c_void_p)), ("num_args", C.c_size_t),
-                ("diags", C.c_void_p), ("no_disk_cache", C.c_int)]
 
 
 class MatmulPlan(C.Structure):  # tc_matmul_plan
@@ -71,42 +49,13 @@ class MatmulPlan(C.Structure):  # tc_matmul_plan
                 ("even_k", C.c_int), ("num_warps", C.c_int), ("grid", Dim3)]
 
 
-def find_lib():
-    cands = [os.environ.get("TILEC_LIB"), os.path.join(HERE, "..", "lib", "libtilec.so.0")]
-    cands += sorted(glob.glob(os.path.join(HERE, "..", "build*", "libtilec.so.0")))
-    for c in cands:
-        if c and os.path.exists(c):
-            return os.path.abspath(c)
-    sys.exit("matmul.py: libtilec.so.0 not found: set TILEC_LIB (looked next to the bundle and in build*/)")
-
-
-def load_tilec(path):
-    lib = C.CDLL(path)
+def load_matmul_api(path):
     P, I, I64, U64 = C.c_void_p, C.c_int, C.c_int64, C.c_uint64
-    sig = {
-        "tc_version": (C.c_char_p, []),
-        "tc_status_string": (C.c_char_p, [I]),
-        "tc_last_error": (C.c_char_p, []),
-        "tc_context_create_from": (I, [P, C.POINTER(P)]),
-        "tc_context_destroy": (I, [P]),
-        "tc_context_arch": (C.c_char_p, [P]),
+    return load_tilec(path, {
         "tc_matmul": (I, [P, P, I, U64, U64, U64, U64, I64, I64, I64, I64, I64, I64, I64, I64, I64, I]),
         "tc_matmul_plan_for": (I, [I, I64, I64, I64, I64, I64, I64, I64, I64, I64, I, I, C.POINTER(MatmulPlan)]),
-        "tc_stdlib_source": (I, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_size_t)]),
-        "tc_options_init": (None, [C.POINTER(Options)]),
-        "tc_jit_request_init": (None, [C.POINTER(JitRequest)]),
-        "tc_jit": (I, [P, C.POINTER(JitRequest), C.POINTER(P)]),
         "tc_launch": (I, [P, Dim3, P, C.POINTER(C.c_void_p), C.c_size_t]),
-    }
-    for name, (res, args) in sig.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
-
-
-def tc_check(lib, st, what):
-    if st != 0:
-        raise RuntimeError(f"{what}: {lib.tc_status_string(st).decode()}: {lib.tc_last_error().decode()}")
+    })
 
 
 class Variant:
@@ -238,25 +187,11 @@ ROWS = []
 
 
 def row(group, name, shape, ms=None, tflops=None, **extra):
-    ROWS.append(dict(group=group, name=name, shape=shape, ms=ms, tflops=tflops, **extra))
-    t = "" if ms is None else f"{ms * 1e3:10.1f} us"
-    f = f"{tflops:8.1f} TFLOP/s" if tflops is not None else ""
-    e = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in extra.items())
-    print(f"[{group}] {name:22s} {shape:20s} {t} {f} {e}", flush=True)
-
-
-def relerr(out, ref):
-    import torch
-    o = out.float()
-    if not torch.isfinite(o).all():
-        return float("nan")
-    return ((o - ref).norm() / ref.norm()).item()
+    record(ROWS, group, name, shape, ms, "tflops", tflops, "TFLOP/s", extra, 22, 20)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="4096^3 only")
-    ap.add_argument("--json", help="write every measurement to this file")
+    ap = arg_parser(__doc__, "4096^3 only")
     ap.add_argument("--sweep", action="store_true",
                     help="also time lib/matmul.tile at other tiles and warps (SWEEP) at 4096^3 f16, to tune the plan")
     args = ap.parse_args()
@@ -265,19 +200,10 @@ def main():
     import torch.nn.functional as F
     import triton
 
-    libpath = find_lib()
-    lib = load_tilec(libpath)
-    print(f"{lib.tc_version().decode()} ({libpath}); torch {torch.__version__}, triton {triton.__version__}, "
-          f"{torch.cuda.get_device_name()}", flush=True)
+    libpath = find_lib("matmul.py")
+    lib = load_matmul_api(libpath)
     torch.backends.cuda.matmul.allow_tf32 = False  # the f32 references are f32
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")  # the primary context exists and is current on this thread
-    cuda = C.CDLL("libcuda.so.1")
-    cu_ctx = C.c_void_p()
-    if cuda.cuCtxGetCurrent(C.byref(cu_ctx)) != 0 or not cu_ctx.value:
-        sys.exit("matmul.py: cuCtxGetCurrent found no context after torch's first allocation")
-    ctx = C.c_void_p()
-    tc_check(lib, lib.tc_context_create_from(cu_ctx, C.byref(ctx)), "tc_context_create_from")
+    ctx = tc_context_from_torch(lib, libpath, torch, triton, "matmul.py")
     arch = lib.tc_context_arch(ctx).decode()
     tri_matmul, tri_kernel = triton_matmul_kernel()
 
@@ -374,8 +300,7 @@ def main():
     print(f"{'shape':26s} {'tilec':>8s} {'cuBLAS':>8s} {'triton':>8s} {'tilec/cuBLAS':>12s} {'tilec/triton':>12s} "
           f"{'tilec relerr':>12s}  tilec tile   (TFLOP/s)")
     for group, base in (("matmul", "cuBLAS"), ("epilogue", "torch addmm+gelu")):
-        for shape in dict.fromkeys(r["shape"] for r in ROWS if r["group"] == group):
-            got = {r["name"]: r for r in ROWS if r["group"] == group and r["shape"] == shape}
+        for shape, got in by_shape(ROWS, group):
             tf = lambda n: got[n]["tflops"] if n in got else None
             f = lambda v: f"{v:8.1f}" if v else f"{'-':>8s}"
             t, cb, tr = tf("tilec"), tf(base), tf("triton")
@@ -389,8 +314,7 @@ def main():
         if r["group"] == "sweep":
             print(f"sweep {r['name']:28s} {r['shape']:12s} {r['tflops']:8.1f} TFLOP/s  relerr {r['relerr']:.2e}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(dict(rows=ROWS), fh, indent=1)
+        write_json(args.json, rows=ROWS)
     return 1 if bad else 0
 
 

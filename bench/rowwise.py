@@ -25,7 +25,6 @@ table last.
 import argparse
 import ctypes as C
 import glob
-import importlib.util
 import json
 import os
 import statistics
@@ -35,26 +34,15 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import (Constexpr, JitRequest, Options, ParamSpec, arg_parser, by_shape, find_lib, load_anchors,  # noqa: E402
+                    load_tilec, record, relerr, tc_check, tc_context_from_torch, write_json)
 
 # ---------------------------------------------------------------- libtilec through ctypes
 
 TC_DTYPE = {"i1": 0, "i8": 1, "i16": 2, "i32": 3, "i64": 4, "f16": 5, "bf16": 6, "f32": 7, "f64": 8}
 TC_EMIT_PTX = 6
 TC_STDLIB = {"softmax_fwd": 0, "softmax_bwd": 1, "rmsnorm_fwd": 2, "rmsnorm_bwd": 3}
-
-
-class Constexpr(C.Structure):  # tc_constexpr
-    _fields_ = [("name", C.c_char_p), ("kind", C.c_int), ("i", C.c_int64), ("f", C.c_double)]
-
-
-class ParamSpec(C.Structure):  # tc_param_spec
-    _fields_ = [("name", C.c_char_p), ("divisibility", C.c_int64)]
-
-
-class Options(C.Structure):  # tc_options
-    _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
-                ("print_after_all", C.c_int), ("verify_each", C.c_int),
-                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t)]
 
 
 class Source(C.Structure):  # tc_source
@@ -71,42 +59,15 @@ class Plan(C.Structure):  # tc_stdlib_plan
                 ("num_warps", C.c_int), ("aligned_params", ParamSpec * 16), ("num_aligned_params", C.c_size_t)]
 
 
-class JitRequest(C.Structure):  # tc_jit_request
-    _fields_ = [("source", C.c_char_p), ("source_len", C.c_size_t), ("path", C.c_char_p),
-                ("kernel", C.c_char_p), ("constexprs", C.POINTER(Constexpr)), ("num_constexprs", C.c_size_t),
-                ("options", C.POINTER(Options)), ("arch", C.c_char_p),
-                ("divisibility", C.POINTER(C.c_int64)), ("num_divisibility", C.c_size_t),
-                ("args", C.POINTER(C.c_void_p)), ("num_args", C.c_size_t),
-                ("diags", C.c_void_p), ("no_disk_cache", C.c_int)]
-
-
-def find_lib():
-    cands = [os.environ.get("TILEC_LIB"), os.path.join(HERE, "..", "lib", "libtilec.so.0")]
-    cands += sorted(glob.glob(os.path.join(HERE, "..", "build*", "libtilec.so.0")))
-    for c in cands:
-        if c and os.path.exists(c):
-            return os.path.abspath(c)
-    sys.exit("rowwise.py: libtilec.so.0 not found: set TILEC_LIB (looked next to the bundle and in build*/)")
-
-
-def load_tilec(path):
-    lib = C.CDLL(path)
+def load_stdlib_api(path):
     P, I, I64, U64, V = C.c_void_p, C.c_int, C.c_int64, C.c_uint64, None
-    sig = {
-        "tc_version": (C.c_char_p, []),
-        "tc_status_string": (C.c_char_p, [I]),
-        "tc_last_error": (C.c_char_p, []),
+    return load_tilec(path, {
         "tc_context_create": (I, [I, C.POINTER(P)]),
-        "tc_context_create_from": (I, [P, C.POINTER(P)]),
-        "tc_context_destroy": (I, [P]),
-        "tc_context_arch": (C.c_char_p, [P]),
         "tc_softmax_fwd": (I, [P, P, I, U64, U64, I64, I64, I64, I64]),
         "tc_rmsnorm_fwd": (I, [P, P, I, U64, U64, U64, U64, I64, I64, I64, I64, C.c_float]),
         "tc_stdlib_plan_for": (I, [I, I, I64, C.POINTER(Plan)]),
-        "tc_stdlib_source": (I, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_size_t)]),
         "tc_compiler_create": (I, [C.POINTER(Target), C.POINTER(P)]),
         "tc_compiler_destroy": (V, [P]),
-        "tc_options_init": (V, [C.POINTER(Options)]),
         "tc_compile": (I, [P, C.POINTER(Source), C.c_char_p, C.POINTER(Constexpr), C.c_size_t,
                            C.POINTER(Options), C.POINTER(P), P]),
         "tc_binary_text": (C.c_char_p, [P, C.POINTER(C.c_size_t)]),
@@ -114,18 +75,7 @@ def load_tilec(path):
         "tc_diagnostics_create": (I, [C.POINTER(P)]),
         "tc_diagnostics_destroy": (V, [P]),
         "tc_diagnostics_text": (C.c_char_p, [P]),
-        "tc_jit_request_init": (V, [C.POINTER(JitRequest)]),
-        "tc_jit": (I, [P, C.POINTER(JitRequest), C.POINTER(P)]),
-    }
-    for name, (res, args) in sig.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    return lib
-
-
-def tc_check(lib, st, what):
-    if st != 0:
-        raise RuntimeError(f"{what}: {lib.tc_status_string(st).decode()}: {lib.tc_last_error().decode()}")
+    })
 
 
 def stdlib_spec(lib, op, dtype, cols):
@@ -170,7 +120,7 @@ def compile_ms(lib, op, dtype, cols, reps=20):
 
 def jit_probe(libpath, op, dtype, cols):
     """Run in a fresh process: milliseconds of one tc_jit of the entry point's specialization."""
-    lib = load_tilec(libpath)
+    lib = load_stdlib_api(libpath)
     ctx = C.c_void_p()
     tc_check(lib, lib.tc_context_create(0, C.byref(ctx)), "tc_context_create")
     plan, text = stdlib_spec(lib, op, dtype, cols)
@@ -196,48 +146,18 @@ def jit_probe(libpath, op, dtype, cols):
 
 # ---------------------------------------------------------------- the comparison
 
-def find_anchors():
-    cands = [os.environ.get("TILEC_ANCHORS"), os.path.join(HERE, ".anchors", "anchors.py"),
-             os.path.join(os.getcwd(), "bench", ".anchors", "anchors.py")]
-    for c in cands:
-        if c and os.path.exists(c):
-            return c
-    return None
-
-
-def load_module(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 ROWS = []
 
 
 def row(group, name, shape, ms=None, gbps=None, **extra):
-    ROWS.append(dict(group=group, name=name, shape=shape, ms=ms, gbps=gbps, **extra))
-    t = "" if ms is None else f"{ms:10.2f} ms" if group == "compile" else f"{ms * 1e3:10.1f} us"
-    g = f"{gbps:8.1f} GB/s" if gbps is not None else ""
-    e = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in extra.items())
-    print(f"[{group}] {name:26s} {shape:22s} {t} {g} {e}", flush=True)
-
-
-def relerr(out, ref):
-    import torch
-    o = out.float()
-    if not torch.isfinite(o).all():
-        return float("nan")
-    return ((o - ref).norm() / ref.norm()).item()
+    record(ROWS, group, name, shape, ms, "gbps", gbps, "GB/s", extra, 26, 22, in_ms=group == "compile")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="only the first shape, fewer compile repetitions")
-    ap.add_argument("--json", help="write every measurement to this file")
+    ap = arg_parser(__doc__, "only the first shape, fewer compile repetitions")
     ap.add_argument("--jit-probe", nargs=3, metavar=("OP", "DTYPE", "COLS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    libpath = find_lib()
+    libpath = find_lib("rowwise.py")
     if args.jit_probe:
         op, dtype, cols = args.jit_probe
         return jit_probe(libpath, op, dtype, int(cols))
@@ -246,25 +166,15 @@ def main():
     import torch.nn.functional as F
     import triton
 
-    anchors_path = find_anchors()
-    anchors = load_module(anchors_path, "anchors") if anchors_path else None  # sets TRITON_CACHE_DIR
+    anchors = load_anchors()  # sets TRITON_CACHE_DIR
     if not anchors:
         print("rowwise.py: anchors.py not found ($TILEC_ANCHORS, bench/.anchors/anchors.py): no Triton columns")
 
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")
 
-    lib = load_tilec(libpath)
-    print(f"{lib.tc_version().decode()} ({libpath}); torch {torch.__version__}, triton {triton.__version__}, "
-          f"{torch.cuda.get_device_name()}", flush=True)
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")  # the primary context exists and is current on this thread
-    cuda = C.CDLL("libcuda.so.1")
-    cu_ctx = C.c_void_p()
-    if cuda.cuCtxGetCurrent(C.byref(cu_ctx)) != 0 or not cu_ctx.value:
-        sys.exit("rowwise.py: cuCtxGetCurrent found no context after torch's first allocation")
-    ctx = C.c_void_p()
-    tc_check(lib, lib.tc_context_create_from(cu_ctx, C.byref(ctx)), "tc_context_create_from")
+    lib = load_stdlib_api(libpath)
+    ctx = tc_context_from_torch(lib, libpath, torch, triton, "rowwise.py")
     arch = lib.tc_context_arch(ctx).decode()
 
     shapes = [(32768, 4096), (8192, 8192), (65536, 1024)]
@@ -386,8 +296,7 @@ def main():
           f"{'tilec/triton':>12s} {'tilec relerr':>12s}   (GB/s)")
     bad = 0
     for group in ("softmax", "rmsnorm"):
-        for shape in dict.fromkeys(r["shape"] for r in ROWS if r["group"] == group):
-            got = {r["name"]: r for r in ROWS if r["group"] == group and r["shape"] == shape}
+        for shape, got in by_shape(ROWS, group):
             gb = lambda n: got[n]["gbps"] if n in got else None
             f = lambda v: f"{v:8.0f}" if v else f"{'-':>8s}"
             t, tr = gb("tilec"), gb("triton")
@@ -402,8 +311,7 @@ def main():
     for l in overhead:
         print(l)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(dict(rows=ROWS, launch_overhead=overhead), fh, indent=1)
+        write_json(args.json, rows=ROWS, launch_overhead=overhead)
     return 1 if bad else 0
 
 

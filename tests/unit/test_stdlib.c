@@ -21,6 +21,7 @@
  */
 #include "runtime/runtime.h"
 #include "runtime/stdlib_internal.h"
+#include "stdlib_test_util.h"
 #include "unit.h"
 
 #include <math.h>
@@ -28,8 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static tc_context *const FAKE_CTX = (tc_context *)0x1000; /* validation never reads it */
 
 /* ---- sources and plans ---- */
 
@@ -205,15 +204,6 @@ typedef struct Expect {
 } Expect;
 
 static Expect expect;
-static tc_compiler *compiler;
-static const char *ptxas;
-
-/* Specializations compiled so far, so that each is compiled once. */
-typedef struct Seen {
-    char key[256];
-} Seen;
-static Seen seen[512];
-static int num_seen, num_compiled, num_spilling;
 
 static int64_t given(const char *name, bool *found) {
     for (size_t i = 0; i < expect.num_given; i++)
@@ -225,38 +215,6 @@ static int64_t given(const char *name, bool *found) {
     return 0;
 }
 
-static bool has_fact(const RtStdlibLaunch *l, const char *name, int64_t div) {
-    for (size_t i = 0; i < l->options.num_params; i++)
-        if (strcmp(l->options.params[i].name, name) == 0 && l->options.params[i].divisibility == div)
-            return true;
-    return false;
-}
-
-static void run_ptxas(const char *ptx, size_t len, const char *what) {
-    char path[] = "/tmp/tilec-stdlib-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return;
-    bool wrote = write(fd, ptx, len) == (ssize_t)len;
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -v --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
-    FILE *p = wrote ? popen(cmd, "r") : NULL;
-    char line[512], spills[512] = "";
-    while (p && fgets(line, sizeof line, p))
-        if (strstr(line, "spill") && !strstr(line, " 0 bytes spill stores, 0 bytes spill loads"))
-            snprintf(spills, sizeof spills, "%s", line);
-    int rc = p ? pclose(p) : -1;
-    CHECK(rc == 0);
-    if (rc != 0)
-        fprintf(stderr, "  ptxas rejected the PTX of %s (%s)\n", what, cmd);
-    if (spills[0]) {
-        num_spilling++;
-        fprintf(stderr, "  note: %s spills: %s", what, spills);
-    }
-    unlink(path);
-}
-
 static tc_status checking_hook(const RtStdlibLaunch *l) {
     expect.launches++;
     CHECK(l->ctx == FAKE_CTX);
@@ -266,15 +224,10 @@ static tc_status checking_hook(const RtStdlibLaunch *l) {
     CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
 
     /* the kernel's runtime signature, from the embedded source */
-    tc_source src = {l->req.path, l->req.source, l->req.source_len};
     RtMeta sig = {0};
     tc_diagnostics *diags;
     tc_diagnostics_create(&diags);
-    tc_status st =
-        rt_signature(&src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, l->plan.num_warps, &sig, diags);
-    CHECK_EQ_INT(st, TC_OK);
-    if (st != TC_OK || sig.num_kernels != 1) {
-        fprintf(stderr, "%s", tc_diagnostics_text(diags));
+    if (!launch_signature(&l->req, l->plan.num_warps, &sig, diags)) {
         tc_diagnostics_destroy(diags);
         rt_meta_free(&sig);
         return TC_ERROR_INTERNAL;
@@ -299,13 +252,13 @@ static tc_status checking_hook(const RtStdlibLaunch *l) {
             CHECK(found);
             CHECK(l->args[i] == &l->ints[i]);
             CHECK_EQ_INT(l->ints[i], v);
-            CHECK(has_fact(l, p->name, vector) == (v % vector == 0));
+            CHECK(has_fact(&l->options, p->name, vector) == (v % vector == 0));
             num_ints++;
         } else if (p->dtype == TC_DTYPE_I32) { /* n_cols */
             CHECK_EQ_STR(p->name, "n_cols");
             CHECK(l->args[i] == &l->n_cols);
             CHECK_EQ_INT(l->n_cols, expect.cols);
-            CHECK(has_fact(l, p->name, vector) == (expect.cols % vector == 0));
+            CHECK(has_fact(&l->options, p->name, vector) == (expect.cols % vector == 0));
             num_ints++;
         } else { /* eps */
             CHECK(p->dtype == TC_DTYPE_F32 && strcmp(p->name, "eps") == 0);
@@ -318,57 +271,23 @@ static tc_status checking_hook(const RtStdlibLaunch *l) {
     char key[256];
     int off = snprintf(key, sizeof key, "%s T=%d B=%lld S=%d w=%d", l->req.kernel, (int)expect.dtype,
                        (long long)l->plan.block, l->plan.single_tile, l->plan.num_warps);
-    for (size_t i = 0; i < l->options.num_params && off < (int)sizeof key; i++)
-        off += snprintf(key + off, sizeof key - (size_t)off, " %s", l->options.params[i].name);
-    for (size_t i = 0; i < l->num_args && off < (int)sizeof key; i++)
-        off += snprintf(key + off, sizeof key - (size_t)off, "%c", l->divisibility[i] ? '1' : '0');
-    bool again = false;
-    for (int i = 0; i < num_seen; i++)
-        again |= strcmp(seen[i].key, key) == 0;
-    if (!again && num_seen < (int)(sizeof seen / sizeof seen[0])) {
-        snprintf(seen[num_seen++].key, sizeof seen[0].key, "%s", key);
-        tc_param_spec specs[2 * RT_STDLIB_MAX_PARAMS];
-        size_t ns = 0;
-        for (size_t i = 0; i < l->options.num_params; i++)
-            specs[ns++] = l->options.params[i];
-        for (size_t i = 0; i < l->num_args; i++)
-            if (l->divisibility[i])
-                specs[ns++] = (tc_param_spec){k->params[i].name, 16};
-        tc_options opt = l->options;
-        opt.emit = TC_EMIT_PTX;
-        opt.params = specs;
-        opt.num_params = ns;
-        tc_binary *bin = NULL;
-        st = tc_compile(compiler, &src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, &opt, &bin, diags);
-        CHECK_EQ_INT(st, TC_OK);
-        if (st != TC_OK) {
-            fprintf(stderr, "  %s does not compile: %s%s\n", key, tc_diagnostics_text(diags), tc_last_error());
-        } else {
-            num_compiled++;
-            size_t len;
-            const char *ptx = tc_binary_text(bin, &len);
-            CHECK(ptx && strstr(ptx, ".entry") != NULL);
-            CHECK_EQ_INT(tc_binary_kernel_num_warps(bin, 0), l->plan.num_warps);
-            /* all pointers aligned and all integers divisible: vector accesses */
-            if (ptr_facts == num_ptrs && l->options.num_params == num_ints && expect.cols >= 64 && ptx)
-                CHECK(strstr(ptx, ".v4.") != NULL);
-            if (ptxas && ptx)
-                run_ptxas(ptx, len, key);
-        }
-        tc_binary_destroy(bin);
-    }
+    ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
+    tc_binary *bin =
+        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags);
+    size_t len;
+    const char *ptx = bin ? tc_binary_text(bin, &len) : NULL;
+    /* all pointers aligned and all integers divisible: vector accesses */
+    if (ptr_facts == num_ptrs && l->options.num_params == num_ints && expect.cols >= 64 && ptx)
+        CHECK(strstr(ptx, ".v4.") != NULL);
+    tc_binary_destroy(bin);
     tc_diagnostics_destroy(diags);
     rt_meta_free(&sig);
     return TC_OK;
 }
 
 TEST(test_launches_compile) {
-    const char *env = getenv("TILEC_PTXAS");
-    ptxas = env && *env ? env : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
-    tc_target target = {"sm_90a"};
-    CHECK_EQ_INT(tc_compiler_create(&target, &compiler), TC_OK);
+    ptx_check_begin();
     rt_stdlib_launch_hook = checking_hook;
-    num_seen = num_compiled = num_spilling = 0;
     static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
     static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536};
     for (int di = 0; di < 3; di++)
@@ -419,11 +338,7 @@ TEST(test_launches_compile) {
                 CHECK_EQ_INT(expect.launches, 1);
             }
     rt_stdlib_launch_hook = NULL;
-    tc_compiler_destroy(compiler);
-    compiler = NULL;
-    fprintf(stderr, "  stdlib: %d specializations compiled to PTX%s, %d with spills\n", num_compiled,
-            ptxas ? " and checked by ptxas" : " (no ptxas: not assembled)", num_spilling);
-    CHECK(num_compiled >= 40);
+    CHECK(ptx_check_end("stdlib") >= 40);
 }
 
 /* ---- the memo of kernels by request ---- */

@@ -22,13 +22,12 @@
  */
 #include "runtime/runtime.h"
 #include "runtime/stdlib_internal.h"
+#include "stdlib_test_util.h"
 #include "unit.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static tc_context *const FAKE_CTX = (tc_context *)0x1000; /* validation never reads it */
 
 static int64_t cx(const tc_matmul_plan *p, const char *name) {
     for (size_t i = 0; i < p->num_constexprs; i++)
@@ -264,48 +263,12 @@ static const Given *given;
 static size_t num_given;
 static tc_dtype given_dtype;
 static int launches;
-static tc_compiler *compiler;
-static const char *ptxas;
-static char seen[256][320];
-static int num_seen, num_compiled, num_spilling;
 
 static const Given *find_given(const char *name) {
     for (size_t i = 0; i < num_given; i++)
         if (strcmp(given[i].name, name) == 0)
             return &given[i];
     return NULL;
-}
-
-static bool has_fact(const RtMatmulLaunch *l, const char *name, int64_t div) {
-    for (size_t i = 0; i < l->options.num_params; i++)
-        if (strcmp(l->options.params[i].name, name) == 0 && l->options.params[i].divisibility == div)
-            return true;
-    return false;
-}
-
-static void run_ptxas(const char *ptx, size_t len, const char *what) {
-    char path[] = "/tmp/tilec-matmul-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return;
-    bool wrote = write(fd, ptx, len) == (ssize_t)len;
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -v --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
-    FILE *p = wrote ? popen(cmd, "r") : NULL;
-    char line[512], spills[512] = "";
-    while (p && fgets(line, sizeof line, p))
-        if (strstr(line, "spill") && !strstr(line, " 0 bytes spill stores, 0 bytes spill loads"))
-            snprintf(spills, sizeof spills, "%s", line);
-    int rc = p ? pclose(p) : -1;
-    CHECK(rc == 0);
-    if (rc != 0)
-        fprintf(stderr, "  ptxas rejected the PTX of %s (%s)\n", what, cmd);
-    if (spills[0]) {
-        num_spilling++;
-        fprintf(stderr, "  note: %s spills: %s", what, spills);
-    }
-    unlink(path);
 }
 
 static tc_status checking_hook(const RtMatmulLaunch *l) {
@@ -317,15 +280,10 @@ static tc_status checking_hook(const RtMatmulLaunch *l) {
     CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
     CHECK(l->plan.grid.x >= 1 && l->plan.grid.y >= 1 && l->plan.grid.z == 1);
 
-    tc_source src = {l->req.path, l->req.source, l->req.source_len};
     RtMeta sig = {0};
     tc_diagnostics *diags;
     tc_diagnostics_create(&diags);
-    tc_status st =
-        rt_signature(&src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, l->plan.num_warps, &sig, diags);
-    CHECK_EQ_INT(st, TC_OK);
-    if (st != TC_OK || sig.num_kernels != 1) {
-        fprintf(stderr, "%s", tc_diagnostics_text(diags));
+    if (!launch_signature(&l->req, l->plan.num_warps, &sig, diags)) {
         tc_diagnostics_destroy(diags);
         rt_meta_free(&sig);
         return TC_ERROR_INTERNAL;
@@ -349,12 +307,12 @@ static tc_status checking_hook(const RtMatmulLaunch *l) {
         } else if (p->dtype == TC_DTYPE_I32) {
             CHECK(l->args[i] == &l->i32s[i]);
             CHECK_EQ_INT(l->i32s[i], g->value);
-            CHECK(has_fact(l, p->name, vector) == (g->value % vector == 0));
+            CHECK(has_fact(&l->options, p->name, vector) == (g->value % vector == 0));
         } else {
             CHECK(p->dtype == TC_DTYPE_I64);
             CHECK(l->args[i] == &l->i64s[i]);
             CHECK_EQ_INT(l->i64s[i], g->value);
-            CHECK(has_fact(l, p->name, vector) == (g->value % vector == 0));
+            CHECK(has_fact(&l->options, p->name, vector) == (g->value % vector == 0));
         }
     }
 
@@ -364,42 +322,9 @@ static tc_status checking_hook(const RtMatmulLaunch *l) {
     for (size_t i = 0; i < l->plan.num_constexprs && off < (int)sizeof key; i++)
         off += snprintf(key + off, sizeof key - (size_t)off, " %s=%lld", l->plan.constexprs[i].name,
                         (long long)l->plan.constexprs[i].i);
-    for (size_t i = 0; i < l->options.num_params && off < (int)sizeof key; i++)
-        off += snprintf(key + off, sizeof key - (size_t)off, " %s", l->options.params[i].name);
-    for (size_t i = 0; i < l->num_args && off < (int)sizeof key; i++)
-        off += snprintf(key + off, sizeof key - (size_t)off, "%c", l->divisibility[i] ? '1' : '0');
-    bool again = false;
-    for (int i = 0; i < num_seen; i++)
-        again |= strcmp(seen[i], key) == 0;
-    if (!again && num_seen < (int)(sizeof seen / sizeof seen[0])) {
-        snprintf(seen[num_seen++], sizeof seen[0], "%s", key);
-        tc_param_spec specs[2 * RT_MATMUL_MAX_PARAMS];
-        size_t ns = 0;
-        for (size_t i = 0; i < l->options.num_params; i++)
-            specs[ns++] = l->options.params[i];
-        for (size_t i = 0; i < l->num_args; i++)
-            if (l->divisibility[i])
-                specs[ns++] = (tc_param_spec){k->params[i].name, 16};
-        tc_options opt = l->options;
-        opt.emit = TC_EMIT_PTX;
-        opt.params = specs;
-        opt.num_params = ns;
-        tc_binary *bin = NULL;
-        st = tc_compile(compiler, &src, l->req.kernel, l->req.constexprs, l->req.num_constexprs, &opt, &bin, diags);
-        CHECK_EQ_INT(st, TC_OK);
-        if (st != TC_OK) {
-            fprintf(stderr, "  %s does not compile: %s%s\n", key, tc_diagnostics_text(diags), tc_last_error());
-        } else {
-            num_compiled++;
-            size_t len;
-            const char *ptx = tc_binary_text(bin, &len);
-            CHECK(ptx && strstr(ptx, ".entry") != NULL);
-            CHECK_EQ_INT(tc_binary_kernel_num_warps(bin, 0), l->plan.num_warps);
-            if (ptxas && ptx)
-                run_ptxas(ptx, len, key);
-        }
-        tc_binary_destroy(bin);
-    }
+    ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
+    tc_binary_destroy(
+        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags));
     tc_diagnostics_destroy(diags);
     rt_meta_free(&sig);
     return TC_OK;
@@ -407,12 +332,8 @@ static tc_status checking_hook(const RtMatmulLaunch *l) {
 
 /* The GPU test's shapes and layouts (tests/gpu/test_matmul.c), and the benchmark's. */
 TEST(test_matmul_launches_compile) {
-    const char *env = getenv("TILEC_PTXAS");
-    ptxas = env && *env ? env : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
-    tc_target target = {"sm_90a"};
-    CHECK_EQ_INT(tc_compiler_create(&target, &compiler), TC_OK);
+    ptx_check_begin();
     rt_matmul_launch_hook = checking_hook;
-    num_seen = num_compiled = num_spilling = 0;
 
     static const int64_t shapes[][3] = {{1, 64, 64},        {17, 33, 40},       {1000, 37, 129}, {64, 64, 64},
                                         {1024, 1024, 1024}, {4096, 4096, 4096}, {1, 4096, 4096}, {300, 200, 8}};
@@ -474,11 +395,7 @@ TEST(test_matmul_launches_compile) {
         }
 
     rt_matmul_launch_hook = NULL;
-    tc_compiler_destroy(compiler);
-    compiler = NULL;
-    fprintf(stderr, "  stdlib_matmul: %d specializations compiled to PTX%s, %d with spills\n", num_compiled,
-            ptxas ? " and checked by ptxas" : " (no ptxas: not assembled)", num_spilling);
-    CHECK(num_compiled >= 60);
+    CHECK(ptx_check_end("stdlib_matmul") >= 60);
 }
 
 UNIT_SUITE(stdlib_matmul, test_matmul_plans, test_matmul_validation, test_matmul_launches_compile)

@@ -1,0 +1,150 @@
+"""What bench/matmul.py and bench/rowwise.py share: libtilec through ctypes, a tc_context in
+the CUcontext torch made, the Triton anchors, and a line per measurement.
+
+Both scripts import it as `common` from their own folder (the repository's bench/ or the
+bundle's), so it needs nothing but the standard library at import time; torch is imported
+by the functions that take tensors.
+"""
+import argparse
+import ctypes as C
+import glob
+import importlib.util
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ---------------------------------------------------------------- libtilec through ctypes
+
+
+class Constexpr(C.Structure):  # tc_constexpr
+    _fields_ = [("name", C.c_char_p), ("kind", C.c_int), ("i", C.c_int64), ("f", C.c_double)]
+
+
+class ParamSpec(C.Structure):  # tc_param_spec
+    _fields_ = [("name", C.c_char_p), ("divisibility", C.c_int64)]
+
+
+class Options(C.Structure):  # tc_options
+    _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
+                ("print_after_all", C.c_int), ("verify_each", C.c_int),
+                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t)]
+
+
+class JitRequest(C.Structure):  # tc_jit_request
+    _fields_ = [("source", C.c_char_p), ("source_len", C.c_size_t), ("path", C.c_char_p),
+                ("kernel", C.c_char_p), ("constexprs", C.POINTER(Constexpr)), ("num_constexprs", C.c_size_t),
+                ("options", C.POINTER(Options)), ("arch", C.c_char_p),
+                ("divisibility", C.POINTER(C.c_int64)), ("num_divisibility", C.c_size_t),
+                ("args", C.POINTER(C.c_void_p)), ("num_args", C.c_size_t),
+                ("diags", C.c_void_p), ("no_disk_cache", C.c_int)]
+
+
+def find_lib(prog):
+    """$TILEC_LIB, else ../lib/libtilec.so.0 (the bundle), else ../build*/libtilec.so.0; exits if none."""
+    cands = [os.environ.get("TILEC_LIB"), os.path.join(HERE, "..", "lib", "libtilec.so.0")]
+    cands += sorted(glob.glob(os.path.join(HERE, "..", "build*", "libtilec.so.0")))
+    for c in cands:
+        if c and os.path.exists(c):
+            return os.path.abspath(c)
+    sys.exit(f"{prog}: libtilec.so.0 not found: set TILEC_LIB (looked next to the bundle and in build*/)")
+
+
+def load_tilec(path, sig):
+    """libtilec with restype and argtypes set for the functions both scripts call and those of
+    sig ({name: (restype, argtypes)})."""
+    lib = C.CDLL(path)
+    P, I = C.c_void_p, C.c_int
+    common = {
+        "tc_version": (C.c_char_p, []),
+        "tc_status_string": (C.c_char_p, [I]),
+        "tc_last_error": (C.c_char_p, []),
+        "tc_context_create_from": (I, [P, C.POINTER(P)]),
+        "tc_context_destroy": (I, [P]),
+        "tc_context_arch": (C.c_char_p, [P]),
+        "tc_stdlib_source": (I, [C.c_char_p, C.POINTER(C.c_char_p), C.POINTER(C.c_size_t)]),
+        "tc_options_init": (None, [C.POINTER(Options)]),
+        "tc_jit_request_init": (None, [C.POINTER(JitRequest)]),
+        "tc_jit": (I, [P, C.POINTER(JitRequest), C.POINTER(P)]),
+    }
+    for name, (res, args) in {**common, **sig}.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    return lib
+
+
+def tc_check(lib, st, what):
+    if st != 0:
+        raise RuntimeError(f"{what}: {lib.tc_status_string(st).decode()}: {lib.tc_last_error().decode()}")
+
+
+def tc_context_from_torch(lib, libpath, torch, triton, prog):
+    """Prints the versions line, then a tc_context in the CUcontext torch made current (its
+    primary context, created by a first allocation); exits if there is none."""
+    print(f"{lib.tc_version().decode()} ({libpath}); torch {torch.__version__}, triton {triton.__version__}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")  # the primary context exists and is current on this thread
+    cuda = C.CDLL("libcuda.so.1")
+    cu_ctx = C.c_void_p()
+    if cuda.cuCtxGetCurrent(C.byref(cu_ctx)) != 0 or not cu_ctx.value:
+        sys.exit(f"{prog}: cuCtxGetCurrent found no context after torch's first allocation")
+    ctx = C.c_void_p()
+    tc_check(lib, lib.tc_context_create_from(cu_ctx, C.byref(ctx)), "tc_context_create_from")
+    return ctx
+
+
+# ---------------------------------------------------------------- the comparison
+
+def arg_parser(doc, quick_help):
+    """The options both scripts take: --quick (what it leaves out: quick_help) and --json FILE."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    ap.add_argument("--json", help="write every measurement to this file")
+    return ap
+
+
+def load_anchors():
+    """anchors.py (the Triton kernels) from $TILEC_ANCHORS, else .anchors/anchors.py next to this
+    file, else bench/.anchors/anchors.py under the working directory; None if none is found.
+    Importing it sets TRITON_CACHE_DIR."""
+    cands = [os.environ.get("TILEC_ANCHORS"), os.path.join(HERE, ".anchors", "anchors.py"),
+             os.path.join(os.getcwd(), "bench", ".anchors", "anchors.py")]
+    path = next((c for c in cands if c and os.path.exists(c)), None)
+    if not path:
+        return None
+    spec = importlib.util.spec_from_file_location("anchors", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def record(rows, group, name, shape, ms, rate_key, rate, rate_unit, extra, name_width, shape_width, in_ms=False):
+    """Appends a measurement to rows and prints its line: `[group] name shape time rate key=value...`,
+    the time in microseconds (in_ms: milliseconds), the rate (rows' rate_key) in rate_unit."""
+    rows.append(dict(group=group, name=name, shape=shape, ms=ms, **{rate_key: rate}, **extra))
+    t = "" if ms is None else f"{ms:10.2f} ms" if in_ms else f"{ms * 1e3:10.1f} us"
+    r = f"{rate:8.1f} {rate_unit}" if rate is not None else ""
+    e = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in extra.items())
+    print(f"[{group}] {name:{name_width}s} {shape:{shape_width}s} {t} {r} {e}", flush=True)
+
+
+def by_shape(rows, group):
+    """For the table: each shape of group's rows, in order, with its rows by name."""
+    for shape in dict.fromkeys(r["shape"] for r in rows if r["group"] == group):
+        yield shape, {r["name"]: r for r in rows if r["group"] == group and r["shape"] == shape}
+
+
+def relerr(out, ref):
+    """Relative Frobenius error of out against the f32 reference ref; NaN if out is not finite."""
+    import torch
+    o = out.float()
+    if not torch.isfinite(o).all():
+        return float("nan")
+    return ((o - ref).norm() / ref.norm()).item()
+
+
+def write_json(path, **data):
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=1)

@@ -1,0 +1,124 @@
+/*
+ * stdlib_test_util.c — the helpers of stdlib_test_util.h. The run's state
+ * (compiler, ptxas, the keys seen, the counts) lives here, one run at a time.
+ */
+#include "stdlib_test_util.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static tc_compiler *compiler;
+static const char *ptxas;
+static char seen[512][320];
+static int num_seen, num_compiled, num_spilling;
+
+bool has_fact(const tc_options *options, const char *name, int64_t div) {
+    for (size_t i = 0; i < options->num_params; i++)
+        if (strcmp(options->params[i].name, name) == 0 && options->params[i].divisibility == div)
+            return true;
+    return false;
+}
+
+bool launch_signature(const tc_jit_request *req, int num_warps, RtMeta *sig, tc_diagnostics *diags) {
+    tc_source src = {req->path, req->source, req->source_len};
+    tc_status st = rt_signature(&src, req->kernel, req->constexprs, req->num_constexprs, num_warps, sig, diags);
+    CHECK_EQ_INT(st, TC_OK);
+    if (st != TC_OK || sig->num_kernels != 1) {
+        fprintf(stderr, "%s", tc_diagnostics_text(diags));
+        return false;
+    }
+    return true;
+}
+
+void ptx_check_begin(void) {
+    const char *env = getenv("TILEC_PTXAS");
+    ptxas = env && *env ? env : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas" : NULL;
+    tc_target target = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&target, &compiler), TC_OK);
+    num_seen = num_compiled = num_spilling = 0;
+}
+
+int ptx_check_end(const char *family) {
+    tc_compiler_destroy(compiler);
+    compiler = NULL;
+    fprintf(stderr, "  %s: %d specializations compiled to PTX%s, %d with spills\n", family, num_compiled,
+            ptxas ? " and checked by ptxas" : " (no ptxas: not assembled)", num_spilling);
+    return num_compiled;
+}
+
+void ptx_key_facts(char *key, size_t size, int off, const tc_options *options, const int64_t *divisibility,
+                   size_t num_args) {
+    for (size_t i = 0; i < options->num_params && off < (int)size; i++)
+        off += snprintf(key + off, size - (size_t)off, " %s", options->params[i].name);
+    for (size_t i = 0; i < num_args && off < (int)size; i++)
+        off += snprintf(key + off, size - (size_t)off, "%c", divisibility[i] ? '1' : '0');
+}
+
+/* ptxas -v on the PTX: it must accept it; spills are reported (a note, not a failure). */
+static void run_ptxas(const char *ptx, size_t len, const char *what) {
+    char path[] = "/tmp/tilec-stdlib-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return;
+    bool wrote = write(fd, ptx, len) == (ssize_t)len;
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -v --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
+    FILE *p = wrote ? popen(cmd, "r") : NULL;
+    char line[512], spills[512] = "";
+    while (p && fgets(line, sizeof line, p))
+        if (strstr(line, "spill") && !strstr(line, " 0 bytes spill stores, 0 bytes spill loads"))
+            snprintf(spills, sizeof spills, "%s", line);
+    int rc = p ? pclose(p) : -1;
+    CHECK(rc == 0);
+    if (rc != 0)
+        fprintf(stderr, "  ptxas rejected the PTX of %s (%s)\n", what, cmd);
+    if (spills[0]) {
+        num_spilling++;
+        fprintf(stderr, "  note: %s spills: %s", what, spills);
+    }
+    unlink(path);
+}
+
+tc_binary *ptx_compile_once(const char *key, const tc_jit_request *req, const tc_options *options,
+                            const tc_kernel_desc *k, const int64_t *divisibility, size_t num_args, int num_warps,
+                            tc_diagnostics *diags) {
+    for (int i = 0; i < num_seen; i++)
+        if (strcmp(seen[i], key) == 0)
+            return NULL;
+    if (num_seen == (int)(sizeof seen / sizeof seen[0]))
+        return NULL;
+    snprintf(seen[num_seen++], sizeof seen[0], "%s", key);
+
+    tc_param_spec specs[64];
+    size_t ns = 0;
+    CHECK(options->num_params + num_args <= sizeof specs / sizeof specs[0]);
+    for (size_t i = 0; i < options->num_params && ns < 64; i++)
+        specs[ns++] = options->params[i];
+    for (size_t i = 0; i < num_args && ns < 64; i++)
+        if (divisibility[i])
+            specs[ns++] = (tc_param_spec){k->params[i].name, 16};
+    tc_options opt = *options;
+    opt.emit = TC_EMIT_PTX;
+    opt.params = specs;
+    opt.num_params = ns;
+    tc_source src = {req->path, req->source, req->source_len};
+    tc_binary *bin = NULL;
+    tc_status st = tc_compile(compiler, &src, req->kernel, req->constexprs, req->num_constexprs, &opt, &bin, diags);
+    CHECK_EQ_INT(st, TC_OK);
+    if (st != TC_OK) {
+        fprintf(stderr, "  %s does not compile: %s%s\n", key, tc_diagnostics_text(diags), tc_last_error());
+        tc_binary_destroy(bin);
+        return NULL;
+    }
+    num_compiled++;
+    size_t len;
+    const char *ptx = tc_binary_text(bin, &len);
+    CHECK(ptx && strstr(ptx, ".entry") != NULL);
+    CHECK_EQ_INT(tc_binary_kernel_num_warps(bin, 0), num_warps);
+    if (ptxas && ptx)
+        run_ptxas(ptx, len, key);
+    return bin;
+}
