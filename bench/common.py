@@ -29,7 +29,7 @@ class ParamSpec(C.Structure):  # tc_param_spec
 class Options(C.Structure):  # tc_options
     _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
-                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t)]
+                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int)]
 
 
 class JitRequest(C.Structure):  # tc_jit_request

@@ -63,7 +63,7 @@ class Variant:
     --sweep: row-major f16/bf16 operands whose sizes are multiples of 8 and of BK, launched
     through tc_jit + tc_launch with the facts tc_matmul would give."""
 
-    def __init__(self, lib, ctx, dt, M, N, K, bm, bn, bk, warps, group_m=8):
+    def __init__(self, lib, ctx, dt, M, N, K, bm, bn, bk, warps, stages=3, group_m=8):
         text, n = C.c_char_p(), C.c_size_t()
         tc_check(lib, lib.tc_stdlib_source(b"matmul.tile", C.byref(text), C.byref(n)), "tc_stdlib_source")
         self.text = text.value[: n.value]
@@ -79,6 +79,7 @@ class Variant:
         self.opt = Options()
         lib.tc_options_init(C.byref(self.opt))
         self.opt.num_warps = warps
+        self.opt.num_stages = stages
         self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
         self.opt.num_params = len(facts)
         self.div = (C.c_int64 * 13)(16, 16, 16, 16, *([0] * 9))
@@ -91,7 +92,8 @@ class Variant:
         req.divisibility = C.cast(self.div, C.POINTER(C.c_int64))
         req.num_divisibility = 13
         self.kernel = C.c_void_p()
-        tc_check(lib, lib.tc_jit(ctx, C.byref(req), C.byref(self.kernel)), f"tc_jit {bm}x{bn}x{bk} w{warps}")
+        tc_check(lib, lib.tc_jit(ctx, C.byref(req), C.byref(self.kernel)),
+                 f"tc_jit {bm}x{bn}x{bk} w{warps} s{stages}")
         self.lib = lib
         self.grid = Dim3(((M + bm - 1) // bm) * ((N + bn - 1) // bn), 1, 1)
         self.ints = [C.c_int32(M), C.c_int32(N), C.c_int32(K)] + [C.c_int64(v) for v in vals[3:]]
@@ -103,9 +105,10 @@ class Variant:
         return self.lib.tc_launch(self.kernel, self.grid, stream, args, 13)
 
 
-SWEEP = [(128, 128, 32, 8), (128, 128, 32, 4), (128, 128, 64, 8), (128, 128, 64, 4), (128, 128, 128, 4),
-         (128, 256, 64, 8), (256, 128, 64, 8), (128, 256, 64, 4), (128, 64, 64, 4), (64, 128, 64, 4),
-         (64, 64, 64, 4), (64, 256, 64, 4), (128, 64, 64, 2), (64, 64, 64, 2)]
+SWEEP = [(128, 128, 64, 4, 3), (128, 128, 64, 4, 4), (128, 128, 32, 4, 3), (128, 128, 32, 4, 4),
+         (128, 128, 32, 4, 5), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 256, 32, 8, 4),
+         (256, 128, 64, 8, 3), (256, 128, 32, 8, 4), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3),
+         (64, 256, 64, 4, 3), (128, 128, 64, 4, 1)]
 
 
 # ---------------------------------------------------------------- Triton's tutorial matmul
@@ -277,11 +280,11 @@ def main():
                 ms = bench(lambda: F.gelu(torch.addmm(bias, a, b), approximate="tanh"))
                 row("epilogue", "torch addmm+gelu", shape + " +bias gelu", ms, flop / ms / 1e9)
             if args.sweep and n == 4096 and dt == "f16":
-                for bm, bn, bk, w in SWEEP:
+                for bm, bn, bk, w, st in SWEEP:
                     try:
-                        v = Variant(lib, ctx, dt, M, N, K, bm, bn, bk, w)
+                        v = Variant(lib, ctx, dt, M, N, K, bm, bn, bk, w, st)
                     except RuntimeError as e:
-                        print(f"[sweep] {bm}x{bn}x{bk} w{w}: {str(e).splitlines()[0][:200]}", flush=True)
+                        print(f"[sweep] {bm}x{bn}x{bk} w{w} s{st}: {str(e).splitlines()[0][:200]}", flush=True)
                         continue
                     c.fill_(float("nan"))
                     go = lambda: v.launch(stream, c.data_ptr(), a.data_ptr(), b.data_ptr())
@@ -289,7 +292,7 @@ def main():
                     torch.cuda.synchronize()
                     err = relerr(c, ref)
                     ms = bench(go)
-                    row("sweep", f"tilec {bm}x{bn}x{bk} w{w}", shape, ms, flop / ms / 1e9, relerr=err)
+                    row("sweep", f"tilec {bm}x{bn}x{bk} w{w} s{st}", shape, ms, flop / ms / 1e9, relerr=err)
             del a, b, c, c2, c3, ref
             torch.cuda.empty_cache()
     lib.tc_context_destroy(ctx)

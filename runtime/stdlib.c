@@ -508,7 +508,12 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
  *  2. Plan (mm_plan_*): which stride of each matrix is 1 (its *_ORDER, so
  *     that the kernel sees the contiguous dimension), the tile BM x BN x BK
  *     and num_warps. The policy, for the mma.sync tensor-core path of dot:
- *       - tiles of 128 x 128 when the matrix is big enough; an extent below
+ *       - tiles of 256 x 128 x 64 with 8 warps when that still gives at least
+ *         2 * MM_FILL_PROGRAMS programs (4096 x 4096 and larger), there is no
+ *         epilogue and extents and strides are multiples of 8 (16-byte
+ *         vectors): elsewhere that tile spills (ptxas -v: 4 bytes here,
+ *         up to 900 bytes unaligned or with an epilogue);
+ *       - else tiles of 128 x 128 when the matrix is big enough; an extent below
  *         128 gets the next power of two at least 16 (a dot's minimum), so
  *         M = 1 (a matrix-vector product) runs 16-row tiles;
  *       - fewer than MM_FILL_PROGRAMS tiles (about one per SM of an H100)
@@ -521,8 +526,11 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
  *     first mma.sync + ldmatrix codegen, not yet software-pipelined):
  *     128x128x64 with 4 warps 285 TFLOP/s; 128x256x64 or 256x128x64 with 8
  *     warps 271; 128x128x32 with 4 warps 240, with 8 warps 136; 128x128x128
- *     with 4 warps 234; 128x64x64 with 4 warps 218. Re-tune when the
- *     pipeline pass lands.
+ *     with 4 warps 234; 128x64x64 with 4 warps 218. With the pipeline pass
+ *     (cp.async, 3 stages), same machine and day: 256x128x64 8 warps 391,
+ *     128x256x64 8 warps 386, 128x128x32 4 warps 5 stages 383, 128x128x64 4
+ *     warps 369 (3 stages) / 281 (no pipelining), 64x256x64 4 warps 352,
+ *     128x64x64 4 warps 313.
  *     blockdiag_matmul: BN and BK cover bout and bin (up to 128 and 64),
  *     BM is 128 rows of the batch for narrow blocks (BN <= 64), else 64,
  *     halved while there are fewer than MM_FILL_PROGRAMS programs; 4 warps.
@@ -546,6 +554,8 @@ enum {
     MM_FILL_MIN_TILE = 64,
     MM_BK = 64,
     MM_WARPS = 4,
+    MM_HUGE_TILE_M = 256, /* with MM_HUGE_WARPS, when there are >= 2 tiles of 256 x 128 per SM */
+    MM_HUGE_WARPS = 8,
     MM_GROUP_M = 8,
 };
 
@@ -641,7 +651,16 @@ static void set_cx(tc_matmul_plan *p, const char *name, tc_constexpr_kind kind, 
 }
 
 /* The tile and warps of tc_matmul (step 2). */
-static void mm_tiles(int64_t M, int64_t N, int64_t K, tc_matmul_plan *p) {
+static void mm_tiles(int64_t M, int64_t N, int64_t K, bool plain, tc_matmul_plan *p) {
+    /* The big tile only where it was measured spill-free enough: no epilogue,
+     * extents and strides that allow 16-byte vectors (plain). */
+    if (plain && K >= MM_BK && cdiv64(M, MM_HUGE_TILE_M) * cdiv64(N, MM_BIG_TILE) >= 2 * MM_FILL_PROGRAMS) {
+        p->block_m = MM_HUGE_TILE_M;
+        p->block_n = MM_BIG_TILE;
+        p->block_k = MM_BK;
+        p->num_warps = MM_HUGE_WARPS;
+        return;
+    }
     int bm = pow2_clamped(M, MM_MIN_TILE, MM_BIG_TILE), bn = pow2_clamped(N, MM_MIN_TILE, MM_BIG_TILE);
     while (cdiv64(M, bm) * cdiv64(N, bn) < MM_FILL_PROGRAMS && (bm > MM_FILL_MIN_TILE || bn > MM_FILL_MIN_TILE)) {
         if (bn >= bm)
@@ -674,11 +693,14 @@ static tc_status mm_check(const char *entry, tc_dtype dtype, int64_t M, int64_t 
 }
 
 static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam, int64_t sak, int64_t sbk, int64_t sbn,
-                    int64_t scm, int64_t scn, bool has_bias, tc_activation act, tc_matmul_plan *p) {
+                    int64_t scm, int64_t scn, bool has_bias, tc_activation act, bool aligned, tc_matmul_plan *p) {
     memset(p, 0, sizeof *p);
     p->file = "matmul.tile";
     p->kernel = "matmul";
-    mm_tiles(M, N, K, p);
+    bool vectors = M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && (sam % 8 == 0 || sam == 1) &&
+                   (sak % 8 == 0 || sak == 1) && (sbk % 8 == 0 || sbk == 1) && (sbn % 8 == 0 || sbn == 1) &&
+                   (scm % 8 == 0 || scm == 1) && (scn % 8 == 0 || scn == 1);
+    mm_tiles(M, N, K, aligned && vectors && !has_bias && act == TC_ACTIVATION_NONE, p);
     p->group_m = MM_GROUP_M;
     p->a_order = order_of(sam, sak);
     p->b_order = order_of(sbk, sbn);
@@ -701,8 +723,8 @@ static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam
 /* Plans (after mm_check) and checks that the grid fits the driver's. */
 static tc_status mm_plan_checked(const char *entry, tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam,
                                  int64_t sak, int64_t sbk, int64_t sbn, int64_t scm, int64_t scn, bool has_bias,
-                                 tc_activation act, tc_matmul_plan *p) {
-    mm_plan(dtype, M, N, K, sam, sak, sbk, sbn, scm, scn, has_bias, act, p);
+                                 tc_activation act, bool aligned, tc_matmul_plan *p) {
+    mm_plan(dtype, M, N, K, sam, sak, sbk, sbn, scm, scn, has_bias, act, aligned, p);
     int64_t tiles = cdiv64(M, p->block_m) * cdiv64(N, p->block_n);
     if (tiles > INT32_MAX) {
         memset(p, 0, sizeof *p);
@@ -793,7 +815,7 @@ tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, in
     if (st != TC_OK)
         return st;
     return mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                           has_bias != 0, act, out);
+                           has_bias != 0, act, true, out);
 }
 
 tc_status tc_blockdiag_matmul_plan_for(tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
@@ -895,7 +917,7 @@ tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevicept
     RtMatmulLaunch l;
     mm_begin(&l, entry, ctx, stream);
     if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                              bias != 0, act, &l.plan)) != TC_OK)
+                              bias != 0, act, (a | b | c) % 16 == 0, &l.plan)) != TC_OK)
         return st;
     int64_t vector = 16 / (int64_t)elem_bytes(dtype);
     mm_arg_ptr(&l, "c", c, true);

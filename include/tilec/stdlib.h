@@ -157,8 +157,9 @@ typedef struct tc_matmul_plan {
     tc_dim3 grid;
 } tc_matmul_plan;
 
-/* The plan of tc_matmul for these arguments (bias given or not). The same
- * validation as tc_matmul, less ctx and the pointers. */
+/* The plan of tc_matmul for these arguments (bias given or not), with A, B
+ * and C 16-byte aligned. The same validation as tc_matmul, less ctx and the
+ * pointers. */
 TC_API tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t stride_am,
                                     int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
                                     int64_t stride_cn, int has_bias, tc_activation act, tc_matmul_plan *out);
