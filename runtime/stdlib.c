@@ -972,3 +972,288 @@ tc_status tc_blockdiag_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, 
     mm_arg_int(&l, "stride_ym", stride_ym, false, vector);
     return mm_launch(&l);
 }
+
+/* ==== tc_attention_fwd (lib/attention.tile) ====
+ *
+ * The same three steps:
+ *
+ *  1. Validate (attn_check): dtype f16 or bf16; head_dim 1..256; heads,
+ *     kv_heads >= 1 with kv_heads dividing heads; seqlens 1..2^30 (the
+ *     kernel's i32 index arithmetic adds a block and a seqlen);
+ *     batch * heads <= 65535 (grid.y); strides >= 0 with every offset within
+ *     an int64 in bytes; o's strides giving each element its own address;
+ *     pointers not 0 and aligned to their element; cu_seqlens both or
+ *     neither; a finite scale.
+ *  2. Plan (attn_plan): D is the next power of two of head_dim, at least 16
+ *     (the masked columns cost registers, not correctness). ptxas -v on
+ *     sm_90a (2026-11-21, 3 pipeline stages):
+ *       - D <= 64: BM 128, BN 64, 4 warps (D 64 spills 8 to 16 bytes; 2
+ *         stages spill more, so 3 stay);
+ *       - D 128: BM 128, BN 32, 8 warps (BN 64 spills 32 bytes; BN 32 none);
+ *       - D 256: BM 128, BN 32, 8 warps (none, 4 bytes causal + varlen;
+ *         4 warps with BM 64 spill 132 bytes).
+ *     grid = (cdiv(seqlen_q, BM), batch * heads).
+ *  3. Specialize and launch as tc_matmul does: pointers' 16-byte alignment
+ *     through the request's divisibility, strides that are multiples of 8
+ *     elements through tc_options.params (what vectorizes the row loads:
+ *     every row of Q, K, V and O starting on 16 bytes), through the
+ *     context's memo. Without varlen the cu_seqlens parameters get lse
+ *     (never read), as tc_launch refuses null pointers.
+ */
+
+enum {
+    ATTN_MAX_HEAD_DIM = 256,
+    ATTN_MAX_SEQLEN = 1 << 30,
+    ATTN_MAX_PROGRAMS_Y = 65535,
+    ATTN_STAGES = 3,
+};
+
+tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
+
+/* count elements along a stride added to *used (the largest offset so far):
+ * false if the sum leaves MM_MAX_BYTE_OFFSET. */
+static bool attn_span_add(int64_t *used, int64_t count, int64_t stride) {
+    if (count <= 1 || stride == 0)
+        return true;
+    if (count - 1 > (MM_MAX_BYTE_OFFSET - *used) / stride)
+        return false;
+    *used += (count - 1) * stride;
+    return true;
+}
+
+/* A tensor's strides: >= 0, largest offset within an int64. */
+static tc_status attn_check_tensor(const char *entry, char t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                   int64_t sb, int64_t sh, int64_t ss) {
+    if (sb < 0 || sh < 0 || ss < 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: %c's strides (stride_%cb %lld, stride_%ch %lld, stride_%c%c %lld) must be >= 0", entry, t,
+                       t, (long long)sb, t, (long long)sh, t, t == 'q' || t == 'o' ? 'm' : 'n', (long long)ss);
+    int64_t used = dim - 1;
+    if (!attn_span_add(&used, batch, sb) || !attn_span_add(&used, heads, sh) || !attn_span_add(&used, seq, ss))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %c's strides overflow a 64-bit offset", entry, t);
+    return TC_OK;
+}
+
+/* Does o give each of its elements its own address? Sorted by stride, each
+ * dimension of extent > 1 must step past everything the inner ones span. */
+static bool attn_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, int64_t sb, int64_t sh, int64_t ss) {
+    int64_t ext[3] = {batch, heads, seq}, str[3] = {sb, sh, ss};
+    for (int i = 0; i < 3; i++) /* sort by stride */
+        for (int j = i + 1; j < 3; j++)
+            if (str[j] < str[i]) {
+                int64_t e = ext[i], s = str[i];
+                ext[i] = ext[j];
+                str[i] = str[j];
+                ext[j] = e;
+                str[j] = s;
+            }
+    int64_t span = dim; /* elements [0, span) are covered by the inner dimensions */
+    for (int i = 0; i < 3; i++) {
+        if (ext[i] <= 1)
+            continue;
+        if (str[i] < span)
+            return false;
+        span = str[i] * (ext[i] - 1) + span; /* within an int64: attn_check_tensor ran */
+    }
+    return true;
+}
+
+static tc_status attn_check_sizes(const char *entry, tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
+                                  int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim) {
+    tc_status st;
+    if (!is_mm_dtype(dtype))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16", entry);
+    if ((st = check_extent(entry, "head_dim", head_dim, ATTN_MAX_HEAD_DIM)) != TC_OK ||
+        (st = check_extent(entry, "batch", batch, ATTN_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = check_extent(entry, "heads", heads, ATTN_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = check_extent(entry, "kv_heads", kv_heads, ATTN_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = check_extent(entry, "seqlen_q", seqlen_q, ATTN_MAX_SEQLEN)) != TC_OK ||
+        (st = check_extent(entry, "seqlen_k", seqlen_k, ATTN_MAX_SEQLEN)) != TC_OK)
+        return st;
+    if (heads % kv_heads)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kv_heads (%lld) does not divide heads (%lld)", entry,
+                       (long long)kv_heads, (long long)heads);
+    if (batch * heads > ATTN_MAX_PROGRAMS_Y)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: batch * heads (%lld) must be at most %d", entry,
+                       (long long)(batch * heads), ATTN_MAX_PROGRAMS_Y);
+    return TC_OK;
+}
+
+static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind kind, int64_t v) {
+    p->constexprs[p->num_constexprs++] = (tc_constexpr){name, kind, v, 0};
+}
+
+static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, bool causal,
+                      bool varlen, tc_attention_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->file = "attention.tile";
+    p->kernel = "attention_fwd";
+    p->head_dim = (int)head_dim;
+    p->block_d = pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
+    p->block_m = 128;
+    p->block_n = p->block_d <= 64 ? 64 : 32;
+    p->num_warps = p->block_d <= 64 ? 4 : 8;
+    p->num_stages = ATTN_STAGES;
+    p->causal = causal;
+    p->varlen = varlen;
+    p->grid = (tc_dim3){(unsigned)cdiv64(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
+    attn_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    attn_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, p->head_dim);
+    attn_cx(p, "D", TC_CONSTEXPR_INT, p->block_d);
+    attn_cx(p, "BM", TC_CONSTEXPR_INT, p->block_m);
+    attn_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
+    attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
+    attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
+}
+
+tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
+                                int64_t seqlen_k, int64_t head_dim, int causal, int varlen, tc_attention_plan *out) {
+    const char *entry = "tc_attention_plan_for";
+    if (!out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: out is NULL", entry);
+    memset(out, 0, sizeof *out);
+    tc_status st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim);
+    if (st != TC_OK)
+        return st;
+    attn_plan(dtype, batch, heads, seqlen_q, head_dim, causal != 0, varlen != 0, out);
+    return TC_OK;
+}
+
+static void attn_arg_ptr(RtAttentionLaunch *l, const char *name, CUdeviceptr p, bool known) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    l->ptrs[i] = p;
+    l->args[i] = &l->ptrs[i];
+    l->divisibility[i] = known && p % 16 == 0 ? 16 : 0;
+}
+
+static void attn_arg_i32(RtAttentionLaunch *l, const char *name, int64_t v) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    l->i32s[i] = (int32_t)v;
+    l->args[i] = &l->i32s[i];
+}
+
+/* A stride: a fact when it is a multiple of `vector` elements. */
+static void attn_arg_stride(RtAttentionLaunch *l, const char *name, int64_t v, int64_t vector) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    l->i64s[i] = v;
+    l->args[i] = &l->i64s[i];
+    if (v % vector == 0)
+        l->facts[l->options.num_params++] = (tc_param_spec){name, vector};
+}
+
+tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr o, CUdeviceptr lse,
+                           CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, int64_t batch, int64_t heads, int64_t kv_heads,
+                           int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int64_t stride_qb, int64_t stride_qh,
+                           int64_t stride_qm, int64_t stride_kb, int64_t stride_kh, int64_t stride_kn,
+                           int64_t stride_vb, int64_t stride_vh, int64_t stride_vn, int64_t stride_ob,
+                           int64_t stride_oh, int64_t stride_om, CUdeviceptr cu_seqlens_q, CUdeviceptr cu_seqlens_k,
+                           float scale, int causal) {
+    const char *entry = "tc_attention_fwd";
+    if (!ctx)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", entry);
+    tc_status st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim);
+    if (st != TC_OK)
+        return st;
+    if (!(cu_seqlens_q == 0) != !(cu_seqlens_k == 0))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: cu_seqlens_q and cu_seqlens_k must both be given (varlen) or "
+                                                  "both be 0", entry);
+    bool varlen = cu_seqlens_q != 0;
+    if (!isfinite(scale))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: scale (%g) must be finite", entry, (double)scale);
+    /* with varlen the rows are packed: the batch strides are unused and a
+     * sequence's rows are among seqlen * batch rows */
+    int64_t nb = varlen ? 1 : batch, rq = varlen ? seqlen_q * batch : seqlen_q, rk = varlen ? seqlen_k * batch : seqlen_k;
+    if ((st = attn_check_tensor(entry, 'q', nb, heads, rq, head_dim, stride_qb, stride_qh, stride_qm)) != TC_OK ||
+        (st = attn_check_tensor(entry, 'k', nb, kv_heads, rk, head_dim, stride_kb, stride_kh, stride_kn)) != TC_OK ||
+        (st = attn_check_tensor(entry, 'v', nb, kv_heads, rk, head_dim, stride_vb, stride_vh, stride_vn)) != TC_OK ||
+        (st = attn_check_tensor(entry, 'o', nb, heads, rq, head_dim, stride_ob, stride_oh, stride_om)) != TC_OK)
+        return st;
+    if (!attn_distinct(nb, heads, rq, head_dim, stride_ob, stride_oh, stride_om))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: o's strides (stride_ob %lld, stride_oh %lld, stride_om %lld) give two of its elements the "
+                       "same address",
+                       entry, (long long)stride_ob, (long long)stride_oh, (long long)stride_om);
+    if ((st = check_ptr(entry, "o", o, dtype)) != TC_OK || (st = check_ptr(entry, "lse", lse, TC_DTYPE_F32)) != TC_OK ||
+        (st = check_ptr(entry, "q", q, dtype)) != TC_OK || (st = check_ptr(entry, "k", k, dtype)) != TC_OK ||
+        (st = check_ptr(entry, "v", v, dtype)) != TC_OK)
+        return st;
+    if (varlen && (cu_seqlens_q % 4 || cu_seqlens_k % 4))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: cu_seqlens_q (0x%llx) and cu_seqlens_k (0x%llx) must be aligned to "
+                       "their 4-byte elements", entry, (unsigned long long)cu_seqlens_q,
+                       (unsigned long long)cu_seqlens_k);
+
+    RtAttentionLaunch *l = calloc(1, sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    l->ctx = ctx;
+    l->stream = stream;
+    tc_options_init(&l->options);
+    l->options.params = l->facts;
+    attn_plan(dtype, batch, heads, seqlen_q, head_dim, causal != 0, varlen, &l->plan);
+    int64_t vector = 16 / (int64_t)elem_bytes(dtype);
+    attn_arg_ptr(l, "O", o, true);
+    attn_arg_ptr(l, "LSE", lse, true);
+    attn_arg_ptr(l, "Q", q, true);
+    attn_arg_ptr(l, "K", k, true);
+    attn_arg_ptr(l, "V", v, true);
+    attn_arg_ptr(l, "cu_seqlens_q", varlen ? cu_seqlens_q : lse, varlen); /* without varlen: never read */
+    attn_arg_ptr(l, "cu_seqlens_k", varlen ? cu_seqlens_k : lse, varlen);
+    attn_arg_i32(l, "heads", heads);
+    attn_arg_i32(l, "kv_group", heads / kv_heads);
+    attn_arg_i32(l, "seqlen_q", seqlen_q);
+    attn_arg_i32(l, "seqlen_k", seqlen_k);
+    static const char *const stride_names[12] = {"stride_qb", "stride_qh", "stride_qm", "stride_kb",
+                                                 "stride_kh", "stride_kn", "stride_vb", "stride_vh",
+                                                 "stride_vn", "stride_ob", "stride_oh", "stride_om"};
+    const int64_t strides[12] = {stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
+                                 stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om};
+    for (int i = 0; i < 12; i++)
+        attn_arg_stride(l, stride_names[i], strides[i], vector);
+    size_t si = l->num_args++;
+    l->names[si] = "scale";
+    l->f32s[si] = scale;
+    l->args[si] = &l->f32s[si];
+
+    l->options.num_warps = l->plan.num_warps;
+    l->options.num_stages = l->plan.num_stages;
+    if (!l->options.num_params)
+        l->options.params = NULL;
+    tc_jit_request_init(&l->req);
+    const char *text = NULL;
+    size_t len = 0;
+    if (tc_stdlib_source(l->plan.file, &text, &len) != TC_OK) {
+        free(l);
+        return rt_fail(TC_ERROR_INTERNAL, "%s: this libtilec was built without lib/attention.tile", entry);
+    }
+    l->req.source = text;
+    l->req.source_len = len;
+    l->req.path = "lib/attention.tile";
+    l->req.kernel = l->plan.kernel;
+    l->req.constexprs = l->plan.constexprs;
+    l->req.num_constexprs = l->plan.num_constexprs;
+    l->req.options = &l->options;
+    l->req.divisibility = l->divisibility;
+    l->req.num_divisibility = l->num_args;
+    if (rt_attention_launch_hook) {
+        st = rt_attention_launch_hook(l);
+        free(l);
+        return st;
+    }
+    RtStdlibKey key;
+    rt_stdlib_key(&l->req, &key);
+    tc_kernel *kern = rt_stdlib_memo_find(l->ctx, &key);
+    if (!kern) {
+        st = tc_jit(l->ctx, &l->req, &kern);
+        if (st != TC_OK) {
+            free(l);
+            return st;
+        }
+        rt_stdlib_memo_add(l->ctx, &key, kern);
+    }
+    st = tc_launch(kern, l->plan.grid, l->stream, l->args, l->num_args);
+    free(l);
+    return st;
+}

@@ -69,7 +69,7 @@ extern tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
  * context allocated where a destroyed one was starts with an empty memo.
  * Equal keys therefore mean equal tc_jit results; the unit tests check
  * that on every specialization the entry points pick. */
-#define RT_STDLIB_KEY_WORDS 96
+#define RT_STDLIB_KEY_WORDS 128
 
 typedef struct RtStdlibKey {
     size_t len;                          /* words used; 0: not memoizable */
@@ -113,5 +113,30 @@ typedef struct RtMatmulLaunch {
 
 /* For tests, as rt_stdlib_launch_hook, for tc_matmul and tc_blockdiag_matmul. */
 extern tc_status (*rt_matmul_launch_hook)(const RtMatmulLaunch *launch);
+
+/* ==== stdlib.c: tc_attention_fwd ==== */
+
+#define RT_ATTN_MAX_PARAMS 24
+
+/* What tc_attention_fwd hands to tc_jit and tc_launch, as RtMatmulLaunch. */
+typedef struct RtAttentionLaunch {
+    tc_context *ctx;
+    CUstream stream;
+    tc_attention_plan plan;
+    tc_options options;
+    tc_param_spec facts[RT_ATTN_MAX_PARAMS];
+    int64_t divisibility[RT_ATTN_MAX_PARAMS];
+    tc_jit_request req;
+    const char *names[RT_ATTN_MAX_PARAMS];
+    CUdeviceptr ptrs[RT_ATTN_MAX_PARAMS];
+    int64_t i64s[RT_ATTN_MAX_PARAMS];
+    int32_t i32s[RT_ATTN_MAX_PARAMS];
+    float f32s[RT_ATTN_MAX_PARAMS];
+    void *args[RT_ATTN_MAX_PARAMS];
+    size_t num_args;
+} RtAttentionLaunch;
+
+/* For tests, as rt_stdlib_launch_hook, for tc_attention_fwd. */
+extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
 
 #endif

@@ -206,6 +206,67 @@ TC_API tc_status tc_stdlib_plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t col
  * for a name the library does not have. */
 TC_API tc_status tc_stdlib_source(const char *name, const char **text, size_t *len);
 
+/* ---- attention (lib/attention.tile) ---- */
+
+/* The attention forward pass (FlashAttention-2 style, f32 softmax and
+ * accumulation):
+ *   O[b, i, h, :] = sum over j of softmax_j(scale * q_i . k_j) * v_j
+ * for query head h, with k and v from KV head h / (heads / kv_heads): MHA
+ * (kv_heads = heads), GQA (kv_heads divides heads) and MQA (kv_heads 1).
+ *  - dtype is TC_DTYPE_F16 or TC_DTYPE_BF16 (q, k, v, o); lse is f32.
+ *  - Element (b, h, i, d) of q is at q + b * stride_qb + h * stride_qh + i *
+ *    stride_qm + d (elements; the dim stride is 1), likewise k and v (with
+ *    their KV head; stride_kn, stride_vn the key strides) and o: both
+ *    [batch, seq, heads, dim] and [batch, heads, seq, dim] work. Strides are
+ *    >= 0 with offsets within an int64; o's must give every element its own
+ *    address.
+ *  - 1 <= head_dim <= 256 (tiles of the next power of two at least 16,
+ *    masked on d); 1 <= heads, kv_heads; heads % kv_heads == 0;
+ *    1 <= seqlen_q, seqlen_k <= 2^30; batch * heads <= 65535.
+ *  - causal: query i attends keys j <= i + (seqlen_k - seqlen_q) (bottom-
+ *    right aligned, per sequence with varlen). A query that sees no key
+ *    gets O = 0 and LSE = -inf.
+ *  - lse (f32, [batch, heads, seqlen_q], element (b * heads + h) *
+ *    seqlen_q + i) = log(sum over j of exp(scale * q_i . k_j)) in NATURAL
+ *    log units (m + log(l)); written for every query row.
+ *  - Varlen (packed) batches: cu_seqlens_q and cu_seqlens_k (device i32
+ *    arrays of batch + 1 nondecreasing offsets from 0) both given: sequence
+ *    b's queries are rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 of q
+ *    and o (its keys likewise), batch is the number of sequences and
+ *    seqlen_q, seqlen_k are the longest lengths (not checked against the
+ *    arrays, which are on the device); the batch strides are ignored. Both
+ *    0 otherwise.
+ *  - scale is finite (usually 1 / sqrt(head_dim)).
+ *  - o and lse must not overlap the inputs (not checked). */
+TC_API tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr o, CUdeviceptr lse,
+                                  CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, int64_t batch, int64_t heads,
+                                  int64_t kv_heads, int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim,
+                                  int64_t stride_qb, int64_t stride_qh, int64_t stride_qm, int64_t stride_kb,
+                                  int64_t stride_kh, int64_t stride_kn, int64_t stride_vb, int64_t stride_vh,
+                                  int64_t stride_vn, int64_t stride_ob, int64_t stride_oh, int64_t stride_om,
+                                  CUdeviceptr cu_seqlens_q, CUdeviceptr cu_seqlens_k, float scale, int causal);
+
+/* The specialization tc_attention_fwd compiles and its grid. */
+typedef struct tc_attention_plan {
+    const char *file;           /* "attention.tile" */
+    const char *kernel;         /* "attention_fwd" */
+    tc_constexpr constexprs[8]; /* T, HEAD_DIM, D, BM, BN, CAUSAL, VARLEN */
+    size_t num_constexprs;
+    int head_dim;   /* HEAD_DIM */
+    int block_d;    /* D: the head dim's tile */
+    int block_m;    /* query rows per program */
+    int block_n;    /* keys per loop step */
+    int num_warps;
+    int num_stages; /* software pipelining depth of the key loops */
+    int causal, varlen;
+    tc_dim3 grid; /* (cdiv(seqlen_q, block_m), batch * heads, 1) */
+} tc_attention_plan;
+
+/* The plan of tc_attention_fwd, with the same validation of the sizes. */
+TC_API tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
+                                       int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal, int varlen,
+                                       tc_attention_plan *out);
+
 #ifdef __cplusplus
 }
 #endif

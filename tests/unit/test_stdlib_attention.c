@@ -1,0 +1,229 @@
+/*
+ * test_stdlib_attention.c — tc_attention_fwd (runtime/stdlib.c) without a GPU:
+ *
+ *  - the plans (head-dim tile, BM, BN, warps, stages, grid) for each head dim;
+ *  - every invalid argument is TC_ERROR_INVALID_ARGUMENT with a message
+ *    naming it, and nothing is launched (a fake context is never touched);
+ *  - with rt_attention_launch_hook in place of tc_jit + tc_launch, each
+ *    launch's arguments match the kernel's runtime signature by position and
+ *    name, the alignment facts follow the arguments, and every distinct
+ *    specialization the entry point picks (head dims 8, 32, 40, 64, 96, 128,
+ *    256; f16 and bf16; causal or not; varlen or not; both memory layouts;
+ *    misaligned strides) compiles to PTX for sm_90a, accepted by ptxas where
+ *    found.
+ */
+#include "runtime/runtime.h"
+#include "runtime/stdlib_internal.h"
+#include "stdlib_test_util.h"
+#include "unit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t cx(const tc_attention_plan *p, const char *name) {
+    for (size_t i = 0; i < p->num_constexprs; i++)
+        if (strcmp(p->constexprs[i].name, name) == 0)
+            return p->constexprs[i].i;
+    return -1;
+}
+
+TEST(test_attention_plans) {
+    static const struct {
+        int64_t head_dim;
+        int d, bm, bn, warps;
+    } want[] = {
+        {1, 16, 128, 64, 4},   {8, 16, 128, 64, 4},   {32, 32, 128, 64, 4},   {40, 64, 128, 64, 4},
+        {64, 64, 128, 64, 4},  {96, 128, 128, 32, 8}, {128, 128, 128, 32, 8}, {200, 256, 128, 32, 8},
+        {256, 256, 128, 32, 8},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_attention_plan p;
+        CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
+        CHECK_EQ_STR(p.file, "attention.tile");
+        CHECK_EQ_STR(p.kernel, "attention_fwd");
+        CHECK_EQ_INT(p.num_constexprs, 7);
+        CHECK_EQ_INT(p.block_d, want[i].d);
+        CHECK_EQ_INT(p.block_m, want[i].bm);
+        CHECK_EQ_INT(p.block_n, want[i].bn);
+        CHECK_EQ_INT(p.num_warps, want[i].warps);
+        CHECK_EQ_INT(p.num_stages, 3);
+        CHECK_EQ_INT(cx(&p, "HEAD_DIM"), want[i].head_dim);
+        CHECK_EQ_INT(cx(&p, "D"), want[i].d);
+        CHECK_EQ_INT(cx(&p, "BM"), want[i].bm);
+        CHECK_EQ_INT(cx(&p, "BN"), want[i].bn);
+        CHECK_EQ_INT(cx(&p, "CAUSAL"), 1);
+        CHECK_EQ_INT(cx(&p, "VARLEN"), 0);
+        CHECK_EQ_INT(cx(&p, "T"), TC_DTYPE_F16);
+        CHECK_EQ_INT(p.grid.x, 8); /* cdiv(1000, 128) */
+        CHECK_EQ_INT(p.grid.y, 16);
+        CHECK_EQ_INT(p.grid.z, 1);
+    }
+    tc_attention_plan p;
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_BF16, 1, 1, 1, 1, 1, 64, 0, 1, &p), TC_OK);
+    CHECK_EQ_INT(p.grid.x, 1);
+    CHECK_EQ_INT(cx(&p, "VARLEN"), 1);
+    CHECK_EQ_INT(cx(&p, "CAUSAL"), 0);
+    CHECK_EQ_INT(cx(&p, "T"), TC_DTYPE_BF16);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 1, 1, 1, 1, 1, 64, 0, 0, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F32, 1, 1, 1, 1, 1, 64, 0, 0, &p), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 1, 1, 1, 1, 1, 257, 0, 0, &p), TC_ERROR_INVALID_ARGUMENT);
+}
+
+static int hook_calls;
+
+static tc_status counting_hook(const RtAttentionLaunch *l) {
+    (void)l;
+    hook_calls++;
+    return TC_ERROR_UNSUPPORTED; /* a call that got through validation */
+}
+
+#define CHECK_INVALID(call, msg)                                                                                       \
+    do {                                                                                                               \
+        int calls_ = hook_calls;                                                                                       \
+        CHECK_EQ_INT((call), TC_ERROR_INVALID_ARGUMENT);                                                               \
+        CHECK(strstr(tc_last_error(), (msg)) != NULL);                                                                 \
+        if (!strstr(tc_last_error(), (msg)))                                                                           \
+            fprintf(stderr, "  got: %s\n", tc_last_error());                                                           \
+        CHECK_EQ_INT(hook_calls, calls_);                                                                              \
+    } while (0)
+
+/* [batch 2, seq 100, heads 8 (kv 2), dim 64], (b, s, h, d) layout */
+#define O_ 0x100000
+#define L_ 0x200000
+#define Q_ 0x300000
+#define K_ 0x400000
+#define V_ 0x500000
+#define QS 51200, 64, 512
+#define KS 12800, 64, 128
+static tc_status att(tc_context *ctx, tc_dtype dt, CUdeviceptr o, CUdeviceptr l, CUdeviceptr q, int64_t b, int64_t h,
+                     int64_t kvh, int64_t sq, int64_t sk, int64_t d, int64_t qb, int64_t qh, int64_t qm, int64_t ob,
+                     int64_t oh, int64_t om, CUdeviceptr cq, CUdeviceptr ck, float scale) {
+    return tc_attention_fwd(ctx, NULL, dt, o, l, q, K_, V_, b, h, kvh, sq, sk, d, qb, qh, qm, KS, KS, ob, oh, om, cq,
+                            ck, scale, 1);
+}
+#define ATT att
+
+TEST(test_attention_validation) {
+    const tc_dtype F16 = TC_DTYPE_F16;
+    rt_attention_launch_hook = counting_hook;
+    hook_calls = 0;
+    CHECK_EQ_INT(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(ATT(FAKE_CTX, TC_DTYPE_BF16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600000, 0x700000, 0.125f),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(hook_calls, 2);
+    CHECK_INVALID(ATT(NULL, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "tc_attention_fwd: ctx is NULL");
+    CHECK_INVALID(ATT(FAKE_CTX, TC_DTYPE_F32, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 0, QS, QS, 0, 0, 0.125f), "head_dim (0)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 257, QS, QS, 0, 0, 0.125f),
+                  "head_dim (257) must be in 1..256");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 0, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f), "batch (0)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 0, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f), "heads (0)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 0, 100, 100, 64, QS, QS, 0, 0, 0.125f), "kv_heads (0)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 3, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "kv_heads (3) does not divide heads (8)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 0, 100, 64, QS, QS, 0, 0, 0.125f), "seqlen_q (0)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, (int64_t)1 << 31, 64, QS, QS, 0, 0, 0.125f),
+                  "seqlen_k (2147483648)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 10000, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "batch * heads (80000) must be at most 65535");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600000, 0, 0.125f),
+                  "cu_seqlens_q and cu_seqlens_k must both be given");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600002, 0x700000, 0.125f),
+                  "must be aligned to their 4-byte elements");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, INFINITY), "scale (inf)");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, NAN), "must be finite");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, 51200, -64, 512, QS, 0, 0, 0.125f),
+                  "q's strides (stride_qb 51200, stride_qh -64, stride_qm 512) must be >= 0");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, (int64_t)1 << 61, 64, 512, QS, 0, 0, 0.125f),
+                  "q's strides overflow a 64-bit offset");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 64, 500, 0, 0, 0.125f),
+                  "o's strides (stride_ob 51200, stride_oh 64, stride_om 500) give two of its elements the same");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 32, 512, 0, 0, 0.125f),
+                  "o's strides");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, 0, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f), "o is 0");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_ + 2, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "lse (0x200002) is not aligned to its 4-byte elements");
+    CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_ + 1, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, 0.125f),
+                  "q (0x300001) is not aligned");
+    CHECK_INVALID(tc_attention_fwd(FAKE_CTX, NULL, F16, O_, L_, Q_, 0, V_, 2, 8, 2, 100, 100, 64, QS, KS, KS, QS, 0, 0,
+                                   0.125f, 0),
+                  "k is 0");
+    /* the (b, h, s, d) layout, one head of dim 64 with seq stride 64: distinct */
+    CHECK_EQ_INT(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, 51200, 6400, 64, 51200, 6400, 64, 0, 0, 1.0f),
+                 TC_ERROR_UNSUPPORTED);
+    rt_attention_launch_hook = NULL;
+}
+
+/* ---- what the entry point launches, and that it compiles ---- */
+
+static int launches;
+
+static tc_status checking_hook(const RtAttentionLaunch *l) {
+    launches++;
+    CHECK(l->ctx == FAKE_CTX);
+    CHECK_EQ_STR(l->req.kernel, "attention_fwd");
+    CHECK_EQ_INT(l->options.num_warps, l->plan.num_warps);
+    CHECK_EQ_INT(l->options.num_stages, l->plan.num_stages);
+    CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
+    RtMeta sig = {0};
+    tc_diagnostics *diags;
+    tc_diagnostics_create(&diags);
+    if (!launch_signature(&l->req, l->plan.num_warps, &sig, diags)) {
+        tc_diagnostics_destroy(diags);
+        rt_meta_free(&sig);
+        CHECK(0);
+        return TC_ERROR_INTERNAL;
+    }
+    const tc_kernel_desc *k = &sig.kernels[0];
+    CHECK_EQ_INT(k->num_params, l->num_args);
+    for (size_t i = 0; i < k->num_params && i < l->num_args; i++) {
+        CHECK_EQ_STR(l->names[i], k->params[i].name);
+        if (k->params[i].is_pointer)
+            CHECK(l->args[i] == &l->ptrs[i]);
+        else if (k->params[i].dtype == TC_DTYPE_I32)
+            CHECK(l->args[i] == &l->i32s[i]);
+        else if (k->params[i].dtype == TC_DTYPE_I64)
+            CHECK(l->args[i] == &l->i64s[i]);
+        else
+            CHECK(k->params[i].dtype == TC_DTYPE_F32 && l->args[i] == &l->f32s[i]);
+    }
+    char key[512];
+    int off = snprintf(key, sizeof key, "%s w%d s%d", l->req.kernel, l->plan.num_warps, l->plan.num_stages);
+    for (size_t i = 0; i < l->plan.num_constexprs && off < (int)sizeof key; i++)
+        off += snprintf(key + off, sizeof key - (size_t)off, " %s=%lld", l->plan.constexprs[i].name,
+                        (long long)l->plan.constexprs[i].i);
+    ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
+    tc_binary_destroy(
+        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags));
+    tc_diagnostics_destroy(diags);
+    rt_meta_free(&sig);
+    return TC_OK;
+}
+
+TEST(test_attention_launches_compile) {
+    ptx_check_begin();
+    rt_attention_launch_hook = checking_hook;
+    static const int64_t dims[] = {8, 32, 40, 64, 96, 128, 256};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int variant = 0; variant < 4; variant++) {
+            int64_t D = dims[di], B = 2, H = 8, KVH = variant == 2 ? 1 : 2, S = 1000;
+            tc_dtype t = (di + (size_t)variant) % 2 ? TC_DTYPE_BF16 : TC_DTYPE_F16;
+            bool bhsd = variant == 1, varlen = variant == 3, causal = variant >= 2 || di % 2;
+            /* (b, s, h, d) or (b, h, s, d) */
+            int64_t qb = S * H * D, qh = bhsd ? S * D : D, qm = bhsd ? D : H * D;
+            int64_t kb = S * KVH * D, kh = bhsd ? S * D : D, kn = bhsd ? D : KVH * D;
+            CUdeviceptr cq = varlen ? 0x600000 : 0, ck = varlen ? 0x700000 : 0;
+            launches = 0;
+            CHECK_EQ_INT(tc_attention_fwd(FAKE_CTX, NULL, t, O_, L_, Q_, K_, V_, B, H, KVH, S, S + 17, D, qb, qh, qm, kb,
+                                          kh, kn, kb, kh, kn, qb, qh, qm, cq, ck, 1.0f / sqrtf((float)D), causal),
+                         TC_OK);
+            CHECK_EQ_INT(launches, 1);
+        }
+    rt_attention_launch_hook = NULL;
+    CHECK(ptx_check_end("stdlib_attention") >= 14);
+}
+
+UNIT_SUITE(stdlib_attention, test_attention_plans, test_attention_validation, test_attention_launches_compile)
