@@ -1,0 +1,168 @@
+"""tc_attention_fwd against PyTorch on the GPU machine: correctness first, then speed.
+
+For each case: random Q, K, V (fresh every run), O and LSE poisoned with NaN, tc_attention_fwd on
+torch's current stream, compared with a float32 reference (softmax(Q K^T * scale) V computed by
+torch, with the causal mask aligned bottom-right and K/V heads repeated for GQA/MQA). Then, at
+GPU.md's shapes, the time of tilec and of SDPA's flash and cuDNN backends on the same inputs
+(triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D (halved when causal).
+
+    python3 bench/attention.py [--quick] [--json FILE]
+"""
+import ctypes as C
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import (arg_parser, find_lib, load_tilec, relerr, tc_check,  # noqa: E402
+                    tc_context_from_torch, write_json)
+
+PROG = "attention.py"
+TC_DTYPE = {"f16": 5, "bf16": 6}
+
+
+def load_api(path):
+    P, I, L = C.c_void_p, C.c_int, C.c_int64
+    U = C.c_uint64
+    return load_tilec(path, {
+        "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
+    })
+
+
+def reference(q, k, v, causal, scale):
+    """q [B, H, M, D], k/v [B, KH, N, D] -> O [B, H, M, D] f32, LSE [B, H, M] (natural log)."""
+    import torch
+    h, kh = q.shape[1], k.shape[1]
+    k = k.float().repeat_interleave(h // kh, dim=1)
+    v = v.float().repeat_interleave(h // kh, dim=1)
+    s = torch.matmul(q.float(), k.transpose(-1, -2)) * scale
+    m, n = q.shape[2], k.shape[2]
+    if causal:
+        i = torch.arange(m, device=q.device)[:, None]
+        j = torch.arange(n, device=q.device)[None, :]
+        s = s.masked_fill(j > i + (n - m), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    return torch.matmul(p, v), lse
+
+
+def run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, layout):
+    """layout 'bhsd': tensors [B, H, S, D]; 'bshd': [B, S, H, D] (q, k, v, o given as such)."""
+    if layout == "bhsd":
+        B, H, M, D = q.shape
+        KH, N = k.shape[1], k.shape[2]
+        sq = (q.stride(0), q.stride(1), q.stride(2))
+        sk = (k.stride(0), k.stride(1), k.stride(2))
+        sv = (v.stride(0), v.stride(1), v.stride(2))
+        so = (o.stride(0), o.stride(1), o.stride(2))
+    else:
+        B, M, H, D = q.shape
+        N, KH = k.shape[1], k.shape[2]
+        sq = (q.stride(0), q.stride(2), q.stride(1))
+        sk = (k.stride(0), k.stride(2), k.stride(1))
+        sv = (v.stride(0), v.stride(2), v.stride(1))
+        so = (o.stride(0), o.stride(2), o.stride(1))
+    return lib.tc_attention_fwd(ctx, stream, TC_DTYPE[dt], o.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr(),
+                                v.data_ptr(), B, H, KH, M, N, D, *sq, *sk, *sv, *so, 0, 0, scale, int(causal))
+
+
+def main():
+    ap = arg_parser(__doc__, "correctness cases and one timing shape only")
+    args = ap.parse_args()
+    import torch
+    import triton
+    libpath = find_lib(PROG)
+    lib = load_api(libpath)
+    ctx = tc_context_from_torch(lib, libpath, torch, triton, PROG)
+    stream = torch.cuda.current_stream().cuda_stream
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}
+    rows, bad = [], 0
+
+    # ---- correctness ----
+    cases = [  # B, H, KH, M, N, D, causal, dtype, layout
+        (1, 2, 2, 1, 1, 64, False, "f16", "bhsd"),
+        (2, 4, 4, 17, 17, 64, True, "f16", "bhsd"),
+        (1, 4, 4, 1000, 1000, 64, True, "bf16", "bshd"),
+        (1, 2, 2, 1000, 4097, 128, False, "f16", "bhsd"),
+        (1, 2, 2, 4097, 1000, 128, True, "bf16", "bhsd"),
+        (1, 8, 1, 333, 517, 64, True, "f16", "bshd"),   # MQA
+        (2, 16, 2, 256, 700, 128, False, "bf16", "bhsd"),  # GQA 8:1
+        (1, 2, 2, 129, 257, 32, True, "f16", "bhsd"),
+        (1, 2, 2, 130, 300, 96, False, "f16", "bhsd"),
+        (1, 2, 2, 200, 200, 256, True, "bf16", "bhsd"),
+    ]
+    print(f"{'case':58s} {'O relerr':>10s} {'LSE maxerr':>10s}  result")
+    for (B, H, KH, M, N, D, causal, dt, layout) in cases:
+        g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+        q = torch.randn(B, H, M, D, device="cuda", dtype=tdt[dt], generator=g)
+        k = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
+        v = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
+        scale = 1.0 / math.sqrt(D)
+        ref_o, ref_lse = reference(q, k, v, causal, scale)
+        if layout == "bshd":
+            qa, ka, va = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+            o = torch.full((B, M, H, D), float("nan"), device="cuda", dtype=tdt[dt])
+        else:
+            qa, ka, va = q, k, v
+            o = torch.full((B, H, M, D), float("nan"), device="cuda", dtype=tdt[dt])
+        lse = torch.full((B, H, M), float("nan"), device="cuda", dtype=torch.float32)
+        tc_check(lib, run_tilec(lib, ctx, stream, dt, qa, ka, va, o, lse, causal, scale, layout), "tc_attention_fwd")
+        torch.cuda.synchronize()
+        out = o.transpose(1, 2) if layout == "bshd" else o
+        err = relerr(out, ref_o)
+        fin = torch.isfinite(ref_lse)
+        lerr = (lse[fin] - ref_lse[fin]).abs().max().item() if fin.any() else 0.0
+        lse_ok = bool(torch.equal(torch.isfinite(lse), fin))
+        ok = err < 1e-2 and lerr < 1e-2 and lse_ok
+        bad += not ok
+        name = f"B{B} H{H} KH{KH} M{M} N{N} D{D} {'causal' if causal else 'full'} {dt} {layout}"
+        print(f"{name:58s} {err:10.2e} {lerr:10.2e}  {'ok' if ok else 'FAIL'}", flush=True)
+        rows.append(dict(group="check", name=name, relerr=err, lse_err=lerr, ok=ok))
+
+    # ---- speed (GPU.md's shapes) ----
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    shapes = [(4, 32, 1024, 64), (4, 32, 4096, 64), (4, 32, 1024, 128), (4, 32, 4096, 128), (1, 32, 16384, 128)]
+    if args.quick:
+        shapes = shapes[1:2]
+    print(f"\n{'shape':34s} {'tilec':>8s} {'flash':>8s} {'cudnn':>8s} {'tilec/flash':>11s} {'tilec/cudnn':>11s}"
+          "  (TFLOP/s)")
+    for (B, H, N, D) in shapes:
+        for causal in (False, True):
+            q = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16)
+            k, v = torch.randn_like(q), torch.randn_like(q)
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, N, device="cuda", dtype=torch.float32)
+            scale = 1.0 / math.sqrt(D)
+            flop = 4 * B * H * N * N * D * (0.5 if causal else 1.0)
+
+            def tilec():
+                return run_tilec(lib, ctx, stream, "f16", q, k, v, o, lse, causal, scale, "bhsd")
+            tc_check(lib, tilec(), "tc_attention_fwd")
+            res = {"tilec": triton.testing.do_bench(tilec, warmup=25, rep=100, return_mode="median")}
+            for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                try:
+                    with sdpa_kernel(be):
+                        res[name] = triton.testing.do_bench(
+                            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale),
+                            warmup=25, rep=100, return_mode="median")
+                except RuntimeError as e:
+                    print(f"[{name}] unavailable: {str(e).splitlines()[0][:120]}")
+            tf = {n: flop / ms / 1e9 for n, ms in res.items()}
+            shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''}"
+            fl, cd = tf.get("flash"), tf.get("cudnn")
+            print(f"{shape:34s} {tf['tilec']:8.1f} {fl or 0:8.1f} {cd or 0:8.1f} "
+                  f"{tf['tilec'] / fl if fl else 0:11.3f} {tf['tilec'] / cd if cd else 0:11.3f}", flush=True)
+            rows.append(dict(group="attention", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
+            del q, k, v, o, lse
+            torch.cuda.empty_cache()
+    lib.tc_context_destroy(ctx)
+    if args.json:
+        write_json(args.json, rows=rows)
+    print(f"\nattention.py: {bad} failed correctness case(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
