@@ -27,7 +27,7 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
 
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
-foreach(t test_softmax test_rmsnorm test_features test_matmul)
+foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION tests/gpu)
     list(APPEND _bundle_targets ${t})

@@ -1171,7 +1171,10 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         (st = attn_check_tensor(entry, 'v', nb, kv_heads, rk, head_dim, stride_vb, stride_vh, stride_vn)) != TC_OK ||
         (st = attn_check_tensor(entry, 'o', nb, heads, rq, head_dim, stride_ob, stride_oh, stride_om)) != TC_OK)
         return st;
-    if (!attn_distinct(nb, heads, rq, head_dim, stride_ob, stride_oh, stride_om))
+    /* With varlen the packed total is on the device; distinct addresses are
+     * checked within one sequence of the longest length (rows of different
+     * heads may interleave with a total shorter than seqlen_q * batch). */
+    if (!attn_distinct(nb, heads, varlen ? seqlen_q : rq, head_dim, stride_ob, stride_oh, stride_om))
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: o's strides (stride_ob %lld, stride_oh %lld, stride_om %lld) give two of its elements the "
                        "same address",

@@ -8,8 +8,8 @@
 #               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py), and
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
-#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul, examples,
-#               bench: every benchmark, bench_matmul: bench/matmul.py alone)
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
+#               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone)
 #   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
 #               rowwise.json (default: $OUT if set, so that they come back from the device
 #               tool, else a new folder under /tmp)
@@ -51,8 +51,9 @@ find_prog() { # name, candidate folders under $root
 }
 [ -n "$logs" ] || logs=$(mktemp -d /tmp/tilec-gpu-logs.XXXXXX)
 mkdir -p "$logs"
-# at most 6 files, so that all of them come back from the device tool (8 at most)
-for f in test_features test_softmax test_rmsnorm test_matmul examples bench; do : >"$logs/$f.log"; done
+# 7 logs (and rowwise.json): 8 files, all that come back from the device tool (8 at most);
+# a further test must share one of these logs
+for f in test_features test_softmax test_rmsnorm test_matmul test_attention examples bench; do : >"$logs/$f.log"; done
 cache_root=$(mktemp -d /tmp/tilec-gpu-cache.XXXXXX)
 trap 'rm -rf "$cache_root"' EXIT
 
@@ -106,7 +107,7 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul; do
+for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
     wanted "$t" || continue
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
