@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+int stdlib_hook_calls;
+
 static tc_compiler *compiler;
 static const char *ptxas;
 static char seen[512][320];

@@ -42,4 +42,19 @@ tc_binary *ptx_compile_once(const char *key, const tc_jit_request *req, const tc
                             const tc_kernel_desc *k, const int64_t *divisibility, size_t num_args, int num_warps,
                             tc_diagnostics *diags);
 
+/* Launches that got through an entry point's validation: each suite's
+ * launch hook increments it. */
+extern int stdlib_hook_calls;
+
+/* Expects INVALID_ARGUMENT with `msg` in tc_last_error(), and no launch. */
+#define CHECK_INVALID(call, msg)                                                                                       \
+    do {                                                                                                               \
+        int calls_ = stdlib_hook_calls;                                                                                \
+        CHECK_EQ_INT((call), TC_ERROR_INVALID_ARGUMENT);                                                               \
+        CHECK(strstr(tc_last_error(), (msg)) != NULL);                                                                 \
+        if (!strstr(tc_last_error(), (msg)))                                                                           \
+            fprintf(stderr, "  got: %s\n", tc_last_error());                                                           \
+        CHECK_EQ_INT(stdlib_hook_calls, calls_);                                                                       \
+    } while (0)
+
 #endif
