@@ -1,12 +1,18 @@
-"""tc_attention_fwd against PyTorch on the GPU machine: correctness first, then speed.
+"""tc_attention_fwd against Triton and PyTorch on the GPU machine: correctness first, then speed.
 
 For each case: random Q, K, V (fresh every run), O and LSE poisoned with NaN, tc_attention_fwd on
 torch's current stream, compared with a float32 reference (softmax(Q K^T * scale) V computed by
 torch, with the causal mask aligned bottom-right and K/V heads repeated for GQA/MQA). Then, at
-GPU.md's shapes, the time of tilec and of SDPA's flash and cuDNN backends on the same inputs
-(triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D (halved when causal).
+GPU.md's shapes, the time of tilec, of anchors.py's Triton flash attention (TMA descriptors,
+the best of its configurations for each shape, as GPU.md measured it) and of SDPA's flash and
+cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D
+(halved when causal).
 
-    python3 bench/attention.py [--quick] [--json FILE]
+    python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE]] [--json FILE]
+
+--sweep also times lib/attention.tile at other block sizes, warps and stages than
+tc_attention_fwd's plan (SWEEP, at every shape), through tc_jit and tc_launch with the same
+facts tc_attention_fwd gives the compiler.
 """
 import ctypes as C
 import math
@@ -15,11 +21,15 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (arg_parser, find_lib, load_tilec, relerr, tc_check,  # noqa: E402
-                    tc_context_from_torch, write_json)
+from common import (JitVariant, arg_parser, find_lib, load_anchors, load_tilec, relerr,  # noqa: E402
+                    stdlib_source, tc_check, tc_context_from_torch, write_json)
 
 PROG = "attention.py"
 TC_DTYPE = {"f16": 5, "bf16": 6}
+
+
+class Dim3(C.Structure):  # tc_dim3
+    _fields_ = [("x", C.c_uint), ("y", C.c_uint), ("z", C.c_uint)]
 
 
 def load_api(path):
@@ -27,7 +37,46 @@ def load_api(path):
     U = C.c_uint64
     return load_tilec(path, {
         "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
+        "tc_launch": (I, [P, Dim3, P, C.POINTER(C.c_void_p), C.c_size_t]),
     })
+
+
+class Variant:
+    """lib/attention.tile at block sizes, warps and stages of one's choosing, for --sweep: f16
+    [B, H, N, D] tensors with D a power of two, launched through tc_jit + tc_launch with the facts
+    tc_attention_fwd gives (16-byte aligned pointers, strides that are multiples of 8)."""
+
+    def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None):
+        if source:
+            with open(source, "rb") as fh:
+                text = fh.read()
+        else:
+            text = stdlib_source(lib, b"attention.tile")
+        cx = [(b"T", 3, TC_DTYPE["f16"]), (b"HEAD_DIM", 0, D), (b"D", 0, D), (b"BM", 0, bm), (b"BN", 0, bn),
+              (b"CAUSAL", 2, int(causal)), (b"VARLEN", 2, 0)]
+        names = [b"stride_q" + x for x in (b"b", b"h", b"m")] + [b"stride_k" + x for x in (b"b", b"h", b"n")] + \
+                [b"stride_v" + x for x in (b"b", b"h", b"n")] + [b"stride_o" + x for x in (b"b", b"h", b"m")]
+        self.strides = [H * N * D, N * D, D] * 4
+        facts = [(nm, 8) for nm, v in zip(names, self.strides) if v % 8 == 0]
+        self.jit = JitVariant(lib, ctx, text, b"lib/attention.tile", b"attention_fwd", cx, facts,
+                              [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}")
+        self.kernel = self.jit.kernel
+        self.lib = lib
+        self.grid = Dim3((N + bm - 1) // bm, B * H, 1)
+        self.ints = [C.c_int32(H), C.c_int32(1), C.c_int32(N), C.c_int32(N)] + [C.c_int64(v) for v in self.strides]
+        self.scale = C.c_float(1.0 / math.sqrt(D))
+
+    def launch(self, stream, o, lse, q, k, v):
+        ptrs = [C.c_uint64(x) for x in (o, lse, q, k, v, lse, lse)]  # cu_seqlens: unused without VARLEN
+        vals = ptrs + self.ints + [self.scale]
+        args = (C.c_void_p * 24)(*[C.cast(C.pointer(x), C.c_void_p) for x in vals])
+        return self.lib.tc_launch(self.kernel, self.grid, stream, args, 24)
+
+
+SWEEP = {  # head dim -> (BM, BN, warps, stages)
+    64: [(128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 3), (256, 64, 8, 3), (64, 64, 4, 3)],
+    128: [(128, 32, 4, 3), (128, 64, 4, 3), (128, 64, 4, 2), (256, 32, 8, 3), (128, 64, 8, 3)],
+}
 
 
 def reference(q, k, v, causal, scale):
@@ -69,6 +118,9 @@ def run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, layout):
 
 def main():
     ap = arg_parser(__doc__, "correctness cases and one timing shape only")
+    ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
+    ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
+    ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")
     args = ap.parse_args()
     import torch
     import triton
@@ -80,7 +132,9 @@ def main():
     rows, bad = [], 0
 
     # ---- correctness ----
-    cases = [  # B, H, KH, M, N, D, causal, dtype, layout
+    if args.sweep_only:
+        args.sweep = True
+    cases = [] if args.sweep_only else [  # B, H, KH, M, N, D, causal, dtype, layout
         (1, 2, 2, 1, 1, 64, False, "f16", "bhsd"),
         (2, 4, 4, 17, 17, 64, True, "f16", "bhsd"),
         (1, 4, 4, 1000, 1000, 64, True, "bf16", "bshd"),
@@ -123,11 +177,20 @@ def main():
     # ---- speed (GPU.md's shapes) ----
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    anchors = load_anchors()
+    if anchors is None:
+        print("[triton] anchors.py not found ($TILEC_ANCHORS): no Triton column")
+
+    def bench(fn):
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
     shapes = [(4, 32, 1024, 64), (4, 32, 4096, 64), (4, 32, 1024, 128), (4, 32, 4096, 128), (1, 32, 16384, 128)]
     if args.quick:
         shapes = shapes[1:2]
-    print(f"\n{'shape':34s} {'tilec':>8s} {'flash':>8s} {'cudnn':>8s} {'tilec/flash':>11s} {'tilec/cudnn':>11s}"
-          "  (TFLOP/s)")
+    cols = ("tilec", "triton", "flash", "cudnn")
+    print("\n== attention: TFLOP/s, f16 [B, H, N, D]")
+    print(f"{'shape':26s}" + "".join(f"{c:>8s}" for c in cols) +
+          f" {'/triton':>8s} {'/flash':>8s} {'/cudnn':>8s}  (TFLOP/s; ratios are tilec's)")
     for (B, H, N, D) in shapes:
         for causal in (False, True):
             q = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16)
@@ -140,21 +203,54 @@ def main():
             def tilec():
                 return run_tilec(lib, ctx, stream, "f16", q, k, v, o, lse, causal, scale, "bhsd")
             tc_check(lib, tilec(), "tc_attention_fwd")
-            res = {"tilec": triton.testing.do_bench(tilec, warmup=25, rep=100, return_mode="median")}
+            res = {"tilec": bench(tilec)}
+            if anchors is not None and not args.sweep_only:
+                best = None
+                for cfg in anchors.CONFIGS:
+                    try:
+                        anchors.triton_attention(q, k, v, causal, scale, cfg)
+                        ms = bench(lambda: anchors.triton_attention(q, k, v, causal, scale, cfg))
+                    except Exception:  # a configuration that does not fit
+                        continue
+                    if best is None or ms < best[0]:
+                        best = (ms, cfg)
+                if best:
+                    res["triton"] = best[0]
             for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                if args.sweep_only and name == "cudnn":
+                    continue
                 try:
                     with sdpa_kernel(be):
-                        res[name] = triton.testing.do_bench(
-                            lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale),
-                            warmup=25, rep=100, return_mode="median")
+                        res[name] = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                                  scale=scale))
                 except RuntimeError as e:
                     print(f"[{name}] unavailable: {str(e).splitlines()[0][:120]}")
             tf = {n: flop / ms / 1e9 for n, ms in res.items()}
             shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''}"
-            fl, cd = tf.get("flash"), tf.get("cudnn")
-            print(f"{shape:34s} {tf['tilec']:8.1f} {fl or 0:8.1f} {cd or 0:8.1f} "
-                  f"{tf['tilec'] / fl if fl else 0:11.3f} {tf['tilec'] / cd if cd else 0:11.3f}", flush=True)
+            ratios = [tf["tilec"] / tf[c] if c in tf else 0.0 for c in cols[1:]]
+            print(f"{shape:26s}" + "".join(f"{tf.get(c, 0):8.1f}" for c in cols) +
+                  "".join(f" {r:8.3f}" for r in ratios), flush=True)
             rows.append(dict(group="attention", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
+            if args.sweep:
+                for (bm, bn, w, st) in SWEEP[D]:
+                    try:
+                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source)
+                    except RuntimeError as e:
+                        print(f"[sweep] {bm}x{bn} w{w} s{st}: {str(e).splitlines()[0][:160]}", flush=True)
+                        continue
+                    o.fill_(float("nan"))
+
+                    def go():
+                        return var.launch(stream, o.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr(),
+                                          v.data_ptr())
+                    tc_check(lib, go(), "tc_launch")
+                    torch.cuda.synchronize()
+                    ms = bench(go)
+                    ok = bool(torch.isfinite(o).all())
+                    print(f"[sweep] {shape:26s} BM{bm} BN{bn} w{w} s{st}: {flop / ms / 1e9:7.1f} TFLOP/s"
+                          f"{'' if ok else '  NON-FINITE OUTPUT'}", flush=True)
+                    rows.append(dict(group="sweep", shape=shape, name=f"BM{bm} BN{bn} w{w} s{st}",
+                                     tflops=flop / ms / 1e9, finite=ok))
             del q, k, v, o, lse
             torch.cuda.empty_cache()
     lib.tc_context_destroy(ctx)

@@ -41,6 +41,43 @@ class JitRequest(C.Structure):  # tc_jit_request
                 ("diags", C.c_void_p), ("no_disk_cache", C.c_int)]
 
 
+class JitVariant:
+    """One specialization of a library kernel compiled through tc_jit, as the standard library would
+    compile it but with constexprs, warps and stages of one's choosing (the benchmarks' --sweep).
+    cx: (name, kind, value) constexprs (kind 0 int, 2 bool, 3 dtype); facts: (param name,
+    divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown).
+    Holds every ctypes object the request points to, and .kernel."""
+
+    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what):
+        self.text = text
+        self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
+        self.facts = (ParamSpec * len(facts))(*[ParamSpec(nm, d) for nm, d in facts])
+        self.opt = Options()
+        lib.tc_options_init(C.byref(self.opt))
+        self.opt.num_warps = warps
+        self.opt.num_stages = stages
+        self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
+        self.opt.num_params = len(facts)
+        self.div = (C.c_int64 * len(div))(*div)
+        req = JitRequest()
+        lib.tc_jit_request_init(C.byref(req))
+        req.source, req.source_len, req.path, req.kernel = text, len(text), path, kernel
+        req.constexprs = C.cast(self.cx, C.POINTER(Constexpr))
+        req.num_constexprs = len(cx)
+        req.options = C.pointer(self.opt)
+        req.divisibility = C.cast(self.div, C.POINTER(C.c_int64))
+        req.num_divisibility = len(div)
+        self.kernel = C.c_void_p()
+        tc_check(lib, lib.tc_jit(ctx, C.byref(req), C.byref(self.kernel)), what)
+
+
+def stdlib_source(lib, name):
+    """The text of a library kernel file (tc_stdlib_source), as bytes."""
+    text, n = C.c_char_p(), C.c_size_t()
+    tc_check(lib, lib.tc_stdlib_source(name, C.byref(text), C.byref(n)), "tc_stdlib_source")
+    return text.value[: n.value]
+
+
 def find_lib(prog):
     """$TILEC_LIB, else ../lib/libtilec.so.0 (the bundle), else ../build*/libtilec.so.0; exits if none."""
     cands = [os.environ.get("TILEC_LIB"), os.path.join(HERE, "..", "lib", "libtilec.so.0")]

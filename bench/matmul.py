@@ -27,8 +27,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (Constexpr, JitRequest, Options, ParamSpec, arg_parser, by_shape, find_lib, load_tilec,  # noqa: E402
-                    record, relerr, tc_check, tc_context_from_torch, write_json)
+from common import (Constexpr, JitVariant, arg_parser, by_shape, find_lib, load_tilec, record,  # noqa: E402
+                    relerr, stdlib_source, tc_check, tc_context_from_torch, write_json)
 
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tritoncache-matmul-"))
 
@@ -64,36 +64,16 @@ class Variant:
     through tc_jit + tc_launch with the facts tc_matmul would give."""
 
     def __init__(self, lib, ctx, dt, M, N, K, bm, bn, bk, warps, stages=3, group_m=8):
-        text, n = C.c_char_p(), C.c_size_t()
-        tc_check(lib, lib.tc_stdlib_source(b"matmul.tile", C.byref(text), C.byref(n)), "tc_stdlib_source")
-        self.text = text.value[: n.value]
         cx = [(b"T", 3, TC_DTYPE[dt]), (b"BM", 0, bm), (b"BN", 0, bn), (b"BK", 0, bk), (b"GROUP_M", 0, group_m),
               (b"A_ORDER", 0, 1), (b"B_ORDER", 0, 1), (b"C_ORDER", 0, 1), (b"EVEN_K", 2, int(K % bk == 0)),
               (b"HAS_BIAS", 2, 0), (b"ACT", 0, 0)]
-        self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
         names = [b"M", b"N", b"K", b"stride_am", b"stride_ak", b"stride_bk", b"stride_bn", b"stride_cm",
                  b"stride_cn"]
         vals = [M, N, K, K, 1, N, 1, N, 1]
-        facts = [ParamSpec(nm, 8) for nm, v in zip(names, vals) if v % 8 == 0]
-        self.facts = (ParamSpec * len(facts))(*facts)
-        self.opt = Options()
-        lib.tc_options_init(C.byref(self.opt))
-        self.opt.num_warps = warps
-        self.opt.num_stages = stages
-        self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
-        self.opt.num_params = len(facts)
-        self.div = (C.c_int64 * 13)(16, 16, 16, 16, *([0] * 9))
-        req = JitRequest()
-        lib.tc_jit_request_init(C.byref(req))
-        req.source, req.source_len, req.path, req.kernel = self.text, len(self.text), b"lib/matmul.tile", b"matmul"
-        req.constexprs = C.cast(self.cx, C.POINTER(Constexpr))
-        req.num_constexprs = len(cx)
-        req.options = C.pointer(self.opt)
-        req.divisibility = C.cast(self.div, C.POINTER(C.c_int64))
-        req.num_divisibility = 13
-        self.kernel = C.c_void_p()
-        tc_check(lib, lib.tc_jit(ctx, C.byref(req), C.byref(self.kernel)),
-                 f"tc_jit {bm}x{bn}x{bk} w{warps} s{stages}")
+        facts = [(nm, 8) for nm, v in zip(names, vals) if v % 8 == 0]
+        self.jit = JitVariant(lib, ctx, stdlib_source(lib, b"matmul.tile"), b"lib/matmul.tile", b"matmul", cx, facts,
+                              [16, 16, 16, 16] + [0] * 9, warps, stages, f"tc_jit {bm}x{bn}x{bk} w{warps} s{stages}")
+        self.kernel = self.jit.kernel
         self.lib = lib
         self.grid = Dim3(((M + bm - 1) // bm) * ((N + bn - 1) // bn), 1, 1)
         self.ints = [C.c_int32(M), C.c_int32(N), C.c_int32(K)] + [C.c_int64(v) for v in vals[3:]]

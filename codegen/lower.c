@@ -685,6 +685,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_
         cg.diags = diags;
         arena_init(&cg.arena);
         cg.num_warps = cg_kernel_num_warps(f, default_num_warps);
+        cg.loop_regs = -1;
         cg.ctx = ctx;
         cg.mod = mod;
         cg.b = b;
@@ -706,7 +707,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_
                 LLVMTypeRef arr = LLVMArrayType2(cg.t_i8, 0);
                 smem = LLVMAddGlobalInAddressSpace(mod, arr, "global_smem", 3);
                 LLVMSetLinkage(smem, LLVMExternalLinkage);
-                LLVMSetAlignment(smem, 16);
+                LLVMSetAlignment(smem, CG_SMEM_ALIGN);
             }
             cg.smem = smem;
             if (!lower_kernel(&cg) || cg.failed)

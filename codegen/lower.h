@@ -17,6 +17,11 @@
 
 #include <llvm-c/Core.h>
 
+/* The alignment in bytes of the dynamic shared memory (`global_smem`), which
+ * every buffer's offset is relative to: addresses of swizzled buffers rely on
+ * it (lower_shared.c). */
+#define CG_SMEM_ALIGN 1024
+
 typedef struct CgVal CgVal;
 typedef struct CgThreadMap CgThreadMap;
 typedef struct Cg Cg;
@@ -59,6 +64,7 @@ struct Cg {
     IrMap lls;  /* const IrType* -> LinearLayout* */
     IrMap used; /* IrValue* -> (void *)1 when some op uses it */
     CgThreadMap *thread_maps;
+    int loop_regs; /* 32-bit registers per thread the kernel's loops carry at most; -1 until computed */
 
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_gptr, t_sptr;
     bool failed;

@@ -209,6 +209,26 @@ static LLVMValueRef reg_address(Cg *cg, const Swizzle *s, ThreadOffset t, const 
     return address(cg, s, t, c, base);
 }
 
+/* The byte alignment every address of buffer `buf` is known to have: that of
+ * the dynamic shared memory (CG_SMEM_ALIGN), of the local_alloc's offset and,
+ * through memdesc_index, of the stage size. */
+static int64_t buffer_align(const IrValue *buf) {
+    int64_t a = CG_SMEM_ALIGN;
+    const IrOp *def = buf->def;
+    if (def && def->opc == IR_OP_MEMDESC_INDEX) {
+        const IrType *stage = def->results[0]->type;
+        int64_t bytes = ir_type_numel(stage) * cg_elem_bytes(stage->elem);
+        a = (bytes & -bytes) < a ? bytes & -bytes : a;
+        def = def->operands[0]->def;
+    }
+    const IrAttr *off = def && def->opc == IR_OP_LOCAL_ALLOC ? ir_op_attr(def, "offset") : NULL;
+    if (!off || off->kind != IR_ATTR_INT)
+        return 1;
+    if (off->i)
+        a = (off->i & -off->i) < a ? off->i & -off->i : a;
+    return a;
+}
+
 /* ---- vectors of registers ---- */
 
 /*
@@ -459,9 +479,81 @@ static int ldmatrix_reg(const Ldmatrix *p, int r0, int j) {
  * r0's place, plus the rest. Lane l addresses row l % 8 (along s) of matrix
  * l / 8: its part of the address is that of the layout `rows` (ldmatrix_rows),
  * t; the register part is reg(r0). */
-static void emit_ldmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, const Ldmatrix *p, ThreadOffset t,
-                          const IrType *elem, LLVMValueRef base, int r0, LLVMValueRef *out) {
+/* A local_load in progress: registers are filled one ldmatrix at a time. */
+struct CgDeferred {
+    Swizzle s;
+    const LinearLayout *ll;
+    const IrType *elem;
+    Ldmatrix p;
+    ThreadOffset t;
+    LLVMValueRef base;
+    LLVMValueRef row;  /* base + the thread part in bytes, where the load stands */
+    int64_t align;     /* base's known alignment in bytes */
+    CgVal *val;        /* NULL where not loaded yet */
+};
+
+/* The address of the ldmatrix whose register part is reg(r0). Its constant
+ * offset o splits into the bits the thread part may also set (XORed) and the
+ * others (added). With the XOR part below the buffer's alignment,
+ * base + (t ^ x) = (base + t) ^ x: every ldmatrix of the load XORs the one
+ * row address computed where the load stands. Inside a loop whose buffer
+ * changes with the stage that keeps one live register per load, where the
+ * form base + (t ^ x) lets LLVM hoist every t ^ x out of the loop and keep
+ * them all live across it (one register per ldmatrix of the loop).
+ *
+ * Which form: registers against instructions. The hoisted form costs no
+ * instruction in the loop and pays where registers are short; the XOR form
+ * costs one XOR per ldmatrix. Measured on an H200 (bench/RESULTS.md):
+ * attention with head dim 64 (loops carrying 66 registers per thread) runs
+ * 7% faster hoisted; with head dim 128 (O alone is 128), causal, 3-6%
+ * faster with the XOR form. The rule: the XOR form when the kernel's loops
+ * carry more than CG_XOR_ADDRESS_REGS registers per thread. */
+enum { CG_XOR_ADDRESS_REGS = 128 };
+static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
+    int64_t most = 0;
+    for (const IrOp *op = b->first; op; op = op->next) {
+        int64_t n = 0;
+        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++) {
+            const IrType *t = op->results[i]->type;
+            if (t->kind != IR_TILE) {
+                n++;
+                continue;
+            }
+            int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32;
+            n += (words + 32 * cg->num_warps - 1) / (32 * cg->num_warps);
+        }
+        most = n > most ? n : most;
+        for (int r = 0; r < op->num_regions; r++) {
+            int64_t inner = carried_regs(cg, op->regions[r]);
+            most = inner > most ? inner : most;
+        }
+    }
+    return most;
+}
+
+static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0) {
+    int64_t c[IR_MAX_RANK];
+    ll_apply_in(d->ll, LL_REG, r0, c);
+    int64_t o = const_offset(&d->s, c), e = log2i(d->s.eb);
+    int64_t x = (o & d->t.bits) << e, a = (o & ~d->t.bits) << e;
+    if (cg->loop_regs < 0)
+        cg->loop_regs = (int)carried_regs(cg, cg->f->body);
+    if (x >= d->align || cg->loop_regs <= CG_XOR_ADDRESS_REGS)
+        return reg_address(cg, &d->s, d->t, d->ll, r0, d->base);
+    LLVMValueRef v = d->row;
+    if (x)
+        v = LLVMBuildXor(cg->b, v, cg_i32(cg, x), "");
+    if (a) {
+        v = LLVMBuildAdd(cg->b, v, cg_i32(cg, a), "");
+        LLVMSetNUW(v, 1);
+    }
+    return v;
+}
+
+static void emit_ldmatrix(Cg *cg, const CgDeferred *d, int r0, LLVMValueRef *out) {
     LLVMBuilderRef b = cg->b;
+    const Ldmatrix *p = &d->p;
+    const IrType *elem = d->elem;
     int num = 1 << p->sel_bits;
     static const char *const outs[] = {"{$0}, [$1]", "{$0, $1}, [$2]", "", "{$0, $1, $2, $3}, [$4]"};
     static const char *const cons[] = {"=r,r", "=r,=r,r", "", "=r,=r,=r,=r,r"};
@@ -470,7 +562,7 @@ static void emit_ldmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, cons
              outs[num - 1]);
     LLVMTypeRef i32s[4] = {cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32};
     LLVMTypeRef ret = num == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)num, 0);
-    LLVMValueRef addr = cg_smem_ptr(cg, reg_address(cg, s, t, ll, r0, base));
+    LLVMValueRef addr = cg_smem_ptr(cg, ldmatrix_address(cg, d, r0));
     LLVMValueRef words = cg_asm(cg, ret, text, cons[num - 1], &addr, 1, true);
     for (int j = 0; j < num; j++) {
         LLVMValueRef w = num == 1 ? words : LLVMBuildExtractValue(b, words, (unsigned)j, "");
@@ -497,17 +589,6 @@ static void ldmatrix_rows(const Swizzle *s, const LinearLayout *ll, const Ldmatr
         memcpy(rows->bases[LL_LANE][3 + i], ll->bases[LL_REG][p->sel[i]], sizeof rows->bases[LL_LANE][0]);
 }
 
-/* A local_load in progress: registers are filled one ldmatrix at a time. */
-struct CgDeferred {
-    Swizzle s;
-    const LinearLayout *ll;
-    const IrType *elem;
-    Ldmatrix p;
-    ThreadOffset t;
-    LLVMValueRef base;
-    CgVal *val; /* NULL where not loaded yet */
-};
-
 static CgDeferred *ldmatrix_begin(Cg *cg, const IrOp *op) {
     CgDeferred *d = ARENA_NEW(&cg->arena, CgDeferred);
     const IrType *rt = op->results[0]->type;
@@ -519,13 +600,16 @@ static CgDeferred *ldmatrix_begin(Cg *cg, const IrOp *op) {
     ldmatrix_rows(&d->s, d->ll, &d->p, &rows);
     d->t = thread_offset(cg, &d->s, &rows);
     d->base = cg_get(cg, op->operands[0])->v[0];
+    d->align = buffer_align(op->operands[0]);
+    LLVMValueRef tb = LLVMBuildShl(cg->b, d->t.v, cg_i32(cg, log2i(d->s.eb)), "");
+    d->row = LLVMBuildAdd(cg->b, d->base, tb, "");
     d->val = cg_new_val(cg, ll_num_regs(d->ll), d->ll);
     return d;
 }
 
 void cg_deferred_need(Cg *cg, CgDeferred *d, int reg) {
     if (!d->val->v[reg])
-        emit_ldmatrix(cg, &d->s, d->ll, &d->p, d->t, d->elem, d->base, reg & ~d->p.fixed, d->val->v);
+        emit_ldmatrix(cg, d, reg & ~d->p.fixed, d->val->v);
 }
 
 CgVal *cg_deferred_val(CgDeferred *d) {

@@ -119,6 +119,62 @@ static bool uses_value(const IrBlock *b, const IrValue *v) {
     return false;
 }
 
+/* 32-bit registers per thread that a tile of type t takes, spread evenly. */
+static int64_t tile_regs(const Stage *s, const IrType *t) {
+    if (t->kind != IR_TILE)
+        return 1;
+    int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32;
+    int64_t threads = 32 * (int64_t)s->num_warps;
+    return (words + threads - 1) / threads;
+}
+
+/* Is a dot operand loaded before loop `loop` better loaded again before each
+ * of its dots inside? When what the loop keeps live would not leave it room:
+ * the loop-carried tiles, the tiles its dots make that it does not carry
+ * (attention's S), and the operand itself, over RELOAD_BUDGET registers per
+ * thread. For attention with head dim 128 and 32 query rows per warp that is
+ * 128 (O) + 32 (S) + 64 (Q): Q is read from shared memory in each
+ * iteration, as FlashAttention-2 does, and the dots' deferred loads bring
+ * in one k step at a time. */
+enum { RELOAD_BUDGET = 192 };
+
+static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *operand) {
+    const IrBlock *body = loop->regions[0];
+    const IrOp *yield = body->last;
+    int64_t regs = tile_regs(s, operand->type);
+    for (int i = 0; i < loop->num_results; i++)
+        regs += tile_regs(s, loop->results[i]->type);
+    for (const IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_DOT)
+            continue;
+        bool carried = false;
+        for (int i = 0; yield && i < yield->num_operands; i++)
+            carried |= yield->operands[i] == op->results[0];
+        if (!carried)
+            regs += tile_regs(s, op->results[0]->type);
+    }
+    return regs > RELOAD_BUDGET;
+}
+
+/* Make the uses of `load` (before a loop) in the loop body `body` use copies
+ * of it, one right before each op that uses it. */
+static void reload(Stage *s, IrBlock *body, IrOp *load) {
+    IrValue *v = load->results[0];
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (!op_uses(op, v))
+            continue;
+        IrOp *copy = ir_op_create(s->m, IR_OP_LOCAL_LOAD, 1, &load->operands[0], 1, &v->type);
+        copy->loc = load->loc;
+        copy->results[0]->name = v->name;
+        ir_op_insert_before(op, copy);
+        for (int i = 0; i < op->num_operands; i++)
+            if (op->operands[i] == v)
+                ir_op_set_operand(op, i, copy->results[0]);
+        for (int r = 0; r < op->num_regions; r++)
+            ir_replace_all_uses(op->regions[r], v, copy->results[0]);
+    }
+}
+
 static void stage(Stage *s, IrOp *cvt) {
     IrModule *m = s->m;
     IrValue *src = cvt->operands[0], *res = cvt->results[0];
@@ -142,6 +198,11 @@ static void stage(Stage *s, IrOp *cvt) {
     IrBlock *scope = cvt->parent;
     ir_op_unlink(cvt);
     ir_replace_all_uses(scope, res, load->results[0]);
+    for (IrOp *op = load->next; op; op = op->next)
+        if (op->opc == IR_OP_FOR && op_uses(op, load->results[0]) && reload_in_loop(s, op, load->results[0]))
+            reload(s, op->regions[0], load);
+    if (ir_count_uses(scope, load->results[0]) == 0)
+        ir_op_unlink(load);
     if (s->num_allocs == s->cap_allocs) {
         int cap = s->cap_allocs ? 2 * s->cap_allocs : 8;
         s->allocs =

@@ -1090,9 +1090,15 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     p->kernel = "attention_fwd";
     p->head_dim = (int)head_dim;
     p->block_d = pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
+    /* 32 query rows per warp up to head dim 128 (each K and V fragment read
+     * from shared memory feeds two m16 tiles). At 128, Q is read from shared
+     * memory in each step (stage-shared's choice) and BN is 64, or 32 when
+     * causal (fewer registers, a finer diagonal); 256: 16 rows per warp.
+     * The choices are the fastest of bench/attention.py --sweep on an H200
+     * (bench/RESULTS.md). */
     p->block_m = 128;
-    p->block_n = p->block_d <= 64 ? 64 : 32;
-    p->num_warps = p->block_d <= 64 ? 4 : 8;
+    p->block_n = p->block_d <= 64 || (p->block_d == 128 && !causal) ? 64 : 32;
+    p->num_warps = p->block_d <= 128 ? 4 : 8;
     p->num_stages = ATTN_STAGES;
     p->causal = causal;
     p->varlen = varlen;
@@ -1196,6 +1202,8 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     tc_options_init(&l->options);
     l->options.params = l->facts;
     attn_plan(dtype, batch, heads, seqlen_q, head_dim, causal != 0, varlen, &l->plan);
+    if (scale < 0)
+        attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     int64_t vector = 16 / (int64_t)elem_bytes(dtype);
     attn_arg_ptr(l, "O", o, true);
     attn_arg_ptr(l, "LSE", lse, true);

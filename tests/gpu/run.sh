@@ -6,10 +6,12 @@
 #
 #   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, triton; anchors.py
 #               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py), and
-#               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul)
+#               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
+#               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
-#               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone)
+#               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone,
+#               bench_attention: bench/attention.py alone)
 #   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
 #               rowwise.json (default: $OUT if set, so that they come back from the device
 #               tool, else a new folder under /tmp)
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --only) only="$2"; shift ;;
     --logs) logs="$2"; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -163,22 +165,28 @@ if [ $bench = 1 ] && wanted bench; then
     fi
 fi
 
-# bench/matmul.py: tc_matmul against cuBLAS and Triton's tutorial matmul (its table goes to
-# bench.log and to the console's table; no JSON, to stay within the files that come back)
-if [ $bench = 1 ] && { wanted bench || wanted bench_matmul; }; then
-    if [ -f "$root/bench/matmul.py" ]; then
-        echo "== bench matmul.py"
-        margs=()
-        [ $quick = 1 ] && margs+=(--quick)
-        lib=""
-        for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
-        TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench matmul.py" "$logs/bench.log" \
-            python3 "$root/bench/matmul.py" "${margs[@]+"${margs[@]}"}"
-        while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n '/^== matmul/,$p' "$logs/bench.log")
-    else
-        echo "run.sh: no bench/matmul.py in $root"
+# bench_py WANT SCRIPT MARKER: runs bench/SCRIPT (with --quick when given) when --bench and
+# `bench` or WANT are wanted; its table (from the MARKER line on) goes to bench.log and to the
+# console's table (no JSON, to stay within the files that come back)
+bench_py() {
+    local want=$1 script=$2 marker=$3
+    [ $bench = 1 ] && { wanted bench || wanted "$want"; } || return 0
+    if [ ! -f "$root/bench/$script" ]; then
+        echo "run.sh: no bench/$script in $root"
+        return 0
     fi
-fi
+    echo "== bench $script"
+    local pargs=() lib="" c
+    [ $quick = 1 ] && pargs+=(--quick)
+    for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
+    TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench $script" "$logs/bench.log" \
+        python3 "$root/bench/$script" "${pargs[@]+"${pargs[@]}"}"
+    while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n "/^$marker/,\$p" "$logs/bench.log")
+}
+# tc_matmul against cuBLAS and Triton's tutorial matmul
+bench_py bench_matmul matmul.py "== matmul"
+# tc_attention_fwd against anchors.py's Triton attention and SDPA (flash, cuDNN)
+bench_py bench_attention attention.py "== attention"
 
 # ---- the table ----
 echo

@@ -38,6 +38,7 @@ typedef struct AtCase {
     int bhsd;   /* 0: [batch, seq, heads, dim]; 1: [batch, heads, seq, dim] */
     int varlen; /* 0: fixed lengths; 1: random lengths, k = q; 2: random and independent */
     bool big;   /* left out by --quick */
+    double scale; /* 0: 1 / sqrt(d); else this (NAN: 0) */
 } AtCase;
 
 /* A q/k/v/o tensor: element (b, h, i, d) at b * sb + h * sh + (row0[b] + i) * sm + d. */
@@ -150,7 +151,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const AtCase *cs, bool qu
              GT_OK(tc_memset_d8(ctx, o.dev, 0xFF, o.n * gt_dtype_bytes(t))) &&
              GT_OK(tc_memset_d8(ctx, lse_dev, 0xFF, lse_n * sizeof(float)));
     }
-    double scale = 1.0 / sqrt((double)D);
+    double scale = cs->scale == 0 ? 1.0 / sqrt((double)D) : isnan(cs->scale) ? 0.0 : cs->scale;
     tc_attention_plan plan;
     memset(&plan, 0, sizeof plan);
     ok = ok && GT_OK(tc_attention_plan_for(t, B, H, KVH, sq, sk, D, cs->causal, varlen, &plan));
@@ -251,6 +252,8 @@ static bool run_case(tc_context *ctx, CUstream stream, const AtCase *cs, bool qu
            gt_dtype_name(t), shape, (long long)H, (long long)KVH, (long long)D, cs->causal ? "causal" : "full",
            cs->bhsd ? "bhsd" : "bshd", plan.block_m, plan.block_n, plan.block_d, plan.num_warps, plan.num_stages, e,
            lse_err, tol, lse_tol);
+    if (cs->scale != 0)
+        printf(" scale %g", scale);
     if (varlen) {
         printf(" lengths");
         for (int64_t b = 0; b < B; b++)
@@ -284,43 +287,47 @@ int main(int argc, char **argv) {
     if (!GT_OK(tc_stream_create(ctx, &stream)))
         return 1;
     const tc_dtype F16 = TC_DTYPE_F16, BF16 = TC_DTYPE_BF16;
-    /* dtype, batch, heads, kv_heads, sq, sk, d, causal, bhsd, varlen, big */
+    /* dtype, batch, heads, kv_heads, sq, sk, d, causal, bhsd, varlen, big, scale */
     const AtCase cases[] = {
         /* sequence lengths, one head */
-        {F16, 1, 1, 1, 1, 1, 64, 0, 0, 0, false},
-        {BF16, 1, 1, 1, 1, 1, 128, 1, 1, 0, false},
-        {F16, 1, 1, 1, 17, 17, 64, 0, 1, 0, false},
-        {BF16, 1, 1, 1, 17, 17, 128, 1, 0, 0, false},
-        {F16, 1, 1, 1, 1000, 1000, 128, 1, 0, 0, false},
-        {BF16, 1, 1, 1, 1000, 1000, 64, 0, 1, 0, false},
-        {BF16, 1, 1, 1, 4097, 4097, 64, 0, 1, 0, true},
-        {F16, 1, 1, 1, 4097, 4097, 128, 1, 0, 0, true},
+        {F16, 1, 1, 1, 1, 1, 64, 0, 0, 0, false, 0},
+        {BF16, 1, 1, 1, 1, 1, 128, 1, 1, 0, false, 0},
+        {F16, 1, 1, 1, 17, 17, 64, 0, 1, 0, false, 0},
+        {BF16, 1, 1, 1, 17, 17, 128, 1, 0, 0, false, 0},
+        {F16, 1, 1, 1, 1000, 1000, 128, 1, 0, 0, false, 0},
+        {BF16, 1, 1, 1, 1000, 1000, 64, 0, 1, 0, false, 0},
+        {BF16, 1, 1, 1, 4097, 4097, 64, 0, 1, 0, true, 0},
+        {F16, 1, 1, 1, 4097, 4097, 128, 1, 0, 0, true, 0},
         /* seqlen_q != seqlen_k, both ways */
-        {F16, 2, 2, 2, 300, 1000, 64, 1, 0, 0, false},
-        {BF16, 2, 2, 2, 300, 1000, 128, 0, 1, 0, false},
-        {BF16, 2, 2, 2, 1000, 300, 64, 1, 1, 0, false}, /* 700 rows see no key */
-        {F16, 2, 2, 2, 1000, 300, 128, 0, 0, 0, false},
-        {F16, 1, 2, 2, 17, 1, 64, 1, 0, 0, false}, /* only the last row sees a key */
+        {F16, 2, 2, 2, 300, 1000, 64, 1, 0, 0, false, 0},
+        {BF16, 2, 2, 2, 300, 1000, 128, 0, 1, 0, false, 0},
+        {BF16, 2, 2, 2, 1000, 300, 64, 1, 1, 0, false, 0}, /* 700 rows see no key */
+        {F16, 2, 2, 2, 1000, 300, 128, 0, 0, 0, false, 0},
+        {F16, 1, 2, 2, 17, 1, 64, 1, 0, 0, false, 0}, /* only the last row sees a key */
         /* MHA with batch > 1 */
-        {BF16, 3, 4, 4, 128, 128, 128, 0, 0, 0, false},
-        {F16, 3, 4, 4, 129, 129, 64, 1, 1, 0, false},
+        {BF16, 3, 4, 4, 128, 128, 128, 0, 0, 0, false, 0},
+        {F16, 3, 4, 4, 129, 129, 64, 1, 1, 0, false, 0},
         /* GQA 8:1 and MQA */
-        {F16, 2, 16, 2, 256, 256, 128, 1, 0, 0, false},
-        {BF16, 1, 16, 2, 500, 700, 64, 0, 1, 0, false},
-        {BF16, 2, 8, 1, 200, 200, 64, 1, 0, 0, false},
-        {F16, 1, 8, 1, 300, 200, 128, 0, 1, 0, false},
-        {F16, 2, 4, 1, 1, 1000, 128, 1, 1, 0, false}, /* decode */
-        {BF16, 1, 16, 2, 1, 777, 64, 1, 0, 0, false}, /* decode, GQA */
+        {F16, 2, 16, 2, 256, 256, 128, 1, 0, 0, false, 0},
+        {BF16, 1, 16, 2, 500, 700, 64, 0, 1, 0, false, 0},
+        {BF16, 2, 8, 1, 200, 200, 64, 1, 0, 0, false, 0},
+        {F16, 1, 8, 1, 300, 200, 128, 0, 1, 0, false, 0},
+        {F16, 2, 4, 1, 1, 1000, 128, 1, 1, 0, false, 0}, /* decode */
+        {BF16, 1, 16, 2, 1, 777, 64, 1, 0, 0, false, 0}, /* decode, GQA */
         /* the other head dims */
-        {F16, 2, 2, 2, 333, 333, 32, 1, 0, 0, false},
-        {BF16, 1, 2, 2, 257, 513, 96, 0, 1, 0, false},
-        {F16, 1, 2, 1, 200, 300, 256, 1, 0, 0, false},
+        {F16, 2, 2, 2, 333, 333, 32, 1, 0, 0, false, 0},
+        {BF16, 1, 2, 2, 257, 513, 96, 0, 1, 0, false, 0},
+        {F16, 1, 2, 1, 200, 300, 256, 1, 0, 0, false, 0},
         /* varlen: 5 sequences of random lengths in [1, 2000] */
-        {F16, 5, 2, 1, 0, 0, 64, 1, 0, 1, false},
-        {BF16, 5, 2, 2, 0, 0, 64, 0, 1, 1, false},
-        {BF16, 5, 4, 2, 0, 0, 64, 1, 0, 2, false}, /* sequences with len_q > len_k have rows with no key */
-        {F16, 5, 2, 2, 0, 0, 128, 0, 1, 2, false},
-        {BF16, 5, 2, 2, 0, 0, 128, 1, 1, 1, false},
+        {F16, 5, 2, 1, 0, 0, 64, 1, 0, 1, false, 0},
+        {BF16, 5, 2, 2, 0, 0, 64, 0, 1, 1, false, 0},
+        {BF16, 5, 4, 2, 0, 0, 64, 1, 0, 2, false, 0}, /* sequences with len_q > len_k have rows with no key */
+        {F16, 5, 2, 2, 0, 0, 128, 0, 1, 2, false, 0},
+        {BF16, 5, 2, 2, 0, 0, 128, 1, 1, 1, false, 0},
+        /* other scales: negative (the row max is Q K^T's row min times it), zero (uniform weights) */
+        {F16, 1, 2, 2, 300, 500, 64, 1, 0, 0, false, -0.2},
+        {BF16, 1, 2, 2, 257, 257, 128, 0, 1, 0, false, -0.05},
+        {F16, 1, 2, 2, 100, 200, 64, 1, 1, 0, false, NAN},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (quick && cases[c].big)

@@ -34,9 +34,16 @@ TEST(test_attention_plans) {
         int d, bm, bn, warps;
     } want[] = {
         {1, 16, 128, 64, 4},   {8, 16, 128, 64, 4},   {32, 32, 128, 64, 4},   {40, 64, 128, 64, 4},
-        {64, 64, 128, 64, 4},  {96, 128, 128, 32, 8}, {128, 128, 128, 32, 8}, {200, 256, 128, 32, 8},
+        {64, 64, 128, 64, 4},  {96, 128, 128, 32, 4}, {128, 128, 128, 32, 4}, {200, 256, 128, 32, 8},
         {256, 256, 128, 32, 8},
     };
+    /* not causal: head dim 128 takes 64 keys per step */
+    tc_attention_plan full;
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(full.block_n, 64);
+    CHECK_EQ_INT(full.num_warps, 4);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(full.block_n, 32);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
