@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 _Static_assert(TC_DTYPE_I1 == (int)IR_I1 && TC_DTYPE_BF16 == (int)IR_BF16 && TC_DTYPE_F64 == (int)IR_F64,
                "tc_dtype mirrors IrTypeKind");
@@ -59,6 +60,7 @@ struct tc_binary {
     Arena meta;         /* kernels and their strings */
     BinKernel *kernels; /* num_kernels, in source order */
     size_t num_kernels;
+    tc_compile_times times;
 };
 
 const char *tc_status_string(tc_status s) {
@@ -241,6 +243,13 @@ const char *tc_binary_log(const tc_binary *b, size_t *len) {
     return b && b->log.data ? b->log.data : "";
 }
 
+tc_status tc_binary_compile_times(const tc_binary *b, tc_compile_times *out) {
+    if (!b || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_compile_times: %s is NULL", b ? "out" : "the binary");
+    *out = b->times;
+    return TC_OK;
+}
+
 tc_status tc_binary_write(const tc_binary *b, const char *path) {
     if (!b)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_write: the binary is NULL");
@@ -407,6 +416,12 @@ static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_o
     po->num_stages = opt->num_stages > 0 ? opt->num_stages : 3;
 }
 
+static double clock_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static CgTarget target_of(const tc_compiler *cc) {
     CgTarget t;
     t.sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
@@ -419,7 +434,12 @@ static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
     CgTarget t = target_of(cc);
     CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
     int num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
-    return cg_compile_module(j->module, &t, e, num_warps, &j->bin->text, &j->diags, NULL);
+    CgStats st = {0};
+    bool ok = cg_compile_module(j->module, &t, e, num_warps, &j->bin->text, &j->diags, &st);
+    j->bin->times.lower_ms = st.lower_ms;
+    j->bin->times.llvm_opt_ms = st.opt_ms;
+    j->bin->times.ptx_emit_ms = st.emit_ms;
+    return ok;
 }
 
 tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
@@ -448,6 +468,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
     if (TC_GUARD(g))
         return finish(&j, guard_status(&g, &j), diags, out);
 
+    double t0 = clock_ms();
     AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
     if (diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);
@@ -493,6 +514,8 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         tc_guard_pop(&g);
         return finish(&j, TC_OK, diags, out);
     }
+    double t1 = clock_ms();
+    j.bin->times.frontend_ms = t1 - t0;
     PassOptions po;
     pass_options_from(&po, cc, &opt, &j);
     if (opt.emit == TC_EMIT_IR_AFTER_ALL) {
@@ -504,6 +527,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
+    j.bin->times.passes_ms = clock_ms() - t1;
     record_kernels(j.bin, j.module, opt.num_warps);
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);

@@ -293,8 +293,27 @@ bool cg_dot_uses_mma(const IrOp *op, int num_warps) {
     return ok;
 }
 
-/* Two 16-bit elements as one b32 register, the first in the low half. */
+/* The b32 word w when lo and hi are elements 0 and 1 of bitcast(w) to a
+ * vector of two (how ldmatrix results are split into elements), else NULL. */
+static LLVMValueRef unsplit_word(LLVMValueRef lo, LLVMValueRef hi) {
+    if (!LLVMIsAExtractElementInst(lo) || !LLVMIsAExtractElementInst(hi))
+        return NULL;
+    LLVMValueRef vec = LLVMGetOperand(lo, 0), i0 = LLVMGetOperand(lo, 1), i1 = LLVMGetOperand(hi, 1);
+    if (LLVMGetOperand(hi, 0) != vec || !LLVMIsAConstantInt(i0) || !LLVMIsAConstantInt(i1) ||
+        LLVMConstIntGetZExtValue(i0) != 0 || LLVMConstIntGetZExtValue(i1) != 1 || !LLVMIsABitCastInst(vec))
+        return NULL;
+    LLVMValueRef w = LLVMGetOperand(vec, 0);
+    return LLVMGetTypeKind(LLVMTypeOf(w)) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(LLVMTypeOf(w)) == 32 ? w
+                                                                                                            : NULL;
+}
+
+/* Two 16-bit elements as one b32 register, the first in the low half: the
+ * word they were split from when they come straight from one (ldmatrix), so
+ * that LLVM is not handed a split and a re-pack to fold away. */
 static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef w = unsplit_word(lo, hi);
+    if (w)
+        return w;
     LLVMValueRef v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(lo), 2));
     v = LLVMBuildInsertElement(cg->b, v, lo, cg_i32(cg, 0), "");
     v = LLVMBuildInsertElement(cg->b, v, hi, cg_i32(cg, 1), "");

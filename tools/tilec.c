@@ -42,7 +42,8 @@ static void usage(FILE *out) {
           "                        input's base name); --arch takes a comma-separated list\n"
           "  --no-cubin            with --aot: embed PTX only, even if ptxas is found\n"
           "  --time FILE...        compile every kernel of each file separately and print\n"
-          "                        one line per kernel: name, output size, milliseconds (median)\n"
+          "                        one line per kernel: name, output size, milliseconds (median\n"
+          "                        of 21), and the medians of each phase\n"
           "  --help                show this help\n"
           "  --version             show the version\n",
           out);
@@ -97,7 +98,7 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
             rc = 1;
         }
         for (size_t k = 0; k < count; k++) {
-            double ms[RUNS];
+            double ms[RUNS], phase[5][RUNS];
             size_t bytes = 0;
             tc_status st = TC_OK;
             for (int r = 0; r < RUNS && st == TC_OK; r++) {
@@ -106,6 +107,12 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
                 double t0 = now_ms();
                 st = tc_compile(cc, &src, names[k], cx, num_cx, opt, &bin, diags);
                 ms[r] = now_ms() - t0;
+                tc_compile_times t = {0};
+                if (bin)
+                    tc_binary_compile_times(bin, &t);
+                const double v[5] = {t.frontend_ms, t.passes_ms, t.lower_ms, t.llvm_opt_ms, t.ptx_emit_ms};
+                for (int i = 0; i < 5; i++)
+                    phase[i][r] = v[i];
                 tc_binary_text(bin, &bytes);
                 tc_binary_destroy(bin);
             }
@@ -116,7 +123,17 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
                 continue;
             }
             qsort(ms, RUNS, sizeof ms[0], cmp_double);
-            printf("%-24s %-20s %s %7zu bytes %8.3f ms\n", paths[p], names[k], what, bytes, ms[RUNS / 2]);
+            for (int i = 0; i < 5; i++)
+                qsort(phase[i], RUNS, sizeof phase[i][0], cmp_double);
+            printf("%-24s %-20s %s %7zu bytes %8.3f ms  (front end %.2f, passes %.2f", paths[p], names[k], what,
+                   bytes, ms[RUNS / 2], phase[0][RUNS / 2], phase[1][RUNS / 2]);
+            if (opt->emit == TC_EMIT_LLVM || opt->emit == TC_EMIT_PTX)
+                printf(", lower %.2f, LLVM opt %.2f%s", phase[2][RUNS / 2], phase[3][RUNS / 2],
+                       opt->emit == TC_EMIT_PTX ? "" : ")\n");
+            if (opt->emit == TC_EMIT_PTX)
+                printf(", PTX emit %.2f)\n", phase[4][RUNS / 2]);
+            else if (opt->emit != TC_EMIT_LLVM)
+                printf(")\n");
         }
         tc_names_free(names, count);
         tc_diagnostics_destroy(diags);

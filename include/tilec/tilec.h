@@ -152,6 +152,15 @@ typedef struct tc_binary tc_binary;
 TC_API const char *tc_binary_text(const tc_binary *b, size_t *len);
 TC_API const char *tc_binary_log(const tc_binary *b, size_t *len);
 TC_API void tc_binary_destroy(tc_binary *b);
+
+/* Where a compile's time went, in milliseconds (0 for a phase that did not
+ * run): the front end (parse, lower to IR, verify), tilec's passes, the
+ * lowering of the IR to LLVM IR, LLVM's optimization pipeline, and NVPTX's
+ * instruction selection and PTX printing. `tilec --time` prints them. */
+typedef struct tc_compile_times {
+    double frontend_ms, passes_ms, lower_ms, llvm_opt_ms, ptx_emit_ms;
+} tc_compile_times;
+TC_API tc_status tc_binary_compile_times(const tc_binary *b, tc_compile_times *out);
 /* Writes the binary's text to the file `path` (created or truncated), or to
  * stdout when path is NULL. TC_ERROR_IO with "cannot write 'PATH': reason"
  * in tc_last_error() when it cannot. */
