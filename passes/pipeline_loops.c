@@ -58,14 +58,22 @@
  *   - cp.async zero-fills masked elements; a load with a non-zero `other`
  *     gets `select(mask, local_load, other)` in the dot operand's layout
  *     (the mask converted with convert_layout), PRIOR-ART case 14.
+ *   - The barrier, the rings and the prologue go right before the loop,
+ *     then move up past the ops before it that compute nothing they read
+ *     and touch no memory but to load, or to fill and read a buffer
+ *     (hoist_prologue): attention's Q is loaded, stored to shared memory
+ *     and read back before its loop, and its loads are then in flight
+ *     together with the first stages' copies instead of before them.
  *   - Nested loops: each loop is handled on its own, inner first; the ring
- *     and the prologue sit right before the loop, so an inner loop gets its
+ *     and the prologue sit before the loop, in its block, so an inner loop gets its
  *     prologue once per outer iteration. The barrier before the prologue
  *     keeps the copies from overwriting bytes other warps still read (the
  *     previous outer iteration's last stage, scratch placed on the same
  *     bytes before the ring's live range).
  */
 #include "passes.h"
+
+#include "codegen/codegen.h"
 
 #include <math.h>
 #include <string.h>
@@ -80,6 +88,7 @@ typedef struct Candidate {
 typedef struct Pipe {
     IrModule *m;
     int num_stages;
+    int num_warps;
     Candidate *cands;
     int num_cands, cap_cands;
 } Pipe;
@@ -291,6 +300,47 @@ static void select_other(Pipe *p, Candidate *c, IrOp *ll) {
     ir_op_set_operand(sel->def, 1, v);
 }
 
+/* May the prologue [first, last] move above op? When op computes nothing
+ * the prologue reads and is a pure op without shared-memory scratch, a
+ * global load, a local_alloc that stores a value or a local_load (attention's
+ * Q, loaded, stored, read back as the dot operand): the copies then start
+ * while those loads are in flight, instead of after the local_alloc has
+ * waited for them. Liveness keeps the rings' bytes apart from the buffers
+ * they now overlap in time (allocate-shared). */
+static bool can_hoist_past(Pipe *p, const IrOp *op, const IrOp *first, const IrOp *last) {
+    if (op->num_regions || (ir_op_info[op->opc].flags & OPF_TERMINATOR))
+        return false;
+    bool init_alloc = op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1;
+    bool pure = (ir_op_info[op->opc].flags & OPF_PURE) && cg_scratch_bytes(op, p->num_warps) == 0;
+    if (!init_alloc && !pure && op->opc != IR_OP_LOAD && op->opc != IR_OP_LOCAL_LOAD)
+        return false;
+    for (const IrOp *q = first;; q = q->next) {
+        for (int i = 0; i < q->num_operands; i++)
+            for (int r = 0; r < op->num_results; r++)
+                if (q->operands[i] == op->results[r])
+                    return false;
+        if (q == last)
+            break;
+    }
+    return true;
+}
+
+/* Moves the prologue [first, last] up past the ops before it that it may
+ * pass (can_hoist_past), keeping their order. */
+static void hoist_prologue(Pipe *p, IrOp *first, IrOp *last) {
+    IrOp *pos = first->prev;
+    while (pos && can_hoist_past(p, pos, first, last))
+        pos = pos->prev;
+    if (pos == first->prev)
+        return;
+    IrOp *before = pos ? pos->next : first->parent->first;
+    for (IrOp *op = first, *next; op; op = next) {
+        next = op == last ? NULL : op->next;
+        ir_op_unlink(op);
+        ir_op_insert_before(before, op);
+    }
+}
+
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
@@ -305,7 +355,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrBuilder b;
     ir_builder_before(&b, loop);
     b.loc = loop->loc;
-    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrOp *prologue = ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     for (int i = 0; i < p->num_cands; i++) {
         Candidate *c = &p->cands[i];
         const IrType *t = c->alloc->results[0]->type;
@@ -325,6 +375,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
         issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s));
     }
+    hoist_prologue(p, prologue, loop->prev);
 
     /* The stage index, carried. */
     ir_builder_before(&b, loop);
@@ -405,6 +456,7 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         memset(&p, 0, sizeof p);
         p.m = m;
         p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->num_stages);
+        p.num_warps = pass_func_num_warps(f, opts);
         if (p.num_stages <= 1)
             continue;
         walk(&p, f->body);
