@@ -307,12 +307,31 @@ static LLVMValueRef unsplit_word(LLVMValueRef lo, LLVMValueRef hi) {
                                                                                                             : NULL;
 }
 
+/* lo and hi rounded from f32 (attention's P cast to f16 or bf16 for the
+ * second dot) as one cvt.rn.{f16x2,bf16x2}.f32, which rounds both and packs
+ * them: the same bits as two cvt.rn and a mov, in one instruction (LLVM 19
+ * does not fuse them). NULL when they are not such a pair. */
+static LLVMValueRef convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+    if (!LLVMIsAFPTruncInst(lo) || !LLVMIsAFPTruncInst(hi))
+        return NULL;
+    LLVMValueRef a = LLVMGetOperand(hi, 0), b = LLVMGetOperand(lo, 0);
+    LLVMTypeRef to = LLVMTypeOf(lo);
+    if (LLVMTypeOf(a) != cg->t_f32 || LLVMTypeOf(b) != cg->t_f32 || LLVMTypeOf(hi) != to ||
+        (to != cg->t_f16 && to != cg->t_bf16))
+        return NULL;
+    LLVMValueRef args[2] = {a, b}; /* d = {cvt(a) in the upper half, cvt(b) in the lower} */
+    return cg_asm(cg, cg->t_i32, to == cg->t_f16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;",
+                  "=r,f,f", args, 2, false);
+}
+
 /* Two 16-bit elements as one b32 register, the first in the low half: the
  * word they were split from when they come straight from one (ldmatrix), so
  * that LLVM is not handed a split and a re-pack to fold away. */
 static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
     LLVMValueRef w = unsplit_word(lo, hi);
     if (w)
+        return w;
+    if ((w = convert_pair(cg, lo, hi)))
         return w;
     LLVMValueRef v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(lo), 2));
     v = LLVMBuildInsertElement(cg->b, v, lo, cg_i32(cg, 0), "");
