@@ -250,8 +250,8 @@ TC_API tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dty
 typedef struct tc_attention_plan {
     const char *file;           /* "attention.tile" */
     const char *kernel;         /* "attention_fwd" */
-    tc_constexpr constexprs[8]; /* T, HEAD_DIM, D, BM, BN, CAUSAL, VARLEN (tc_attention_fwd adds NEG_SCALE
-                                   for a negative scale) */
+    tc_constexpr constexprs[10]; /* T, HEAD_DIM, D, BM, BN, CAUSAL, VARLEN, EVEN_N (tc_attention_fwd adds
+                                    NEG_SCALE for a negative scale) */
     size_t num_constexprs;
     int head_dim;   /* HEAD_DIM */
     int block_d;    /* D: the head dim's tile */

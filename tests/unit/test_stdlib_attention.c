@@ -37,11 +37,19 @@ TEST(test_attention_plans) {
         {64, 64, 128, 64, 4},  {96, 128, 128, 32, 4}, {128, 128, 128, 32, 4}, {200, 256, 128, 32, 8},
         {256, 256, 128, 32, 8},
     };
-    /* not causal: head dim 128 takes 64 keys per step */
+    /* not causal: head dim 128 takes 64 keys per step; EVEN_N (no masked
+     * loop) when seqlen_k is a multiple of them, not with varlen */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
     CHECK_EQ_INT(full.num_warps, 4);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 1, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 0, 1, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 32);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -49,7 +57,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
         CHECK_EQ_STR(p.file, "attention.tile");
         CHECK_EQ_STR(p.kernel, "attention_fwd");
-        CHECK_EQ_INT(p.num_constexprs, 7);
+        CHECK_EQ_INT(p.num_constexprs, 8);
         CHECK_EQ_INT(p.block_d, want[i].d);
         CHECK_EQ_INT(p.block_m, want[i].bm);
         CHECK_EQ_INT(p.block_n, want[i].bn);
@@ -61,6 +69,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(cx(&p, "BN"), want[i].bn);
         CHECK_EQ_INT(cx(&p, "CAUSAL"), 1);
         CHECK_EQ_INT(cx(&p, "VARLEN"), 0);
+        CHECK_EQ_INT(cx(&p, "EVEN_N"), 0); /* causal */
         CHECK_EQ_INT(cx(&p, "T"), TC_DTYPE_F16);
         CHECK_EQ_INT(p.grid.x, 8); /* cdiv(1000, 128) */
         CHECK_EQ_INT(p.grid.y, 16);
