@@ -16,6 +16,13 @@ static const char *ptxas;
 static char seen[512][320];
 static int num_seen, num_compiled, num_spilling;
 
+int64_t constexpr_value(const tc_constexpr *cx, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cx[i].name, name) == 0)
+            return cx[i].i;
+    return -1;
+}
+
 bool has_fact(const tc_options *options, const char *name, int64_t div) {
     for (size_t i = 0; i < options->num_params; i++)
         if (strcmp(options->params[i].name, name) == 0 && options->params[i].divisibility == div)

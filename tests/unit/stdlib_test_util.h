@@ -1,5 +1,6 @@
 /*
- * stdlib_test_util.h — what test_stdlib.c and test_stdlib_matmul.c share to
+ * stdlib_test_util.h — what the standard-library suites (test_stdlib.c,
+ * test_stdlib_matmul.c, test_stdlib_attention.c) share to
  * check the standard library's launches without a GPU: a fake context, the
  * facts a launch carries, the kernel's runtime signature, and compiling
  * each distinct specialization to PTX once (and through ptxas where found).
@@ -14,6 +15,9 @@
 #include <stdint.h>
 
 static tc_context *const FAKE_CTX = (tc_context *)0x1000; /* validation never reads it */
+
+/* The value of the constexpr `name` among a plan's n constexprs, -1 if absent. */
+int64_t constexpr_value(const tc_constexpr *cx, size_t n, const char *name);
 
 /* Does a launch's options carry the fact "name is divisible by div"? */
 bool has_fact(const tc_options *options, const char *name, int64_t div);

@@ -55,10 +55,7 @@ TEST(test_sources) {
 }
 
 static int64_t cx_value(const tc_stdlib_plan *p, const char *name) {
-    for (size_t i = 0; i < p->num_constexprs; i++)
-        if (strcmp(p->constexprs[i].name, name) == 0)
-            return p->constexprs[i].i;
-    return -1;
+    return constexpr_value(p->constexprs, p->num_constexprs, name);
 }
 
 TEST(test_plans) {

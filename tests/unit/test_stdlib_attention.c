@@ -22,10 +22,7 @@
 #include <string.h>
 
 static int64_t cx(const tc_attention_plan *p, const char *name) {
-    for (size_t i = 0; i < p->num_constexprs; i++)
-        if (strcmp(p->constexprs[i].name, name) == 0)
-            return p->constexprs[i].i;
-    return -1;
+    return constexpr_value(p->constexprs, p->num_constexprs, name);
 }
 
 TEST(test_attention_plans) {

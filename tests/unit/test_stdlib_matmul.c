@@ -30,10 +30,7 @@
 #include <unistd.h>
 
 static int64_t cx(const tc_matmul_plan *p, const char *name) {
-    for (size_t i = 0; i < p->num_constexprs; i++)
-        if (strcmp(p->constexprs[i].name, name) == 0)
-            return p->constexprs[i].i;
-    return -1;
+    return constexpr_value(p->constexprs, p->num_constexprs, name);
 }
 
 /* ---- plans ---- */
