@@ -65,6 +65,12 @@ struct CgKernelInfo {
  */
 int64_t cg_scratch_bytes(const IrOp *op, int num_warps);
 
+/* 32-bit registers per thread that a value of type t takes with num_warps
+ * warps, its elements spread evenly (a tile's elements * bits / 32 over the
+ * threads, rounded up); 1 for a scalar. The register estimates of
+ * stage-shared (reloading operands) and codegen (ldmatrix address form). */
+int64_t cg_value_regs(const IrType *t, int num_warps);
+
 /* Bytes of one element of this scalar type in scratch memory. */
 int cg_elem_bytes(const IrType *scalar);
 

@@ -513,15 +513,8 @@ static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
     int64_t most = 0;
     for (const IrOp *op = b->first; op; op = op->next) {
         int64_t n = 0;
-        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++) {
-            const IrType *t = op->results[i]->type;
-            if (t->kind != IR_TILE) {
-                n++;
-                continue;
-            }
-            int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32;
-            n += (words + 32 * cg->num_warps - 1) / (32 * cg->num_warps);
-        }
+        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++)
+            n += cg_value_regs(op->results[i]->type, cg->num_warps);
         most = n > most ? n : most;
         for (int r = 0; r < op->num_regions; r++) {
             int64_t inner = carried_regs(cg, op->regions[r]);

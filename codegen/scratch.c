@@ -160,6 +160,13 @@ static bool ll_of(const IrType *t, int num_warps, LinearLayout *ll) {
     return t && t->kind == IR_TILE && t->layout && ll_of_type(t, num_warps, ll, NULL);
 }
 
+int64_t cg_value_regs(const IrType *t, int num_warps) {
+    if (t->kind != IR_TILE)
+        return 1;
+    int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32, threads = 32 * (int64_t)num_warps;
+    return (words + threads - 1) / threads;
+}
+
 int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
     LinearLayout a, b;
     switch (op->opc) {

@@ -119,15 +119,6 @@ static bool uses_value(const IrBlock *b, const IrValue *v) {
     return false;
 }
 
-/* 32-bit registers per thread that a tile of type t takes, spread evenly. */
-static int64_t tile_regs(const Stage *s, const IrType *t) {
-    if (t->kind != IR_TILE)
-        return 1;
-    int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32;
-    int64_t threads = 32 * (int64_t)s->num_warps;
-    return (words + threads - 1) / threads;
-}
-
 /* Is a dot operand loaded before loop `loop` better loaded again before each
  * of its dots inside? When what the loop keeps live would not leave it room:
  * the loop-carried tiles, the tiles its dots make that it does not carry
@@ -141,9 +132,9 @@ enum { RELOAD_BUDGET = 192 };
 static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *operand) {
     const IrBlock *body = loop->regions[0];
     const IrOp *yield = body->last;
-    int64_t regs = tile_regs(s, operand->type);
+    int64_t regs = cg_value_regs(operand->type, s->num_warps);
     for (int i = 0; i < loop->num_results; i++)
-        regs += tile_regs(s, loop->results[i]->type);
+        regs += cg_value_regs(loop->results[i]->type, s->num_warps);
     for (const IrOp *op = body->first; op; op = op->next) {
         if (op->opc != IR_OP_DOT)
             continue;
@@ -151,7 +142,7 @@ static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *oper
         for (int i = 0; yield && i < yield->num_operands; i++)
             carried |= yield->operands[i] == op->results[0];
         if (!carried)
-            regs += tile_regs(s, op->results[0]->type);
+            regs += cg_value_regs(op->results[0]->type, s->num_warps);
     }
     return regs > RELOAD_BUDGET;
 }
