@@ -475,10 +475,6 @@ static int ldmatrix_reg(const Ldmatrix *p, int r0, int j) {
     return r0;
 }
 
-/* One ldmatrix: the registers of ll whose word and selecting bits are 0 in
- * r0's place, plus the rest. Lane l addresses row l % 8 (along s) of matrix
- * l / 8: its part of the address is that of the layout `rows` (ldmatrix_rows),
- * t; the register part is reg(r0). */
 /* A local_load in progress: registers are filled one ldmatrix at a time. */
 struct CgDeferred {
     Swizzle s;
@@ -487,10 +483,27 @@ struct CgDeferred {
     Ldmatrix p;
     ThreadOffset t;
     LLVMValueRef base;
-    LLVMValueRef row;  /* base + the thread part in bytes, where the load stands */
+    LLVMValueRef row;  /* base + the thread part in bytes, where the load stands; NULL: hoisted form */
     int64_t align;     /* base's known alignment in bytes */
     CgVal *val;        /* NULL where not loaded yet */
 };
+
+/* The most registers per thread that one loop of block b, or of a region in
+ * it, carries (cg_value_regs of its results). */
+static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
+    int64_t most = 0;
+    for (const IrOp *op = b->first; op; op = op->next) {
+        int64_t n = 0;
+        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++)
+            n += cg_value_regs(op->results[i]->type, cg->num_warps);
+        most = n > most ? n : most;
+        for (int r = 0; r < op->num_regions; r++) {
+            int64_t inner = carried_regs(cg, op->regions[r]);
+            most = inner > most ? inner : most;
+        }
+    }
+    return most;
+}
 
 /* The address of the ldmatrix whose register part is reg(r0). Its constant
  * offset o splits into the bits the thread part may also set (XORed) and the
@@ -509,19 +522,11 @@ struct CgDeferred {
  * faster with the XOR form. The rule: the XOR form when the kernel's loops
  * carry more than CG_XOR_ADDRESS_REGS registers per thread. */
 enum { CG_XOR_ADDRESS_REGS = 128 };
-static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
-    int64_t most = 0;
-    for (const IrOp *op = b->first; op; op = op->next) {
-        int64_t n = 0;
-        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++)
-            n += cg_value_regs(op->results[i]->type, cg->num_warps);
-        most = n > most ? n : most;
-        for (int r = 0; r < op->num_regions; r++) {
-            int64_t inner = carried_regs(cg, op->regions[r]);
-            most = inner > most ? inner : most;
-        }
-    }
-    return most;
+
+static bool xor_addresses(Cg *cg) {
+    if (cg->loop_regs < 0)
+        cg->loop_regs = (int)carried_regs(cg, cg->f->body);
+    return cg->loop_regs > CG_XOR_ADDRESS_REGS;
 }
 
 static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0) {
@@ -529,9 +534,7 @@ static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0) {
     ll_apply_in(d->ll, LL_REG, r0, c);
     int64_t o = const_offset(&d->s, c), e = log2i(d->s.eb);
     int64_t x = (o & d->t.bits) << e, a = (o & ~d->t.bits) << e;
-    if (cg->loop_regs < 0)
-        cg->loop_regs = (int)carried_regs(cg, cg->f->body);
-    if (x >= d->align || cg->loop_regs <= CG_XOR_ADDRESS_REGS)
+    if (!d->row || x >= d->align)
         return reg_address(cg, &d->s, d->t, d->ll, r0, d->base);
     LLVMValueRef v = d->row;
     if (x)
@@ -543,6 +546,10 @@ static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0) {
     return v;
 }
 
+/* One ldmatrix: the registers of ll whose word and selecting bits are 0 in
+ * r0's place, plus the rest. Lane l addresses row l % 8 (along s) of matrix
+ * l / 8: its part of the address is that of the layout `rows` (ldmatrix_rows),
+ * t; the register part is reg(r0). */
 static void emit_ldmatrix(Cg *cg, const CgDeferred *d, int r0, LLVMValueRef *out) {
     LLVMBuilderRef b = cg->b;
     const Ldmatrix *p = &d->p;
@@ -594,8 +601,10 @@ static CgDeferred *ldmatrix_begin(Cg *cg, const IrOp *op) {
     d->t = thread_offset(cg, &d->s, &rows);
     d->base = cg_get(cg, op->operands[0])->v[0];
     d->align = buffer_align(op->operands[0]);
-    LLVMValueRef tb = LLVMBuildShl(cg->b, d->t.v, cg_i32(cg, log2i(d->s.eb)), "");
-    d->row = LLVMBuildAdd(cg->b, d->base, tb, "");
+    if (xor_addresses(cg)) {
+        LLVMValueRef tb = LLVMBuildShl(cg->b, d->t.v, cg_i32(cg, log2i(d->s.eb)), "");
+        d->row = LLVMBuildAdd(cg->b, d->base, tb, "");
+    }
     d->val = cg_new_val(cg, ll_num_regs(d->ll), d->ll);
     return d;
 }
