@@ -65,8 +65,8 @@
  *     and read back before its loop, and its loads are then in flight
  *     together with the first stages' copies instead of before them.
  *   - Nested loops: each loop is handled on its own, inner first; the ring
- *     and the prologue sit before the loop, in its block, so an inner loop gets its
- *     prologue once per outer iteration. The barrier before the prologue
+ *     and the prologue sit before the loop, in its block, so an inner loop
+ *     gets its prologue once per outer iteration. The barrier before the prologue
  *     keeps the copies from overwriting bytes other warps still read (the
  *     previous outer iteration's last stage, scratch placed on the same
  *     bytes before the ring's live range).

@@ -39,7 +39,9 @@
  * shares them):
  *   - the local_load goes right before the first op of the conversion's
  *     block that uses it (an op of the block whose region uses it, for a
- *     loop-invariant Q used in a loop: loaded once, before the loop);
+ *     loop-invariant Q used in a loop: loaded once, before the loop; or,
+ *     when that loop would leave it no registers (reload_in_loop), right
+ *     before each op of the loop body that uses it);
  *   - the local_alloc starts where the conversion was (right after the
  *     value it stores) and sinks past pure ops and global loads that do not
  *     touch shared memory, so that the loads of one loop iteration are all
@@ -124,9 +126,10 @@ static bool uses_value(const IrBlock *b, const IrValue *v) {
  * the loop-carried tiles, the tiles its dots make that it does not carry
  * (attention's S), and the operand itself, over RELOAD_BUDGET registers per
  * thread. For attention with head dim 128 and 32 query rows per warp that is
- * 128 (O) + 32 (S) + 64 (Q): Q is read from shared memory in each
- * iteration, as FlashAttention-2 does, and the dots' deferred loads bring
- * in one k step at a time. */
+ * 128 (O) + 32 or 64 (S, 32 or 64 keys per step) + 64 (Q): Q is read from
+ * shared memory in each iteration, as FlashAttention-2 does, and the dots'
+ * deferred loads bring in one k step at a time. With head dim 64, 64 + 64 +
+ * 32: Q stays in registers. */
 enum { RELOAD_BUDGET = 192 };
 
 static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *operand) {
