@@ -91,6 +91,14 @@ static void run_ptxas(const char *ptx, size_t len, const char *what) {
     unlink(path);
 }
 
+int ptx_key_plan(char *key, size_t size, const char *kernel, int num_warps, int num_stages, const tc_constexpr *cx,
+                 size_t num_cx) {
+    int off = snprintf(key, size, "%s w%d s%d", kernel, num_warps, num_stages);
+    for (size_t i = 0; i < num_cx && off < (int)size; i++)
+        off += snprintf(key + off, size - (size_t)off, " %s=%lld", cx[i].name, (long long)cx[i].i);
+    return off < (int)size ? off : (int)size - 1;
+}
+
 tc_binary *ptx_compile_once(const char *key, const tc_jit_request *req, const tc_options *options,
                             const tc_kernel_desc *k, const int64_t *divisibility, size_t num_args, int num_warps,
                             tc_diagnostics *diags) {

@@ -33,6 +33,10 @@ bool launch_signature(const tc_jit_request *req, int num_warps, RtMeta *sig, tc_
 void ptx_check_begin(void);
 /* Ends it: prints "  FAMILY: N specializations compiled ..." and returns N. */
 int ptx_check_end(const char *family);
+/* Starts a launch's key: "KERNEL wWARPS sSTAGES NAME=VALUE..." over a plan's
+ * constexprs; returns the length written (ptx_key_facts continues it). */
+int ptx_key_plan(char *key, size_t size, const char *kernel, int num_warps, int num_stages, const tc_constexpr *cx,
+                 size_t num_cx);
 /* The launch's key so far (at off in key) followed by its fact names and
  * argument alignments, the way tc_jit keys a variant. */
 void ptx_key_facts(char *key, size_t size, int off, const tc_options *options, const int64_t *divisibility,

@@ -187,10 +187,8 @@ static tc_status checking_hook(const RtAttentionLaunch *l) {
             CHECK(k->params[i].dtype == TC_DTYPE_F32 && l->args[i] == &l->f32s[i]);
     }
     char key[512];
-    int off = snprintf(key, sizeof key, "%s w%d s%d", l->req.kernel, l->plan.num_warps, l->plan.num_stages);
-    for (size_t i = 0; i < l->plan.num_constexprs && off < (int)sizeof key; i++)
-        off += snprintf(key + off, sizeof key - (size_t)off, " %s=%lld", l->plan.constexprs[i].name,
-                        (long long)l->plan.constexprs[i].i);
+    int off = ptx_key_plan(key, sizeof key, l->req.kernel, l->plan.num_warps, l->plan.num_stages, l->plan.constexprs,
+                           l->plan.num_constexprs);
     ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
     tc_binary_destroy(
         ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags));
