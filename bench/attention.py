@@ -8,11 +8,13 @@ the best of its configurations for each shape, as GPU.md measured it) and of SDP
 cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D
 (halved when causal).
 
-    python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE]] [--json FILE]
+    python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE] [--llvm-o3]] [--json FILE]
 
 --sweep also times lib/attention.tile at other block sizes, warps and stages than
 tc_attention_fwd's plan (SWEEP, at every shape), through tc_jit and tc_launch with the same
-facts tc_attention_fwd gives the compiler.
+facts tc_attention_fwd gives the compiler. --llvm-o3 times each of them a second time compiled
+with LLVM's default<O3> pipeline and -O3 instruction selection (tc_options.llvm_o3) instead of
+tilec's short pipeline, in the same process.
 """
 import ctypes as C
 import math
@@ -46,7 +48,7 @@ class Variant:
     [B, H, N, D] tensors with D a power of two, launched through tc_jit + tc_launch with the facts
     tc_attention_fwd gives (16-byte aligned pointers, strides that are multiples of 8)."""
 
-    def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None):
+    def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None, llvm_o3=False):
         if source:
             with open(source, "rb") as fh:
                 text = fh.read()
@@ -59,7 +61,8 @@ class Variant:
         self.strides = [H * N * D, N * D, D] * 4
         facts = [(nm, 8) for nm, v in zip(names, self.strides) if v % 8 == 0]
         self.jit = JitVariant(lib, ctx, text, b"lib/attention.tile", b"attention_fwd", cx, facts,
-                              [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}")
+                              [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}",
+                              llvm_o3)
         self.kernel = self.jit.kernel
         self.lib = lib
         self.grid = Dim3((N + bm - 1) // bm, B * H, 1)
@@ -74,8 +77,8 @@ class Variant:
 
 
 SWEEP = {  # head dim -> (BM, BN, warps, stages)
-    64: [(128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 3), (256, 64, 8, 3), (64, 64, 4, 3)],
-    128: [(128, 32, 4, 3), (128, 64, 4, 3), (128, 64, 4, 2), (256, 32, 8, 3), (128, 64, 8, 3)],
+    64: [(128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 3)],
+    128: [(128, 32, 4, 3), (128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 2)],
 }
 
 
@@ -121,6 +124,8 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
     ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
     ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")
+    ap.add_argument("--llvm-o3", action="store_true",
+                    help="with --sweep: time each variant also compiled with LLVM's default<O3> pipeline")
     args = ap.parse_args()
     import torch
     import triton
@@ -232,11 +237,13 @@ def main():
                   "".join(f" {r:8.3f}" for r in ratios), flush=True)
             rows.append(dict(group="attention", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
             if args.sweep:
-                for (bm, bn, w, st) in SWEEP[D]:
+                for (bm, bn, w, st, o3) in [(*c, o3) for c in SWEEP[D] for o3 in ((False, True) if args.llvm_o3
+                                                                                     else (False,))]:
+                    what = f"BM{bm} BN{bn} w{w} s{st}{' O3' if o3 else ''}"
                     try:
-                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source)
+                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3)
                     except RuntimeError as e:
-                        print(f"[sweep] {bm}x{bn} w{w} s{st}: {str(e).splitlines()[0][:160]}", flush=True)
+                        print(f"[sweep] {what}: {str(e).splitlines()[0][:160]}", flush=True)
                         continue
                     o.fill_(float("nan"))
 
@@ -247,10 +254,9 @@ def main():
                     torch.cuda.synchronize()
                     ms = bench(go)
                     ok = bool(torch.isfinite(o).all())
-                    print(f"[sweep] {shape:26s} BM{bm} BN{bn} w{w} s{st}: {flop / ms / 1e9:7.1f} TFLOP/s"
+                    print(f"[sweep] {shape:26s} {what}: {flop / ms / 1e9:7.1f} TFLOP/s"
                           f"{'' if ok else '  NON-FINITE OUTPUT'}", flush=True)
-                    rows.append(dict(group="sweep", shape=shape, name=f"BM{bm} BN{bn} w{w} s{st}",
-                                     tflops=flop / ms / 1e9, finite=ok))
+                    rows.append(dict(group="sweep", shape=shape, name=what, tflops=flop / ms / 1e9, finite=ok))
             del q, k, v, o, lse
             torch.cuda.empty_cache()
     lib.tc_context_destroy(ctx)

@@ -29,7 +29,8 @@ class ParamSpec(C.Structure):  # tc_param_spec
 class Options(C.Structure):  # tc_options
     _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
-                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int)]
+                ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int),
+                ("llvm_o3", C.c_int)]
 
 
 class JitRequest(C.Structure):  # tc_jit_request
@@ -45,10 +46,11 @@ class JitVariant:
     """One specialization of a library kernel compiled through tc_jit, as the standard library would
     compile it but with constexprs, warps and stages of one's choosing (the benchmarks' --sweep).
     cx: (name, kind, value) constexprs (kind 0 int, 2 bool, 3 dtype); facts: (param name,
-    divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown).
+    divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown);
+    llvm_o3: LLVM's default<O3> pipeline instead of tilec's (tc_options.llvm_o3).
     Holds every ctypes object the request points to, and .kernel."""
 
-    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what):
+    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False):
         self.text = text
         self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
         self.facts = (ParamSpec * len(facts))(*[ParamSpec(nm, d) for nm, d in facts])
@@ -56,6 +58,7 @@ class JitVariant:
         lib.tc_options_init(C.byref(self.opt))
         self.opt.num_warps = warps
         self.opt.num_stages = stages
+        self.opt.llvm_o3 = int(llvm_o3)
         self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
         self.opt.num_params = len(facts)
         self.div = (C.c_int64 * len(div))(*div)

@@ -30,6 +30,7 @@ typedef struct CgStats CgStats;
 struct CgTarget {
     int sm;      /* 80 or 90 */
     bool arch_a; /* sm_90a */
+    bool llvm_o3; /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
 };
 
 /* What a launcher needs to know about a compiled kernel. */
@@ -136,7 +137,7 @@ typedef enum {
 /* Time spent, for --time and tests (milliseconds). */
 struct CgStats {
     double lower_ms; /* tile IR -> LLVM IR */
-    double opt_ms;   /* LLVM -O3 */
+    double opt_ms;   /* LLVM's optimization pipeline */
     double emit_ms;  /* NVPTX instruction selection and printing */
 };
 

@@ -422,16 +422,17 @@ static double clock_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static CgTarget target_of(const tc_compiler *cc) {
+static CgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     CgTarget t;
     t.sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
     t.arch_a = strcmp(cc->arch, "sm_90a") == 0;
+    t.llvm_o3 = opt->llvm_o3 != 0;
     return t;
 }
 
 /* Lowers the module to LLVM IR or PTX into the binary's text. */
 static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
-    CgTarget t = target_of(cc);
+    CgTarget t = target_of(cc, opt);
     CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
     int num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
     CgStats st = {0};

@@ -339,6 +339,67 @@ LLVMValueRef cg_smem_load(Cg *cg, const IrType *elem, LLVMValueRef offset) {
     return v;
 }
 
+/* The LLVM type of an access of `bytes`: i32 words (a vector of them above
+ * 4 bytes), or one i16 / i8. */
+static LLVMTypeRef access_type(Cg *cg, int bytes) {
+    if (bytes >= 4)
+        return bytes == 4 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)bytes / 4);
+    return LLVMIntTypeInContext(cg->ctx, (unsigned)bytes * 8);
+}
+
+void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LLVMValueRef offset) {
+    if (g == 1) {
+        cg_smem_store(cg, vals[0], elem, offset);
+        return;
+    }
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
+    for (int j = 0; j < g; j++)
+        v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");
+    int bytes = g * cg_elem_bytes(elem);
+    v = LLVMBuildBitCast(cg->b, v, access_type(cg, bytes), "");
+    LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
+    LLVMSetAlignment(st, (unsigned)bytes);
+}
+
+void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVMValueRef offset) {
+    if (g == 1) {
+        out[0] = cg_smem_load(cg, elem, offset);
+        return;
+    }
+    int bytes = g * cg_elem_bytes(elem);
+    LLVMValueRef v = LLVMBuildLoad2(cg->b, access_type(cg, bytes), cg_smem_ptr(cg, offset), "");
+    LLVMSetAlignment(v, (unsigned)bytes);
+    v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg_type(cg, elem), (unsigned)g), "");
+    for (int j = 0; j < g; j++)
+        out[j] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, j), "");
+}
+
+
+LLVMValueRef cg_thread_offset(Cg *cg, const int64_t off[2][LL_MAX_BITS], bool xor) {
+    for (CgOffsetMemo *m = cg->offset_memos; m; m = m->next)
+        if (m->xor == xor && memcmp(m->off, off, sizeof m->off) == 0)
+            return m->v;
+    LLVMBuilderRef b = cg->entry_b;
+    LLVMValueRef v = cg_i32(cg, 0);
+    for (int in = 0; in < 2; in++) {
+        LLVMValueRef src = in == 0 ? cg->lane : cg->warp;
+        for (int k = 0; k < LL_MAX_BITS; k++) {
+            if (!off[in][k])
+                continue;
+            LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, src, cg_i32(cg, k), ""), cg_i32(cg, 1), "");
+            bit = LLVMBuildMul(b, bit, cg_i32(cg, off[in][k]), "");
+            v = xor ? LLVMBuildXor(b, v, bit, "") : LLVMBuildAdd(b, v, bit, "");
+        }
+    }
+    CgOffsetMemo *m = ARENA_NEW(&cg->arena, CgOffsetMemo);
+    memcpy(m->off, off, sizeof m->off);
+    m->xor = xor;
+    m->v = v;
+    m->next = cg->offset_memos;
+    cg->offset_memos = m;
+    return v;
+}
+
 static LLVMValueRef shfl_i32(Cg *cg, LLVMValueRef v, int mask) {
     LLVMValueRef args[4] = {cg_i32(cg, -1), v, cg_i32(cg, mask), cg_i32(cg, 0x1f)};
     bool f = LLVMTypeOf(v) == cg->t_f32;

@@ -43,6 +43,16 @@ struct CgThreadMap {
     CgThreadMap *next;
 };
 
+/* A thread-dependent offset computed once in the entry block: see
+ * cg_thread_offset. */
+typedef struct CgOffsetMemo CgOffsetMemo;
+struct CgOffsetMemo {
+    int64_t off[2][LL_MAX_BITS];
+    bool xor;
+    LLVMValueRef v;
+    CgOffsetMemo *next;
+};
+
 /* One kernel being lowered. */
 struct Cg {
     IrModule *m;
@@ -64,6 +74,7 @@ struct Cg {
     IrMap lls;  /* const IrType* -> LinearLayout* */
     IrMap used; /* IrValue* -> (void *)1 when some op uses it */
     CgThreadMap *thread_maps;
+    CgOffsetMemo *offset_memos;
     int loop_regs; /* 32-bit registers per thread the kernel's loops carry at most; -1 until computed */
 
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_gptr, t_sptr;
@@ -104,6 +115,15 @@ LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_o
 LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
                     int num_args, bool side_effect);
 void cg_barrier(Cg *cg);
+/* The XOR (xor) or sum (!xor) of off[in][k] over the set bits k of this
+ * thread's lane (in 0) and warp (in 1): i32, in the entry block, once per
+ * kernel for each distinct table. */
+LLVMValueRef cg_thread_offset(Cg *cg, const int64_t off[2][LL_MAX_BITS], bool xor);
+/* Stores g consecutive elements (vals[0 .. g-1], g a power of two, g * the
+ * element size at most 16 bytes and the alignment of `offset`) as one access
+ * at byte `offset` (i32) of the dynamic shared memory; loads likewise. */
+void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LLVMValueRef offset);
+void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVMValueRef offset);
 /* A pointer to byte `offset` (i32) of the dynamic shared memory. */
 LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset);
 /* Byte offset of op's scratch (its scratch_offset, default 0). */

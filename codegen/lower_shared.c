@@ -156,25 +156,21 @@ typedef struct {
     int64_t bits;   /* OR of every offset it can take */
 } ThreadOffset;
 
-/* The XOR of offset(basis) over the set lane and warp bits of this thread,
- * in the entry block. */
+/* The XOR of offset(basis) over the set lane and warp bits of this thread. */
 static ThreadOffset thread_offset(Cg *cg, const Swizzle *s, const LinearLayout *ll) {
-    LLVMBuilderRef b = cg->entry_b;
-    ThreadOffset t = {cg_i32(cg, 0), 0};
-    for (int in = LL_LANE; in <= LL_WARP; in++) {
-        LLVMValueRef src = in == LL_LANE ? cg->lane : cg->warp;
+    int64_t off[2][LL_MAX_BITS];
+    memset(off, 0, sizeof off);
+    ThreadOffset t;
+    t.bits = 0;
+    for (int in = LL_LANE; in <= LL_WARP; in++)
         for (int k = 0; k < ll->num_bits[in]; k++) {
             int64_t c[IR_MAX_RANK];
             for (int d = 0; d < ll->rank; d++)
                 c[d] = ll->bases[in][k][d];
-            int64_t o = const_offset(s, c);
-            if (!o)
-                continue;
-            LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, src, cg_i32(cg, k), ""), cg_i32(cg, 1), "");
-            t.v = LLVMBuildXor(b, t.v, LLVMBuildMul(b, bit, cg_i32(cg, o), ""), "");
-            t.bits |= o;
+            off[in - LL_LANE][k] = const_offset(s, c);
+            t.bits |= off[in - LL_LANE][k];
         }
-    }
+    t.v = cg_thread_offset(cg, off, true);
     return t;
 }
 
@@ -259,41 +255,6 @@ static int vector_group(const Swizzle *s, const LinearLayout *ll, const IrType *
     return g;
 }
 
-/* The LLVM type of an access of `bytes`: i32 words (a vector of them above
- * 4 bytes), or one i16 / i8. */
-static LLVMTypeRef access_type(Cg *cg, int bytes) {
-    if (bytes >= 4)
-        return bytes == 4 ? cg->t_i32 : LLVMVectorType(cg->t_i32, (unsigned)bytes / 4);
-    return LLVMIntTypeInContext(cg->ctx, (unsigned)bytes * 8);
-}
-
-static void store_group(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LLVMValueRef offset) {
-    if (g == 1) {
-        cg_smem_store(cg, vals[0], elem, offset);
-        return;
-    }
-    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
-    for (int j = 0; j < g; j++)
-        v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");
-    int bytes = g * cg_elem_bytes(elem);
-    v = LLVMBuildBitCast(cg->b, v, access_type(cg, bytes), "");
-    LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
-    LLVMSetAlignment(st, (unsigned)bytes);
-}
-
-static void load_group(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVMValueRef offset) {
-    if (g == 1) {
-        out[0] = cg_smem_load(cg, elem, offset);
-        return;
-    }
-    int bytes = g * cg_elem_bytes(elem);
-    LLVMValueRef v = LLVMBuildLoad2(cg->b, access_type(cg, bytes), cg_smem_ptr(cg, offset), "");
-    LLVMSetAlignment(v, (unsigned)bytes);
-    v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg_type(cg, elem), (unsigned)g), "");
-    for (int j = 0; j < g; j++)
-        out[j] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, j), "");
-}
-
 static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType *buf, LLVMValueRef base) {
     Swizzle s;
     const LinearLayout *ll = cg_ll(cg, tile->type, op);
@@ -303,7 +264,7 @@ static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType
     ThreadOffset t = thread_offset(cg, &s, ll);
     int g = vector_group(&s, ll, buf->elem);
     for (int r = 0; r < v->n; r += g)
-        store_group(cg, v->v + r, g, buf->elem, reg_address(cg, &s, t, ll, r, base));
+        cg_smem_store_vec(cg, v->v + r, g, buf->elem, reg_address(cg, &s, t, ll, r, base));
     return true;
 }
 
@@ -704,7 +665,7 @@ static bool lower_load(Cg *cg, IrOp *op) {
         ThreadOffset t = thread_offset(cg, &s, ll);
         int g = vector_group(&s, ll, rt->elem);
         for (int r = 0; r < res->n; r += g)
-            load_group(cg, res->v + r, g, rt->elem, reg_address(cg, &s, t, ll, r, base));
+            cg_smem_load_vec(cg, res->v + r, g, rt->elem, reg_address(cg, &s, t, ll, r, base));
     }
     cg_set(cg, op->results[0], res);
     return true;

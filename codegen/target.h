@@ -11,7 +11,7 @@
 /* Initializes LLVM's NVPTX target once per process (thread-safe); false and
  * *why when this LLVM has no NVPTX back end. */
 bool cg_target_init(const char **why);
-/* Verifies the module, runs -O3 and prints LLVM IR or PTX into out. */
+/* Verifies the module, optimizes it and prints LLVM IR or PTX into out. */
 bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats);
 
 #endif

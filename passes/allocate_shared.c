@@ -53,7 +53,7 @@ typedef struct Alloc {
 } Alloc;
 
 int64_t pass_shared_memory_limit(int sm) {
-    CgTarget t = {sm, false};
+    CgTarget t = {sm, false, false};
     return cg_shared_limit(&t); /* the number codegen asserts */
 }
 

@@ -25,6 +25,8 @@ static void usage(FILE *out) {
           "  --list-passes         list the passes\n"
           "  --num-warps N         warps per program for passes that need it (default: 4)\n"
           "  --num-stages N        software pipelining depth for `pipeline`; 1 = off (default: 3)\n"
+          "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
+          "                        instruction selection instead of tilec's short pipeline\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"
@@ -96,6 +98,8 @@ int main(int argc, char **argv) {
             opt.print_after_all = 1;
         } else if (strcmp(a, "--verify-each") == 0) {
             opt.verify_each = 1;
+        } else if (strcmp(a, "--llvm-O3") == 0) {
+            opt.llvm_o3 = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
             opt.num_warps = atoi(argv[++i]);
         } else if (strcmp(a, "--num-stages") == 0 && i + 1 < argc) {

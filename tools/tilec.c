@@ -31,6 +31,8 @@ static void usage(FILE *out) {
           "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
           "  --num-warps N         warps per program (default: 4)\n"
           "  --num-stages N        software pipelining depth of loops feeding dots; 1 = off (default: 3)\n"
+          "  --llvm-O3             optimize with LLVM's default<O3> pipeline and -O3 instruction\n"
+          "                        selection instead of tilec's short pipeline (slower to compile)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
@@ -307,6 +309,8 @@ int main(int argc, char **argv) {
             opt.print_after_all = 1;
         } else if (strcmp(a, "--verify-each") == 0) {
             opt.verify_each = 1;
+        } else if (strcmp(a, "--llvm-O3") == 0) {
+            opt.llvm_o3 = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (strcmp(a, "--aot") == 0) {

@@ -125,6 +125,8 @@ typedef struct tc_options {
     const tc_param_spec *params; /* specialization facts by parameter name */
     size_t num_params;
     int num_stages;          /* software pipelining depth of loops feeding dots; 0 = 3, 1 = off */
+    int llvm_o3;             /* LLVM's default<O3> pipeline and -O3 instruction selection instead of
+                                tilec's short pipeline: slower to compile, for comparisons */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);
