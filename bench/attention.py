@@ -48,14 +48,15 @@ class Variant:
     [B, H, N, D] tensors with D a power of two, launched through tc_jit + tc_launch with the facts
     tc_attention_fwd gives (16-byte aligned pointers, strides that are multiples of 8)."""
 
-    def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None, llvm_o3=False):
+    def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None, llvm_o3=False,
+                 even_n=False):
         if source:
             with open(source, "rb") as fh:
                 text = fh.read()
         else:
             text = stdlib_source(lib, b"attention.tile")
         cx = [(b"T", 3, TC_DTYPE["f16"]), (b"HEAD_DIM", 0, D), (b"D", 0, D), (b"BM", 0, bm), (b"BN", 0, bn),
-              (b"CAUSAL", 2, int(causal)), (b"VARLEN", 2, 0)]
+              (b"CAUSAL", 2, int(causal)), (b"VARLEN", 2, 0), (b"EVEN_N", 2, int(even_n))]
         names = [b"stride_q" + x for x in (b"b", b"h", b"m")] + [b"stride_k" + x for x in (b"b", b"h", b"n")] + \
                 [b"stride_v" + x for x in (b"b", b"h", b"n")] + [b"stride_o" + x for x in (b"b", b"h", b"m")]
         self.strides = [H * N * D, N * D, D] * 4
@@ -76,9 +77,9 @@ class Variant:
         return self.lib.tc_launch(self.kernel, self.grid, stream, args, 24)
 
 
-SWEEP = {  # head dim -> (BM, BN, warps, stages)
-    64: [(128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 3)],
-    128: [(128, 32, 4, 3), (128, 64, 4, 3), (128, 64, 4, 2), (128, 32, 4, 2)],
+SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"]): "even" sets EVEN_N where seqlen % BN == 0
+    64: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 4, 2)],
+    128: [(128, 32, 4, 3), (128, 64, 4, 3), (128, 64, 4, 3, "even"), (64, 64, 4, 3), (64, 32, 4, 3)],
 }
 
 
@@ -237,11 +238,14 @@ def main():
                   "".join(f" {r:8.3f}" for r in ratios), flush=True)
             rows.append(dict(group="attention", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
             if args.sweep:
-                for (bm, bn, w, st, o3) in [(*c, o3) for c in SWEEP[D] for o3 in ((False, True) if args.llvm_o3
-                                                                                     else (False,))]:
-                    what = f"BM{bm} BN{bn} w{w} s{st}{' O3' if o3 else ''}"
+                for (cfg, o3) in [(c, o3) for c in SWEEP[D] for o3 in ((False, True) if args.llvm_o3 else (False,))]:
+                    bm, bn, w, st = cfg[:4]
+                    even = "even" in cfg[4:] and N % bn == 0
+                    if "even" in cfg[4:] and not even:
+                        continue
+                    what = f"BM{bm} BN{bn} w{w} s{st}{' EVEN_N' if even else ''}{' O3' if o3 else ''}"
                     try:
-                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3)
+                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3, even)
                     except RuntimeError as e:
                         print(f"[sweep] {what}: {str(e).splitlines()[0][:160]}", flush=True)
                         continue

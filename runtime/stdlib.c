@@ -1084,8 +1084,8 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
     p->constexprs[p->num_constexprs++] = (tc_constexpr){name, kind, v, 0};
 }
 
-static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, bool causal,
-                      bool varlen, tc_attention_plan *p) {
+static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
+                      int64_t head_dim, bool causal, bool varlen, tc_attention_plan *p) {
     memset(p, 0, sizeof *p);
     p->file = "attention.tile";
     p->kernel = "attention_fwd";
@@ -1111,9 +1111,11 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     attn_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
     attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
     attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
-    /* EVEN_N (no masked loop: half the code to compile) stays off: with it
-     * the kernels measured 3-4% slower on an H200 (bench/RESULTS.md) */
-    attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, 0);
+    /* EVEN_N (seqlen_k a multiple of BN, not causal: no masked loop, half
+     * the code to compile) up to head dim 64: 1-4% faster there on an H200;
+     * at 128 the kernels measured 3-5% slower with it (bench/RESULTS.md) */
+    bool even_n = !causal && !varlen && p->block_d <= 64 && seqlen_k % p->block_n == 0;
+    attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
 }
 
 tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
@@ -1125,7 +1127,7 @@ tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, in
     tc_status st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim);
     if (st != TC_OK)
         return st;
-    attn_plan(dtype, batch, heads, seqlen_q, head_dim, causal != 0, varlen != 0, out);
+    attn_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, out);
     return TC_OK;
 }
 
@@ -1205,7 +1207,7 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     l->stream = stream;
     tc_options_init(&l->options);
     l->options.params = l->facts;
-    attn_plan(dtype, batch, heads, seqlen_q, head_dim, causal != 0, varlen, &l->plan);
+    attn_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, &l->plan);
     if (scale < 0)
         attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     int64_t vector = 16 / (int64_t)elem_bytes(dtype);

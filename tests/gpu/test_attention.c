@@ -328,6 +328,10 @@ int main(int argc, char **argv) {
         {F16, 1, 2, 2, 300, 500, 64, 1, 0, 0, false, -0.2},
         {BF16, 1, 2, 2, 257, 257, 128, 0, 1, 0, false, -0.05},
         {F16, 1, 2, 2, 100, 200, 64, 1, 1, 0, false, NAN},
+        /* whole key blocks up to head dim 64, not causal: the plan's EVEN_N (no masked loop) */
+        {F16, 2, 4, 2, 200, 256, 64, 0, 0, 0, false, 0},
+        {BF16, 1, 2, 2, 64, 128, 32, 0, 1, 0, false, 0},
+        {F16, 1, 2, 1, 1, 512, 40, 0, 0, 0, false, -0.3}, /* decode, head dim 40 in a 64 tile */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (quick && cases[c].big)
