@@ -33,13 +33,16 @@ run() { # label, files (one argument), then tilec options
 
 echo "tilec: $tilec ($("$tilec" --version))"
 # tc_attention_fwd's plans (runtime/stdlib.c attn_plan): BM 128, 3 stages, 4 warps up to head dim 128
-for spec in "64 64 false" "64 64 true" "128 64 false" "128 32 true" "256 32 false"; do
+# (EVEN_N: whole key blocks, head dim up to 64, not causal)
+for spec in "64 64 false true" "64 64 false false" "64 64 true false" "128 64 false false" \
+    "128 32 true false" "256 32 false false"; do
     set -- $spec
     w=4; [ "$1" -gt 128 ] && w=8
-    # shellcheck disable=SC2086
     c=""; [ "$3" = true ] && c=" causal"
+    [ "$4" = true ] && c=" EVEN_N"
+    # shellcheck disable=SC2086
     run "attention D$1 BN$2$c" "$lib/attention.tile" $att_facts -D HEAD_DIM=$1 -D D=$1 -D BM=128 -D BN=$2 \
-        -D CAUSAL=$3 --num-warps $w --num-stages 3
+        -D CAUSAL=$3 -D EVEN_N=$4 --num-warps $w --num-stages 3
 done
 # shellcheck disable=SC2086
 run "matmul 128x256x64 w8" "$lib/matmul.tile" $mm_facts -D BM=128 -D BN=256 -D BK=64 --num-warps 8 --num-stages 3
