@@ -8,13 +8,16 @@ the best of its configurations for each shape, as GPU.md measured it) and of SDP
 cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D
 (halved when causal).
 
-    python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE] [--llvm-o3]] [--json FILE]
+    python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE] [--llvm-o3] [--carveout P]]
+                               [--json FILE]
 
 --sweep also times lib/attention.tile at other block sizes, warps and stages than
 tc_attention_fwd's plan (SWEEP, at every shape), through tc_jit and tc_launch with the same
 facts tc_attention_fwd gives the compiler. --llvm-o3 times each of them a second time compiled
 with LLVM's default<O3> pipeline and -O3 instruction selection (tc_options.llvm_o3) instead of
-tilec's short pipeline, in the same process.
+tilec's short pipeline, in the same process. Each sweep line also gives the programs per SM the
+driver reports (cuOccupancyMaxActiveBlocksPerMultiprocessor) and the kernel's shared memory;
+--carveout P times each variant again after setting its preferred shared-memory carveout to P%.
 """
 import ctypes as C
 import math
@@ -40,7 +43,27 @@ def load_api(path):
     return load_tilec(path, {
         "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
         "tc_launch": (I, [P, Dim3, P, C.POINTER(C.c_void_p), C.c_size_t]),
+        "tc_kernel_function": (P, [P]),
+        "tc_kernel_get_desc": (C.POINTER(KernelDesc), [P]),
     })
+
+
+class KernelDesc(C.Structure):  # tc_kernel_desc
+    _fields_ = [("name", C.c_char_p), ("num_warps", C.c_int), ("shared_bytes", C.c_size_t),
+                ("num_params", C.c_size_t), ("params", C.c_void_p)]
+
+
+def occupancy(lib, kernel, carveout=None):
+    """Programs per SM the driver reports for a tc_kernel (cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    after setting its preferred shared-memory carveout (percent) when one is given."""
+    cu = C.CDLL("libcuda.so.1")
+    fn = C.c_void_p(lib.tc_kernel_function(kernel))
+    desc = lib.tc_kernel_get_desc(kernel).contents
+    if carveout is not None:
+        cu.cuFuncSetAttribute(fn, 9, carveout)  # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    n = C.c_int(0)
+    cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(C.byref(n), fn, 32 * desc.num_warps, C.c_size_t(desc.shared_bytes))
+    return n.value, desc.shared_bytes
 
 
 class Variant:
@@ -125,6 +148,8 @@ def main():
     ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
     ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
     ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")
+    ap.add_argument("--carveout", type=int, help="with --sweep: set this preferred shared-memory carveout (percent) "
+                    "on each variant and time it again")
     ap.add_argument("--llvm-o3", action="store_true",
                     help="with --sweep: time each variant also compiled with LLVM's default<O3> pipeline")
     args = ap.parse_args()
@@ -258,8 +283,14 @@ def main():
                     torch.cuda.synchronize()
                     ms = bench(go)
                     ok = bool(torch.isfinite(o).all())
+                    occ, smem = occupancy(lib, var.kernel)
                     print(f"[sweep] {shape:26s} {what}: {flop / ms / 1e9:7.1f} TFLOP/s"
-                          f"{'' if ok else '  NON-FINITE OUTPUT'}", flush=True)
+                          f"  ({occ} per SM, {smem // 1024} KB){'' if ok else '  NON-FINITE OUTPUT'}", flush=True)
+                    if args.carveout is not None:
+                        occ, _ = occupancy(lib, var.kernel, args.carveout)
+                        ms = bench(go)
+                        print(f"[sweep] {shape:26s} {what} carveout {args.carveout}: {flop / ms / 1e9:7.1f} TFLOP/s"
+                              f"  ({occ} per SM)", flush=True)
                     rows.append(dict(group="sweep", shape=shape, name=what, tflops=flop / ms / 1e9, finite=ok))
             del q, k, v, o, lse
             torch.cuda.empty_cache()
