@@ -45,30 +45,31 @@ bool cg_lower_arange(Cg *cg, IrOp *op) {
     return true;
 }
 
-/* Operand coordinates (in `from`'s shape) of result coordinates c. */
-static void operand_coords(Cg *cg, const IrOp *op, const LinearLayout *from, const LinearLayout *to, LLVMValueRef *c,
-                           LLVMValueRef *out) {
+/* Where each operand coordinate (in `from`'s shape) comes from: result
+ * coordinate src[d], or 0 where src[d] is -1 (broadcast dimensions). Reshape
+ * is handled by its callers (row-major order is what it keeps). */
+static void operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src) {
     switch (op->opc) {
     case IR_OP_BROADCAST:
         for (int d = 0; d < from->rank; d++)
-            out[d] = from->shape[d] == 1 ? cg_i32(cg, 0) : c[d];
+            src[d] = from->shape[d] == 1 ? -1 : d;
         break;
     case IR_OP_EXPAND_DIMS: {
         int axis = (int)ir_op_get_int(op, "axis", 0);
         for (int d = 0, s = 0; d < to->rank; d++)
             if (d != axis)
-                out[s++] = c[d];
+                src[s++] = d;
         break;
     }
     case IR_OP_TRANS: {
         const IrAttr *perm = ir_op_attr(op, "perm");
         for (int i = 0; i < to->rank; i++)
-            out[perm->list.v[i]] = c[i];
+            src[perm->list.v[i]] = i;
         break;
     }
-    default: /* convert_layout; reshape is handled by its caller */
-        for (int d = 0; d < to->rank; d++)
-            out[d] = c[d];
+    default: /* convert_layout */
+        for (int d = 0; d < from->rank; d++)
+            src[d] = d;
         break;
     }
 }
@@ -102,6 +103,12 @@ typedef struct {
 static bool scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
                         CgPadding pad, int num_regs, const IrType *elem, ScratchSum *out) {
     memset(out, 0, sizeof *out);
+    int src[IR_MAX_RANK];
+    if (result)
+        operand_dims(op, from, ll, src);
+    else
+        for (int d = 0; d < from->rank; d++)
+            src[d] = d;
     int64_t seen = 0;
     for (int in = 0; in < LL_NUM_IN; in++)
         for (int k = 0; k < ll->num_bits[in]; k++) {
@@ -111,29 +118,8 @@ static bool scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLa
             if (result && op->opc == IR_OP_RESHAPE) {
                 lin = const_linear(ll->rank, ll->shape, c);
             } else {
-                switch (result ? op->opc : IR_OP_CONVERT_LAYOUT) {
-                case IR_OP_BROADCAST:
-                    for (int d = 0; d < from->rank; d++)
-                        oc[d] = from->shape[d] == 1 ? 0 : c[d];
-                    break;
-                case IR_OP_EXPAND_DIMS: {
-                    int axis = (int)ir_op_get_int(op, "axis", 0);
-                    for (int d = 0, s = 0; d < ll->rank; d++)
-                        if (d != axis)
-                            oc[s++] = c[d];
-                    break;
-                }
-                case IR_OP_TRANS: {
-                    const IrAttr *perm = ir_op_attr(op, "perm");
-                    for (int i = 0; i < ll->rank; i++)
-                        oc[perm->list.v[i]] = c[i];
-                    break;
-                }
-                default:
-                    for (int d = 0; d < from->rank; d++)
-                        oc[d] = c[d];
-                    break;
-                }
+                for (int d = 0; d < from->rank; d++)
+                    oc[d] = src[d] < 0 ? 0 : c[src[d]];
                 lin = const_linear(from->rank, from->shape, oc);
             }
             int64_t bytes = lin * eb;
@@ -220,7 +206,10 @@ static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *fro
         if (op->opc == IR_OP_RESHAPE) {
             lin = cg_linear_index(cg, to->rank, to->shape, c); /* row-major order is what reshape keeps */
         } else {
-            operand_coords(cg, op, from, to, c, oc);
+            int src[IR_MAX_RANK];
+            operand_dims(op, from, to, src);
+            for (int d = 0; d < from->rank; d++)
+                oc[d] = src[d] < 0 ? cg_i32(cg, 0) : c[src[d]];
             lin = cg_linear_index(cg, from->rank, from->shape, oc);
         }
         LLVMValueRef off = cg_padded(cg, pad, LLVMBuildMul(b, lin, cg_i32(cg, eb), ""));
