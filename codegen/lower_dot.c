@@ -198,7 +198,7 @@ typedef struct {
     LinearLayout la, lb, lc;
     FragTable a, b, c;
     int ksteps;       /* K / instruction k */
-    const char *text; /* the mma.sync instruction */
+    const char *instr; /* the mma.sync instruction's name */
 } MmaPlan;
 
 static bool same_dim_warps(const LinearLayout *op, const LinearLayout *c, int keep) {
@@ -226,18 +226,15 @@ static bool mma_plan(const IrOp *op, int num_warps, MmaPlan *p, int *storage, in
     switch (ta->elem->kind) {
     case IR_F16:
         fa = &FRAG_A16, fb = &FRAG_B16;
-        p->text = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        p->instr = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
         break;
     case IR_BF16:
         fa = &FRAG_A16, fb = &FRAG_B16;
-        p->text = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        p->instr = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
         break;
     case IR_F32:
         fa = &FRAG_A32, fb = &FRAG_B32;
-        p->text = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                  "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};";
+        p->instr = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
         break;
     default: return false;
     }
@@ -367,6 +364,29 @@ static void need(Cg *cg, CgDeferred *d, const int *regs, int n) {
         cg_deferred_need(cg, d, regs[i]);
 }
 
+/* Up to MMA_GROUP mma instructions of one A fragment (the next n tiles the
+ * thread holds) are one inline-asm statement: the PTX is the same, and LLVM's instruction
+ * selection, which spends most of its time per asm statement, has a quarter
+ * of them. */
+enum { MMA_GROUP = 4 };
+
+/* The text and constraints of g mma instructions sharing A: outputs 4g
+ * accumulators; inputs A (4 words), B (2 words per instruction), then the
+ * accumulators, tied to the outputs. */
+static void mma_group_asm(const char *instr, int g, Buf *text, Buf *cons) {
+    int a = 4 * g, b = a + 4, c = b + 2 * g;
+    for (int j = 0; j < g; j++)
+        buf_printf(text, "%s%s {$%d, $%d, $%d, $%d}, {$%d, $%d, $%d, $%d}, {$%d, $%d}, {$%d, $%d, $%d, $%d};",
+                   j ? "\n\t" : "", instr, 4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3, a, a + 1, a + 2, a + 3,
+                   b + 2 * j, b + 2 * j + 1, c + 4 * j, c + 4 * j + 1, c + 4 * j + 2, c + 4 * j + 3);
+    for (int i = 0; i < 4 * g; i++)
+        buf_printf(cons, "=f,");
+    for (int i = 0; i < 4 + 2 * g; i++)
+        buf_printf(cons, "r,");
+    for (int i = 0; i < 4 * g; i++)
+        buf_printf(cons, "%d%s", i, i + 1 < 4 * g ? "," : "");
+}
+
 /* The dot as mma.sync instructions: for each k step, for each instruction
  * tile (m16 x n8) the thread's result holds, one mma whose A, B and C
  * registers are found through the fragment tables (see mma_plan). Deferred
@@ -383,8 +403,15 @@ static bool lower_mma(Cg *cg, IrOp *op, const MmaPlan *p) {
     CgVal *res = cg_new_val(cg, c->n, lc);
     for (int r = 0; r < c->n; r++)
         res->v[r] = cg_reg(c, r);
-    LLVMTypeRef f32x4[4] = {cg->t_f32, cg->t_f32, cg->t_f32, cg->t_f32};
-    LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32x4, 4, 0);
+    LLVMTypeRef f32s[4 * MMA_GROUP];
+    for (int i = 0; i < 4 * MMA_GROUP; i++)
+        f32s[i] = cg->t_f32;
+    Buf text[MMA_GROUP + 1], cons[MMA_GROUP + 1];
+    for (int g = 1; g <= MMA_GROUP; g++) {
+        buf_init(&text[g]);
+        buf_init(&cons[g]);
+        mma_group_asm(p->instr, g, &text[g], &cons[g]);
+    }
     LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 4 * tiles_m);
     LLVMValueRef *bw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 2 * tiles_n);
     for (int k = 0; k < p->ksteps; k++) {
@@ -401,20 +428,33 @@ static bool lower_mma(Cg *cg, IrOp *op, const MmaPlan *p) {
                 fragment_words(cg, b, rb, p->b.elems, pairs, bw + 2 * tn);
         }
         for (int tm = 0; tm < tiles_m; tm++)
-            for (int tn = 0; tn < tiles_n; tn++) {
-                const int *rc = frag_regs(&p->c, tm, tn);
-                if (!rc)
+            for (int tn = 0; tn < tiles_n;) {
+                /* the next (up to) MMA_GROUP n tiles of this m tile the thread holds */
+                const int *rc[MMA_GROUP];
+                int tns[MMA_GROUP], g = 0;
+                for (; tn < tiles_n && g < MMA_GROUP; tn++)
+                    if ((rc[g] = frag_regs(&p->c, tm, tn)))
+                        tns[g++] = tn;
+                if (!g)
                     continue;
-                LLVMValueRef args[10];
+                LLVMValueRef args[4 + 6 * MMA_GROUP];
                 for (int j = 0; j < 4; j++)
                     args[j] = aw[4 * tm + j];
-                args[4] = bw[2 * tn], args[5] = bw[2 * tn + 1];
-                for (int j = 0; j < 4; j++)
-                    args[6 + j] = res->v[rc[j]];
-                LLVMValueRef d = cg_asm(cg, ret, p->text, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", args, 10, false);
-                for (int j = 0; j < 4; j++)
-                    res->v[rc[j]] = LLVMBuildExtractValue(cg->b, d, (unsigned)j, "");
+                for (int i = 0; i < g; i++) {
+                    args[4 + 2 * i] = bw[2 * tns[i]], args[5 + 2 * i] = bw[2 * tns[i] + 1];
+                    for (int j = 0; j < 4; j++)
+                        args[4 + 2 * g + 4 * i + j] = res->v[rc[i][j]];
+                }
+                LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)(4 * g), 0);
+                LLVMValueRef d = cg_asm(cg, ret, text[g].data, cons[g].data, args, 4 + 6 * g, false);
+                for (int i = 0; i < g; i++)
+                    for (int j = 0; j < 4; j++)
+                        res->v[rc[i][j]] = LLVMBuildExtractValue(cg->b, d, (unsigned)(4 * i + j), "");
             }
+    }
+    for (int g = 1; g <= MMA_GROUP; g++) {
+        buf_free(&text[g]);
+        buf_free(&cons[g]);
     }
     cg_set(cg, op->results[0], res);
     return true;
