@@ -1111,10 +1111,12 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     attn_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
     attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
     attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
-    /* EVEN_N (seqlen_k a multiple of BN, not causal: no masked loop, half
-     * the code to compile) up to head dim 64: 1-4% faster there on an H200;
-     * at 128 the kernels measured 3-5% slower with it (bench/RESULTS.md) */
-    bool even_n = !causal && !varlen && p->block_d <= 64 && seqlen_k % p->block_n == 0;
+    /* EVEN_N when seqlen_k is a multiple of BN. Causal: the diagonal blocks
+     * skip the sequence-end mask. Not causal: there is no masked loop at all
+     * (half the code to compile), 1-4% faster up to head dim 64 on an H200;
+     * at 128 those kernels measured 3-5% slower (bench/RESULTS.md), so not
+     * there. */
+    bool even_n = !varlen && seqlen_k % p->block_n == 0 && (causal || p->block_d <= 64);
     attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
 }
 

@@ -332,6 +332,9 @@ int main(int argc, char **argv) {
         {F16, 2, 4, 2, 200, 256, 64, 0, 0, 0, false, 0},
         {BF16, 1, 2, 2, 64, 128, 32, 0, 1, 0, false, 0},
         {F16, 1, 2, 1, 1, 512, 40, 0, 0, 0, false, -0.3}, /* decode, head dim 40 in a 64 tile */
+        /* causal with whole key blocks (EVEN_N: the diagonal blocks skip the sequence-end mask) */
+        {BF16, 1, 2, 2, 320, 512, 64, 1, 1, 0, false, 0},
+        {F16, 1, 2, 2, 512, 256, 128, 1, 0, 0, false, 0}, /* 256 rows see no key */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (quick && cases[c].big)

@@ -48,8 +48,10 @@ TEST(test_attention_plans) {
     CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4000, 64, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* 4000 keys: a partial last block */
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 64, 1, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* causal */
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 1, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1); /* causal: whole key blocks at any head dim */
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 64, 1, 1, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* varlen */
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 32);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -69,7 +71,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(cx(&p, "BN"), want[i].bn);
         CHECK_EQ_INT(cx(&p, "CAUSAL"), 1);
         CHECK_EQ_INT(cx(&p, "VARLEN"), 0);
-        CHECK_EQ_INT(cx(&p, "EVEN_N"), 0); /* causal */
+        CHECK_EQ_INT(cx(&p, "EVEN_N"), 0); /* 17 keys */
         CHECK_EQ_INT(cx(&p, "T"), TC_DTYPE_F16);
         CHECK_EQ_INT(p.grid.x, 8); /* cdiv(1000, 128) */
         CHECK_EQ_INT(p.grid.y, 16);
