@@ -374,7 +374,6 @@ void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVM
         out[j] = LLVMBuildExtractElement(cg->b, v, cg_i32(cg, j), "");
 }
 
-
 LLVMValueRef cg_thread_offset(Cg *cg, const int64_t off[2][LL_MAX_BITS], bool xor) {
     for (CgOffsetMemo *m = cg->offset_memos; m; m = m->next)
         if (m->xor == xor && memcmp(m->off, off, sizeof m->off) == 0)

@@ -15,11 +15,12 @@
  * change and drop what is dead. Instruction selection runs at -O2 (NVPTX's
  * own IR passes with EarlyCSE where -O3 runs GVN). Against default<O3> with
  * -O3 selection the loops' PTX is the same instruction for instruction but
- * for copies, and ptxas allocates the same registers and spills, in a third
- * of the time. Selection at -O0 would halve the rest but leaves a copy of
- * every inline-asm result, and with those ptxas spilled five times as much
- * on head-dim-128 attention (30% slower). tc_options.llvm_o3 (tilec
- * --llvm-O3) runs default<O3> and -O3 selection instead, for comparison.
+ * for copies, and ptxas allocates the same registers and spills, in 55-60%
+ * of the time (attention D64: 43 vs 71 ms). Selection at -O0 would save a
+ * third of the rest but leaves a copy of every inline-asm result, and with
+ * those ptxas spilled five times as much on head-dim-128 attention (30-50%
+ * slower). tc_options.llvm_o3 (tilec --llvm-O3) runs default<O3> and -O3
+ * selection instead, for comparison.
  *
  * FP contraction: the lowering marks floating-point adds and multiplies
  * `contract`, and NVPTX fuses mul+add into fma at its default fma level; no
