@@ -125,20 +125,13 @@ def reference(q, k, v, causal, scale):
 
 def run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, layout):
     """layout 'bhsd': tensors [B, H, S, D]; 'bshd': [B, S, H, D] (q, k, v, o given as such)."""
-    if layout == "bhsd":
-        B, H, M, D = q.shape
-        KH, N = k.shape[1], k.shape[2]
-        sq = (q.stride(0), q.stride(1), q.stride(2))
-        sk = (k.stride(0), k.stride(1), k.stride(2))
-        sv = (v.stride(0), v.stride(1), v.stride(2))
-        so = (o.stride(0), o.stride(1), o.stride(2))
-    else:
-        B, M, H, D = q.shape
-        N, KH = k.shape[1], k.shape[2]
-        sq = (q.stride(0), q.stride(2), q.stride(1))
-        sk = (k.stride(0), k.stride(2), k.stride(1))
-        sv = (v.stride(0), v.stride(2), v.stride(1))
-        so = (o.stride(0), o.stride(2), o.stride(1))
+    hd = (1, 2) if layout == "bhsd" else (2, 1)  # the (heads, sequence) dimensions
+
+    def strides(t):
+        return (t.stride(0), t.stride(hd[0]), t.stride(hd[1]))
+    B, H, M, D = q.shape[0], q.shape[hd[0]], q.shape[hd[1]], q.shape[3]
+    KH, N = k.shape[hd[0]], k.shape[hd[1]]
+    sq, sk, sv, so = strides(q), strides(k), strides(v), strides(o)
     return lib.tc_attention_fwd(ctx, stream, TC_DTYPE[dt], o.data_ptr(), lse.data_ptr(), q.data_ptr(), k.data_ptr(),
                                 v.data_ptr(), B, H, KH, M, N, D, *sq, *sk, *sv, *so, 0, 0, scale, int(causal))
 
