@@ -159,6 +159,11 @@ int cg_vec_width(const IrOp *op, const LinearLayout *ll, int eb);
  * (may be NULL: unspecified). */
 LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMValueRef pred, LLVMValueRef other);
 bool cg_lower_store(Cg *cg, IrOp *op);
+/* The pointers of the groups of v registers of pointer tile ptrs (layout ll):
+ * out[r] for r = 0, v, 2v, ... Where the tile is affine in its coordinates
+ * (lower_memory.c), each is the previous one plus a step, so that a loop
+ * keeps one pointer per tile live instead of one per group. */
+void cg_group_pointers(Cg *cg, const IrValue *ptrs, const LinearLayout *ll, int v, LLVMValueRef *out);
 bool cg_lower_atomic(Cg *cg, IrOp *op);
 
 /* ---- lower_layout.c: splat, arange, shape ops, convert_layout ---- */

@@ -293,6 +293,263 @@ static LLVMValueRef and_pred(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
 }
 
 /* Thread 0 of the program. */
+/* ---- pointers of vector groups: affine tiles ---- */
+
+/*
+ * A tile is affine when each element is some uniform value plus, per
+ * dimension d, coordinate d times a step k[d] (times the scalar scale[d]
+ * where that is not NULL): what arange, splat, expand_dims, broadcast, add,
+ * sub, mul by a uniform factor, shl by a constant, widening casts and addptr
+ * build. Steps are in elements for integer tiles and in bytes for pointer
+ * tiles. Wrapping of the index arithmetic is not modelled: the form assumes
+ * the offsets of one tile do not overflow, which addresses would need more
+ * than 2^31 elements apart inside one tile to break.
+ */
+typedef struct {
+    int rank;
+    const IrValue *scale[IR_MAX_RANK]; /* scalar factor of the step, NULL for 1 */
+    int64_t k[IR_MAX_RANK];            /* 0: uniform along d */
+} Affine;
+
+enum { AFFINE_DEPTH = 24 };
+
+typedef struct Assumed Assumed;
+struct Assumed { /* a loop's iter_arg taken to have its init's form */
+    const IrValue *arg;
+    const Affine *form;
+    const Assumed *next;
+};
+
+static bool affine_of(const IrValue *x, Affine *a, int depth, const Assumed *as);
+
+static bool uniform(const Affine *a) {
+    for (int d = 0; d < a->rank; d++)
+        if (a->k[d])
+            return false;
+    return true;
+}
+
+static void affine_uniform(const IrValue *x, Affine *a) {
+    memset(a, 0, sizeof *a);
+    a->rank = x->type->kind == IR_TILE ? x->type->rank : 0;
+}
+
+/* a += sign * b, dimension by dimension. */
+static bool affine_add(Affine *a, const Affine *b, int sign) {
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++) {
+        if (!b->k[d])
+            continue;
+        if (a->k[d] && a->scale[d] != b->scale[d])
+            return false;
+        if (!a->k[d])
+            a->scale[d] = b->scale[d];
+        a->k[d] += sign * b->k[d];
+    }
+    return true;
+}
+
+/* A uniform factor: the scalar a splat broadcasts (*s) or an integer constant (*c). */
+static bool uniform_factor(const IrValue *x, const IrValue **s, int64_t *c) {
+    const IrOp *def = x->def;
+    *s = NULL, *c = 1;
+    while (def && def->opc == IR_OP_CONVERT_LAYOUT)
+        def = def->operands[0]->def;
+    if (!def)
+        return false;
+    if (def->opc == IR_OP_SPLAT) {
+        const IrValue *v = def->operands[0];
+        if (!ir_type_is_int(v->type))
+            return false;
+        if (v->def && v->def->opc == IR_OP_CONSTANT) {
+            const IrAttr *at = ir_op_attr(v->def, "value");
+            if (!at || at->kind != IR_ATTR_INT)
+                return false;
+            *c = at->i;
+            return true;
+        }
+        *s = v;
+        return true;
+    }
+    if (def->opc == IR_OP_CONSTANT) {
+        const IrAttr *at = ir_op_attr(def, "value");
+        if (!at || at->kind != IR_ATTR_INT)
+            return false;
+        *c = at->i;
+        return true;
+    }
+    return false;
+}
+
+static bool affine_scale(Affine *a, const IrValue *s, int64_t c) {
+    for (int d = 0; d < a->rank; d++) {
+        if (!a->k[d])
+            continue;
+        if (s && a->scale[d])
+            return false;
+        if (s)
+            a->scale[d] = s;
+        a->k[d] *= c;
+    }
+    return true;
+}
+
+static bool affine_mul(const IrOp *def, Affine *a, int depth, const Assumed *as) {
+    for (int i = 0; i < 2; i++) {
+        const IrValue *s;
+        int64_t c;
+        if (uniform_factor(def->operands[1 - i], &s, &c))
+            return affine_of(def->operands[i], a, depth + 1, as) && affine_scale(a, s, c);
+    }
+    return false;
+}
+
+/* An iter_arg of a for loop: the form of its init, when the value the body
+ * yields for it has that same form. */
+static bool affine_iter_arg(const IrValue *x, Affine *a, int depth, const Assumed *as) {
+    for (const Assumed *p = as; p; p = p->next)
+        if (p->arg == x) {
+            *a = *p->form;
+            return true;
+        }
+    const IrBlock *body = x->block;
+    const IrOp *loop = body->parent_op;
+    if (!loop || loop->opc != IR_OP_FOR || x->index < 1 || !body->last || body->last->opc != IR_OP_YIELD)
+        return false;
+    int i = x->index - 1;
+    if (3 + i >= loop->num_operands || i >= body->last->num_operands)
+        return false;
+    if (!affine_of(loop->operands[3 + i], a, depth + 1, as))
+        return false;
+    Assumed here = {x, a, as};
+    Affine y;
+    return affine_of(body->last->operands[i], &y, depth + 1, &here) && memcmp(&y, a, sizeof y) == 0;
+}
+
+static bool affine_of(const IrValue *x, Affine *a, int depth, const Assumed *as) {
+    const IrType *t = x->type;
+    if (depth > AFFINE_DEPTH || t->kind != IR_TILE)
+        return false;
+    const IrType *e = t->elem;
+    if (!ir_type_is_int(e) && e->kind != IR_PTR)
+        return false;
+    if (!x->def)
+        return affine_iter_arg(x, a, depth, as);
+    const IrOp *def = x->def;
+    switch (def->opc) {
+    case IR_OP_SPLAT:
+    case IR_OP_CONSTANT: affine_uniform(x, a); return true;
+    case IR_OP_ARANGE:
+        affine_uniform(x, a);
+        a->k[0] = 1;
+        return true;
+    case IR_OP_CONVERT_LAYOUT: return affine_of(def->operands[0], a, depth + 1, as);
+    case IR_OP_EXPAND_DIMS: {
+        Affine in;
+        int axis = (int)ir_op_get_int(def, "axis", 0);
+        if (!affine_of(def->operands[0], &in, depth + 1, as) || axis < 0 || axis > in.rank)
+            return false;
+        affine_uniform(x, a);
+        for (int d = 0, j = 0; d < a->rank; d++)
+            if (d != axis)
+                a->scale[d] = in.scale[j], a->k[d] = in.k[j], j++;
+        return true;
+    }
+    case IR_OP_BROADCAST: {
+        const IrType *it = def->operands[0]->type;
+        if (it->kind != IR_TILE || it->rank != t->rank || !affine_of(def->operands[0], a, depth + 1, as))
+            return false;
+        for (int d = 0; d < a->rank; d++)
+            if (it->shape[d] == 1)
+                a->k[d] = 0, a->scale[d] = NULL;
+        return true;
+    }
+    case IR_OP_ADD:
+    case IR_OP_SUB: {
+        Affine b;
+        return affine_of(def->operands[0], a, depth + 1, as) && affine_of(def->operands[1], &b, depth + 1, as) &&
+               affine_add(a, &b, def->opc == IR_OP_SUB ? -1 : 1);
+    }
+    case IR_OP_MUL: return affine_mul(def, a, depth, as);
+    case IR_OP_SHL: {
+        const IrValue *s;
+        int64_t c;
+        return uniform_factor(def->operands[1], &s, &c) && !s && c >= 0 && c < 32 &&
+               affine_of(def->operands[0], a, depth + 1, as) && affine_scale(a, NULL, (int64_t)1 << c);
+    }
+    case IR_OP_CAST: {
+        const IrType *from = ir_type_elem(def->operands[0]->type);
+        return ir_type_is_int(from) && from->kind != IR_I1 && ir_type_bits(from) <= ir_type_bits(e) &&
+               affine_of(def->operands[0], a, depth + 1, as);
+    }
+    case IR_OP_ADDPTR: {
+        Affine off;
+        if (!affine_of(def->operands[0], a, depth + 1, as) || !affine_of(def->operands[1], &off, depth + 1, as))
+            return false;
+        affine_scale(&off, NULL, cg_elem_bytes(e->elem));
+        return affine_add(a, &off, 1);
+    }
+    default: return false;
+    }
+}
+
+/* True when every register coordinate and every lane and warp coordinate of
+ * ll share no bit in any dimension: coordinates then add, and the distance
+ * between two registers of one thread is the same in every thread. */
+static bool reg_thread_disjoint(const LinearLayout *ll) {
+    for (int d = 0; d < ll->rank; d++) {
+        int64_t r = 0, t = 0;
+        for (int b = 0; b < ll->num_bits[LL_REG]; b++)
+            r |= ll->bases[LL_REG][b][d];
+        for (int in = LL_LANE; in <= LL_WARP; in++)
+            for (int b = 0; b < ll->num_bits[in]; b++)
+                t |= ll->bases[in][b][d];
+        if (r & t)
+            return false;
+    }
+    return true;
+}
+
+void cg_group_pointers(Cg *cg, const IrValue *ptrs, const LinearLayout *ll, int v, LLVMValueRef *out) {
+    CgVal *p = cg_get(cg, ptrs);
+    Affine a;
+    if (!ll || p->n <= v || !reg_thread_disjoint(ll) || !affine_of(ptrs, &a, 0, NULL) || uniform(&a)) {
+        for (int r = 0; r < p->n; r += v)
+            out[r] = p->v[r];
+        return;
+    }
+    LLVMValueRef step[IR_MAX_RANK] = {NULL};
+    out[0] = p->v[0];
+    int64_t prev[IR_MAX_RANK];
+    ll_apply_in(ll, LL_REG, 0, prev);
+    for (int r = v; r < p->n; r += v) {
+        int64_t c[IR_MAX_RANK];
+        ll_apply_in(ll, LL_REG, r, c);
+        LLVMValueRef delta = NULL;
+        int64_t konst = 0;
+        for (int d = 0; d < a.rank; d++) {
+            int64_t n = a.k[d] * (c[d] - prev[d]);
+            if (!n)
+                continue;
+            if (!a.scale[d]) {
+                konst += n;
+                continue;
+            }
+            if (!step[d]) {
+                LLVMValueRef s = cg_get(cg, a.scale[d])->v[0];
+                step[d] = LLVMBuildIntCast2(cg->b, s, cg->t_i64, 1, "");
+            }
+            LLVMValueRef term = LLVMBuildMul(cg->b, step[d], cg_i64(cg, n), "");
+            delta = delta ? LLVMBuildAdd(cg->b, delta, term, "") : term;
+        }
+        if (konst)
+            delta = delta ? LLVMBuildAdd(cg->b, delta, cg_i64(cg, konst), "") : cg_i64(cg, konst);
+        out[r] = delta ? LLVMBuildGEP2(cg->b, cg->t_i8, out[r - v], &delta, 1, "") : out[r - v];
+        memcpy(prev, c, sizeof prev);
+    }
+}
+
 static LLVMValueRef first_thread(Cg *cg) {
     return LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
 }
@@ -325,10 +582,12 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     CgVal *res = cg_new_val(cg, n, ll);
+    LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+    cg_group_pointers(cg, op->operands[0], ll, v, gp);
     for (int r = 0; r < n; r += v) {
         LLVMValueRef words[4];
         if (!mask) {
-            plain_load(cg, ptrs->v[r], w, (unsigned)(v * eb), words);
+            plain_load(cg, gp[r], w, (unsigned)(v * eb), words);
         } else {
             LLVMValueRef ow[4];
             if (other) {
@@ -337,7 +596,7 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
                     vals[j] = cg_reg(other, r + j);
                 pack(cg, vals, v, elem, w, ow);
             }
-            masked_load(cg, ptrs->v[r], cg_reg(mask, r), other ? ow : NULL, w, words);
+            masked_load(cg, gp[r], cg_reg(mask, r), other ? ow : NULL, w, words);
         }
         unpack(cg, words, v, elem, w, res->v + r);
     }
@@ -362,6 +621,8 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
         owner = first_thread(cg);
     else if (ll_broadcast_mask(ll, LL_LANE) || ll_broadcast_mask(ll, LL_WARP))
         owner = cg_owner(cg, ll);
+    LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+    cg_group_pointers(cg, op->operands[0], ll, v, gp);
     for (int r = 0; r < n; r += v) {
         LLVMValueRef group[16], words[4];
         for (int j = 0; j < v; j++)
@@ -369,9 +630,9 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
         pack(cg, group, v, elem, w, words);
         LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
         if (!pred)
-            plain_store(cg, ptrs->v[r], w, (unsigned)(v * eb), words);
+            plain_store(cg, gp[r], w, (unsigned)(v * eb), words);
         else
-            masked_store(cg, ptrs->v[r], words, pred, w);
+            masked_store(cg, gp[r], words, pred, w);
     }
     return true;
 }

@@ -490,20 +490,18 @@ static bool xor_addresses(Cg *cg) {
     return cg->loop_regs > CG_XOR_ADDRESS_REGS;
 }
 
-static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0) {
+static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0, int64_t *imm) {
     int64_t c[IR_MAX_RANK];
     ll_apply_in(d->ll, LL_REG, r0, c);
     int64_t o = const_offset(&d->s, c), e = log2i(d->s.eb);
     int64_t x = (o & d->t.bits) << e, a = (o & ~d->t.bits) << e;
+    *imm = 0;
     if (!d->row || x >= d->align)
         return reg_address(cg, &d->s, d->t, d->ll, r0, d->base);
     LLVMValueRef v = d->row;
     if (x)
         v = LLVMBuildXor(cg->b, v, cg_i32(cg, x), "");
-    if (a) {
-        v = LLVMBuildAdd(cg->b, v, cg_i32(cg, a), "");
-        LLVMSetNUW(v, 1);
-    }
+    *imm = a;
     return v;
 }
 
@@ -516,14 +514,17 @@ static void emit_ldmatrix(Cg *cg, const CgDeferred *d, int r0, LLVMValueRef *out
     const Ldmatrix *p = &d->p;
     const IrType *elem = d->elem;
     int num = 1 << p->sel_bits;
-    static const char *const outs[] = {"{$0}, [$1]", "{$0, $1}, [$2]", "", "{$0, $1, $2, $3}, [$4]"};
+    static const char *const outs[] = {"{$0}, [$1", "{$0, $1}, [$2", "", "{$0, $1, $2, $3}, [$4"};
     static const char *const cons[] = {"=r,r", "=r,=r,r", "", "=r,=r,=r,=r,r"};
-    char text[128];
-    snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s;", num, p->trans ? ".trans" : "",
-             outs[num - 1]);
+    int64_t imm;
+    LLVMValueRef addr = cg_smem_ptr(cg, ldmatrix_address(cg, d, r0, &imm));
+    char text[160], off[32] = "";
+    if (imm)
+        snprintf(off, sizeof off, "+%lld", (long long)imm);
+    snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s%s];", num, p->trans ? ".trans" : "",
+             outs[num - 1], off);
     LLVMTypeRef i32s[4] = {cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32};
     LLVMTypeRef ret = num == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)num, 0);
-    LLVMValueRef addr = cg_smem_ptr(cg, ldmatrix_address(cg, d, r0));
     LLVMValueRef words = cg_asm(cg, ret, text, cons[num - 1], &addr, 1, true);
     for (int j = 0; j < num; j++) {
         LLVMValueRef w = num == 1 ? words : LLVMBuildExtractValue(b, words, (unsigned)j, "");
@@ -722,23 +723,42 @@ static bool lower_async_copy(Cg *cg, IrOp *op) {
         /* Synchronous: a predicated load (zero or `other` elsewhere), a shared store. */
         LLVMValueRef zero = LLVMConstNull(cg_type(cg, elem));
         ThreadOffset t = thread_offset(cg, &s, ll);
+        LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, ptrs->n);
+        cg_group_pointers(cg, op->operands[0], ll, 1, gp);
         for (int r = 0; r < ptrs->n; r++) {
             LLVMValueRef val =
-                cg_load_element(cg, ptrs->v[r], elem, mask ? cg_reg(mask, r) : NULL, other ? cg_reg(other, r) : zero);
+                cg_load_element(cg, gp[r], elem, mask ? cg_reg(mask, r) : NULL, other ? cg_reg(other, r) : zero);
             cg_smem_store(cg, val, elem, reg_address(cg, &s, t, ll, r, base));
         }
         return true;
     }
     int bytes = v * s.eb;
-    char text[128];
-    snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", bytes);
     ThreadOffset t = thread_offset(cg, &s, ll);
+    /* base + the thread part, once: a register whose constant offsets are the
+     * instructions' immediates, so no offset of it is hoisted out of a loop
+     * into a register of its own. */
+    LLVMValueRef row = LLVMBuildAdd(cg->b, base, LLVMBuildShl(cg->b, t.v, cg_i32(cg, log2i(s.eb)), ""), "");
+    LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, ptrs->n);
+    cg_group_pointers(cg, op->operands[0], ll, v, gp);
     for (int r = 0; r < ptrs->n; r += v) {
-        LLVMValueRef dst = cg_smem_ptr(cg, reg_address(cg, &s, t, ll, r, base));
+        int64_t c[IR_MAX_RANK];
+        ll_apply_in(ll, LL_REG, r, c);
+        int64_t o = const_offset(&s, c);
+        LLVMValueRef dst;
+        char text[128], off[32] = "";
+        if (o & t.bits) {
+            dst = cg_smem_ptr(cg, reg_address(cg, &s, t, ll, r, base));
+        } else {
+            dst = cg_smem_ptr(cg, row);
+            if (o)
+                snprintf(off, sizeof off, "+%lld", (long long)(o << log2i(s.eb)));
+        }
+        snprintf(text, sizeof text, "cp.async.%s.shared.global [$0%s], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", off,
+                 bytes);
         LLVMValueRef src_size = cg_i32(cg, bytes);
         if (mask)
             src_size = LLVMBuildSelect(cg->b, cg_reg(mask, r), src_size, cg_i32(cg, 0), "");
-        LLVMValueRef args[3] = {dst, ptrs->v[r], src_size};
+        LLVMValueRef args[3] = {dst, gp[r], src_size};
         cg_asm(cg, cg->t_void, text, "r,l,r", args, 3, true);
     }
     return true;

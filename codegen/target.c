@@ -67,9 +67,19 @@ static void init(void) {
      * back end's time on kernels with loops and gained nothing after ptxas;
      * and f32 division as div.full.f32 (at most 2 ulp), which is what `/`
      * means in Triton too; the correctly rounded div.rn.f32 is a subroutine
-     * of a dozen instructions that showed in memory-bound kernels. */
-    const char *argv[] = {"tilec", "-nvptx-short-ptr", "-disable-lsr", "-nvptx-prec-divf32=1"};
-    LLVMParseCommandLineOptions(4, argv, NULL);
+     * of a dozen instructions that showed in memory-bound kernels. Nor
+     * CodeGenPrepare, constant hoisting or the load-store vectorizer: the
+     * lowering already forms the addresses and the vector accesses, and
+     * they cost 5-8% of the compile time for SASS of the same size
+     * (bench/RESULTS.md). */
+    const char *argv[] = {"tilec",
+                          "-nvptx-short-ptr",
+                          "-disable-lsr",
+                          "-nvptx-prec-divf32=1",
+                          "-disable-cgp",
+                          "-disable-constant-hoisting",
+                          "-disable-nvptx-load-store-vectorizer"};
+    LLVMParseCommandLineOptions((int)(sizeof argv / sizeof argv[0]), argv, NULL);
     char *err = NULL;
     if (LLVMGetTargetFromTriple(TRIPLE, &nvptx, &err)) {
         snprintf(init_error, sizeof init_error, "%s", err ? err : "no NVPTX target");
@@ -102,10 +112,11 @@ const char *cg_target_features(const CgTarget *t) {
 }
 
 /* The pipeline run unless llvm_o3: value numbering and instcombine for the
- * lowering's index arithmetic, loops rotated to the guarded do-while form
+ * lowering's index arithmetic (one round: no second one that only checks
+ * for a fixpoint), loops rotated to the guarded do-while form
  * and their invariants hoisted, dead code removed. */
-static const char *const TILEC_PIPELINE =
-    "function(early-cse,instcombine,simplifycfg,loop(loop-rotate),loop-mssa(licm),early-cse,adce,simplifycfg)";
+static const char *const TILEC_PIPELINE = "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
+                                          "loop(loop-rotate),loop-mssa(licm),early-cse,adce,simplifycfg)";
 
 static double now_ms(void) {
     struct timespec ts;
@@ -122,10 +133,9 @@ bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out,
     }
     LLVMDisposeMessage(msg);
     double t0 = now_ms();
-    LLVMTargetMachineRef tm =
-        LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t),
-                                t->llvm_o3 ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelDefault, LLVMRelocDefault,
-                                LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t),
+                                                      t->llvm_o3 ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelDefault,
+                                                      LLVMRelocDefault, LLVMCodeModelDefault);
     LLVMSetTarget(mod, TRIPLE);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     char *dl = LLVMCopyStringRepOfTargetData(td);

@@ -1093,12 +1093,11 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     p->block_d = pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
     /* 32 query rows per warp up to head dim 128 (each K and V fragment read
      * from shared memory feeds two m16 tiles). At 128, Q is read from shared
-     * memory in each step (stage-shared's choice) and BN is 64, or 32 when
-     * causal (fewer registers, a finer diagonal); 256: 16 rows per warp.
-     * The choices are the fastest of bench/attention.py --sweep on an H200
-     * (bench/RESULTS.md). */
+     * memory in each step (stage-shared's choice) and BN is 64, causal or
+     * not; 256: 16 rows per warp and BN 32. The choices are the fastest of
+     * bench/attention.py --sweep on an H200 (bench/RESULTS.md). */
     p->block_m = 128;
-    p->block_n = p->block_d <= 64 || (p->block_d == 128 && !causal) ? 64 : 32;
+    p->block_n = p->block_d <= 128 ? 64 : 32;
     p->num_warps = p->block_d <= 128 ? 4 : 8;
     p->num_stages = ATTN_STAGES;
     p->causal = causal;
