@@ -424,7 +424,12 @@ static bool affine_iter_arg(const IrValue *x, Affine *a, int depth, const Assume
         return false;
     Assumed here = {x, a, as};
     Affine y;
-    return affine_of(body->last->operands[i], &y, depth + 1, &here) && memcmp(&y, a, sizeof y) == 0;
+    if (!affine_of(body->last->operands[i], &y, depth + 1, &here) || y.rank != a->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (y.k[d] != a->k[d] || (a->k[d] && y.scale[d] != a->scale[d]))
+            return false;
+    return true;
 }
 
 static bool affine_of(const IrValue *x, Affine *a, int depth, const Assumed *as) {
