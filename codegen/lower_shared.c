@@ -197,6 +197,12 @@ static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int6
     return LLVMBuildAdd(b, base, e, "");
 }
 
+/* Byte offset of the thread part alone: base + t (the row address that
+ * constant offsets of registers are added to or XORed into). */
+static LLVMValueRef row_address(Cg *cg, const Swizzle *s, ThreadOffset t, LLVMValueRef base) {
+    return LLVMBuildAdd(cg->b, base, LLVMBuildShl(cg->b, t.v, cg_i32(cg, log2i(s->eb)), ""), "");
+}
+
 /* The address of register r of layout ll (thread part t of ll). */
 static LLVMValueRef reg_address(Cg *cg, const Swizzle *s, ThreadOffset t, const LinearLayout *ll, int r,
                                 LLVMValueRef base) {
@@ -564,8 +570,7 @@ static CgDeferred *ldmatrix_begin(Cg *cg, const IrOp *op) {
     d->base = cg_get(cg, op->operands[0])->v[0];
     d->align = buffer_align(op->operands[0]);
     if (xor_addresses(cg)) {
-        LLVMValueRef tb = LLVMBuildShl(cg->b, d->t.v, cg_i32(cg, log2i(d->s.eb)), "");
-        d->row = LLVMBuildAdd(cg->b, d->base, tb, "");
+        d->row = row_address(cg, &d->s, d->t, d->base);
     }
     d->val = cg_new_val(cg, ll_num_regs(d->ll), d->ll);
     return d;
@@ -737,7 +742,7 @@ static bool lower_async_copy(Cg *cg, IrOp *op) {
     /* base + the thread part, once: a register whose constant offsets are the
      * instructions' immediates, so no offset of it is hoisted out of a loop
      * into a register of its own. */
-    LLVMValueRef row = LLVMBuildAdd(cg->b, base, LLVMBuildShl(cg->b, t.v, cg_i32(cg, log2i(s.eb)), ""), "");
+    LLVMValueRef row = row_address(cg, &s, t, base);
     LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, ptrs->n);
     cg_group_pointers(cg, op->operands[0], ll, v, gp);
     for (int r = 0; r < ptrs->n; r += v) {
