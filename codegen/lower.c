@@ -289,6 +289,14 @@ LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_o
     return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)num_args, "");
 }
 
+LLVMValueRef cg_warp_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args,
+                               int num_args) {
+    LLVMValueRef call = cg_intrinsic(cg, name, over, num_over, args, num_args);
+    unsigned kind = LLVMGetEnumAttributeKindForName("convergent", 10);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
+    return call;
+}
+
 LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
                     int num_args, bool side_effect) {
     LLVMTypeRef tys[64];
@@ -299,6 +307,20 @@ LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *const
     LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, strlen(constraints), side_effect, 0,
                                        LLVMInlineAsmDialectATT, 0);
     return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)num_args, "");
+}
+
+LLVMValueRef cg_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+    if (!LLVMIsAFPTruncInst(lo) || !LLVMIsAFPTruncInst(hi))
+        return NULL;
+    LLVMValueRef a = LLVMGetOperand(hi, 0), b = LLVMGetOperand(lo, 0);
+    LLVMTypeRef to = LLVMTypeOf(lo);
+    if (LLVMTypeOf(a) != cg->t_f32 || LLVMTypeOf(b) != cg->t_f32 || LLVMTypeOf(hi) != to ||
+        (to != cg->t_f16 && to != cg->t_bf16))
+        return NULL;
+    LLVMValueRef args[2] = {a, b}; /* cvt.rn.f16x2.f32 d, a, b: cvt(a) in the upper half, cvt(b) in the lower */
+    LLVMValueRef w =
+        cg_intrinsic(cg, to == cg->t_f16 ? "llvm.nvvm.ff2f16x2.rn" : "llvm.nvvm.ff2bf16x2.rn", NULL, 0, args, 2);
+    return LLVMBuildBitCast(cg->b, w, cg->t_i32, "");
 }
 
 void cg_barrier(Cg *cg) {
@@ -352,11 +374,24 @@ void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LL
         cg_smem_store(cg, vals[0], elem, offset);
         return;
     }
-    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
-    for (int j = 0; j < g; j++)
-        v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");
     int bytes = g * cg_elem_bytes(elem);
-    v = LLVMBuildBitCast(cg->b, v, access_type(cg, bytes), "");
+    LLVMValueRef v = NULL, w;
+    if (bytes == 2 * g && (w = cg_convert_pair(cg, vals[0], vals[1]))) {
+        /* f32 rounded to f16 or bf16: one cvt per pair of elements */
+        v = g == 2 ? w : LLVMBuildInsertElement(cg->b, LLVMGetUndef(access_type(cg, bytes)), w, cg_i32(cg, 0), "");
+        for (int j = 2; v && j < g; j += 2) {
+            if (!(w = cg_convert_pair(cg, vals[j], vals[j + 1])))
+                v = NULL;
+            else
+                v = LLVMBuildInsertElement(cg->b, v, w, cg_i32(cg, j / 2), "");
+        }
+    }
+    if (!v) {
+        v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
+        for (int j = 0; j < g; j++)
+            v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");
+        v = LLVMBuildBitCast(cg->b, v, access_type(cg, bytes), "");
+    }
     LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
     LLVMSetAlignment(st, (unsigned)bytes);
 }

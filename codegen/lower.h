@@ -111,9 +111,19 @@ LLVMValueRef cg_linear_index(Cg *cg, int rank, const int64_t *shape, LLVMValueRe
 
 /* Calls an LLVM intrinsic; overloaded ones take their types in `over`. */
 LLVMValueRef cg_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args, int num_args);
+/* cg_intrinsic for a warp-collective instruction (mma.sync, ldmatrix), whose
+ * NVVM intrinsics LLVM 19 does not mark convergent: the call is, so that no
+ * transformation moves it into or out of divergent control flow. */
+LLVMValueRef cg_warp_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int num_over, LLVMValueRef *args,
+                               int num_args);
 /* Inline PTX. ret may be void, one type, or a struct of outputs. */
 LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
                     int num_args, bool side_effect);
+/* lo and hi, f16 or bf16 values rounded from f32 (fptrunc), as one b32
+ * word (lo in the low half) by one cvt.rn.{f16x2,bf16x2}.f32, which rounds
+ * both and packs them: the same bits as two cvt.rn and a mov (LLVM 19 does
+ * not fuse them). NULL when they are not such a pair. */
+LLVMValueRef cg_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi);
 void cg_barrier(Cg *cg);
 /* The XOR (xor) or sum (!xor) of off[in][k] over the set bits k of this
  * thread's lane (in 0) and warp (in 1): i32, in the entry block, once per

@@ -197,8 +197,8 @@ static const int *frag_regs(const FragTable *t, int t0, int t1) {
 typedef struct {
     LinearLayout la, lb, lc;
     FragTable a, b, c;
-    int ksteps;       /* K / instruction k */
-    const char *instr; /* the mma.sync instruction's name */
+    int ksteps;            /* K / instruction k */
+    const char *intrinsic; /* the NVVM intrinsic of the mma.sync instruction */
 } MmaPlan;
 
 static bool same_dim_warps(const LinearLayout *op, const LinearLayout *c, int keep) {
@@ -226,15 +226,15 @@ static bool mma_plan(const IrOp *op, int num_warps, MmaPlan *p, int *storage, in
     switch (ta->elem->kind) {
     case IR_F16:
         fa = &FRAG_A16, fb = &FRAG_B16;
-        p->instr = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+        p->intrinsic = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"; /* f16 operands, f32 C and D */
         break;
     case IR_BF16:
         fa = &FRAG_A16, fb = &FRAG_B16;
-        p->instr = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32";
+        p->intrinsic = "llvm.nvvm.mma.m16n8k16.row.col.bf16";
         break;
     case IR_F32:
         fa = &FRAG_A32, fb = &FRAG_B32;
-        p->instr = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+        p->intrinsic = "llvm.nvvm.mma.m16n8k8.row.col.tf32";
         break;
     default: return false;
     }
@@ -304,23 +304,6 @@ static LLVMValueRef unsplit_word(LLVMValueRef lo, LLVMValueRef hi) {
                                                                                                             : NULL;
 }
 
-/* lo and hi rounded from f32 (attention's P cast to f16 or bf16 for the
- * second dot) as one cvt.rn.{f16x2,bf16x2}.f32, which rounds both and packs
- * them: the same bits as two cvt.rn and a mov, in one instruction (LLVM 19
- * does not fuse them). NULL when they are not such a pair. */
-static LLVMValueRef convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
-    if (!LLVMIsAFPTruncInst(lo) || !LLVMIsAFPTruncInst(hi))
-        return NULL;
-    LLVMValueRef a = LLVMGetOperand(hi, 0), b = LLVMGetOperand(lo, 0);
-    LLVMTypeRef to = LLVMTypeOf(lo);
-    if (LLVMTypeOf(a) != cg->t_f32 || LLVMTypeOf(b) != cg->t_f32 || LLVMTypeOf(hi) != to ||
-        (to != cg->t_f16 && to != cg->t_bf16))
-        return NULL;
-    LLVMValueRef args[2] = {a, b}; /* d = {cvt(a) in the upper half, cvt(b) in the lower} */
-    return cg_asm(cg, cg->t_i32, to == cg->t_f16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;",
-                  "=r,f,f", args, 2, false);
-}
-
 /* Two 16-bit elements as one b32 register, the first in the low half: the
  * word they were split from when they come straight from one (ldmatrix), so
  * that LLVM is not handed a split and a re-pack to fold away. */
@@ -328,7 +311,7 @@ static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
     LLVMValueRef w = unsplit_word(lo, hi);
     if (w)
         return w;
-    if ((w = convert_pair(cg, lo, hi)))
+    if ((w = cg_convert_pair(cg, lo, hi)))
         return w;
     LLVMValueRef v = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(lo), 2));
     v = LLVMBuildInsertElement(cg->b, v, lo, cg_i32(cg, 0), "");
@@ -336,15 +319,23 @@ static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
     return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
 }
 
-/* The b32 registers of one operand fragment: pairs of 16-bit elements, or
- * f32 elements as they are (tf32 reads their upper 19 bits). */
-static void fragment_words(Cg *cg, const CgVal *v, const int *regs, int elems, bool pairs, LLVMValueRef *out) {
+/* The b32 registers of one operand fragment as the intrinsic's word type:
+ * pairs of 16-bit elements, or f32 elements as they are (tf32 reads their
+ * upper 19 bits). */
+static LLVMValueRef as_word(Cg *cg, LLVMValueRef v, LLVMTypeRef word) {
+    if (LLVMIsABitCastInst(v) && LLVMTypeOf(LLVMGetOperand(v, 0)) == word)
+        return LLVMGetOperand(v, 0);
+    return LLVMTypeOf(v) == word ? v : LLVMBuildBitCast(cg->b, v, word, "");
+}
+
+static void fragment_words(Cg *cg, const CgVal *v, const int *regs, int elems, bool pairs, LLVMTypeRef word,
+                           LLVMValueRef *out) {
     if (pairs) {
         for (int j = 0; j < elems / 2; j++)
-            out[j] = pack_pair(cg, cg_reg(v, regs[2 * j]), cg_reg(v, regs[2 * j + 1]));
+            out[j] = as_word(cg, pack_pair(cg, cg_reg(v, regs[2 * j]), cg_reg(v, regs[2 * j + 1])), word);
     } else {
         for (int j = 0; j < elems; j++)
-            out[j] = LLVMBuildBitCast(cg->b, cg_reg(v, regs[j]), cg->t_i32, "");
+            out[j] = as_word(cg, cg_reg(v, regs[j]), word);
     }
 }
 
@@ -364,29 +355,6 @@ static void need(Cg *cg, CgDeferred *d, const int *regs, int n) {
         cg_deferred_need(cg, d, regs[i]);
 }
 
-/* Up to MMA_GROUP mma instructions of one A fragment (the next n tiles the
- * thread holds) are one inline-asm statement: the PTX is the same, and LLVM's instruction
- * selection, which spends most of its time per asm statement, has a quarter
- * of them. */
-enum { MMA_GROUP = 4 };
-
-/* The text and constraints of g mma instructions sharing A: outputs 4g
- * accumulators; inputs A (4 words), B (2 words per instruction), then the
- * accumulators, tied to the outputs. */
-static void mma_group_asm(const char *instr, int g, Buf *text, Buf *cons) {
-    int a = 4 * g, b = a + 4, c = b + 2 * g;
-    for (int j = 0; j < g; j++)
-        buf_printf(text, "%s%s {$%d, $%d, $%d, $%d}, {$%d, $%d, $%d, $%d}, {$%d, $%d}, {$%d, $%d, $%d, $%d};",
-                   j ? "\n\t" : "", instr, 4 * j, 4 * j + 1, 4 * j + 2, 4 * j + 3, a, a + 1, a + 2, a + 3,
-                   b + 2 * j, b + 2 * j + 1, c + 4 * j, c + 4 * j + 1, c + 4 * j + 2, c + 4 * j + 3);
-    for (int i = 0; i < 4 * g; i++)
-        buf_printf(cons, "=f,");
-    for (int i = 0; i < 4 + 2 * g; i++)
-        buf_printf(cons, "r,");
-    for (int i = 0; i < 4 * g; i++)
-        buf_printf(cons, "%d%s", i, i + 1 < 4 * g ? "," : "");
-}
-
 /* The dot as mma.sync instructions: for each k step, for each instruction
  * tile (m16 x n8) the thread's result holds, one mma whose A, B and C
  * registers are found through the fragment tables (see mma_plan). Deferred
@@ -403,15 +371,8 @@ static bool lower_mma(Cg *cg, IrOp *op, const MmaPlan *p) {
     CgVal *res = cg_new_val(cg, c->n, lc);
     for (int r = 0; r < c->n; r++)
         res->v[r] = cg_reg(c, r);
-    LLVMTypeRef f32s[4 * MMA_GROUP];
-    for (int i = 0; i < 4 * MMA_GROUP; i++)
-        f32s[i] = cg->t_f32;
-    Buf text[MMA_GROUP + 1], cons[MMA_GROUP + 1];
-    for (int g = 1; g <= MMA_GROUP; g++) {
-        buf_init(&text[g]);
-        buf_init(&cons[g]);
-        mma_group_asm(p->instr, g, &text[g], &cons[g]);
-    }
+    /* f16 operands are <2 x half> words to the intrinsic, bf16 and tf32 ones i32 */
+    LLVMTypeRef word = op->operands[0]->type->elem->kind == IR_F16 ? LLVMVectorType(cg->t_f16, 2) : cg->t_i32;
     LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 4 * tiles_m);
     LLVMValueRef *bw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 2 * tiles_n);
     for (int k = 0; k < p->ksteps; k++) {
@@ -419,42 +380,27 @@ static bool lower_mma(Cg *cg, IrOp *op, const MmaPlan *p) {
             const int *ra = frag_regs(&p->a, tm, k);
             need(cg, da, ra, ra ? p->a.elems : 0);
             if (ra)
-                fragment_words(cg, a, ra, p->a.elems, pairs, aw + 4 * tm);
+                fragment_words(cg, a, ra, p->a.elems, pairs, word, aw + 4 * tm);
         }
         for (int tn = 0; tn < tiles_n; tn++) {
             const int *rb = frag_regs(&p->b, k, tn);
             need(cg, db, rb, rb ? p->b.elems : 0);
             if (rb)
-                fragment_words(cg, b, rb, p->b.elems, pairs, bw + 2 * tn);
+                fragment_words(cg, b, rb, p->b.elems, pairs, word, bw + 2 * tn);
         }
         for (int tm = 0; tm < tiles_m; tm++)
-            for (int tn = 0; tn < tiles_n;) {
-                /* the next (up to) MMA_GROUP n tiles of this m tile the thread holds */
-                const int *rc[MMA_GROUP];
-                int tns[MMA_GROUP], g = 0;
-                for (; tn < tiles_n && g < MMA_GROUP; tn++)
-                    if ((rc[g] = frag_regs(&p->c, tm, tn)))
-                        tns[g++] = tn;
-                if (!g)
-                    continue;
-                LLVMValueRef args[4 + 6 * MMA_GROUP];
+            for (int tn = 0; tn < tiles_n; tn++) {
+                const int *rc = frag_regs(&p->c, tm, tn);
+                if (!rc)
+                    continue; /* not this thread's tile */
+                LLVMValueRef args[10] = {aw[4 * tm], aw[4 * tm + 1], aw[4 * tm + 2], aw[4 * tm + 3],
+                                         bw[2 * tn], bw[2 * tn + 1]};
                 for (int j = 0; j < 4; j++)
-                    args[j] = aw[4 * tm + j];
-                for (int i = 0; i < g; i++) {
-                    args[4 + 2 * i] = bw[2 * tns[i]], args[5 + 2 * i] = bw[2 * tns[i] + 1];
-                    for (int j = 0; j < 4; j++)
-                        args[4 + 2 * g + 4 * i + j] = res->v[rc[i][j]];
-                }
-                LLVMTypeRef ret = LLVMStructTypeInContext(cg->ctx, f32s, (unsigned)(4 * g), 0);
-                LLVMValueRef d = cg_asm(cg, ret, text[g].data, cons[g].data, args, 4 + 6 * g, false);
-                for (int i = 0; i < g; i++)
-                    for (int j = 0; j < 4; j++)
-                        res->v[rc[i][j]] = LLVMBuildExtractValue(cg->b, d, (unsigned)(4 * i + j), "");
+                    args[6 + j] = res->v[rc[j]];
+                LLVMValueRef d = cg_warp_intrinsic(cg, p->intrinsic, NULL, 0, args, 10);
+                for (int j = 0; j < 4; j++)
+                    res->v[rc[j]] = LLVMBuildExtractValue(cg->b, d, (unsigned)j, "");
             }
-    }
-    for (int g = 1; g <= MMA_GROUP; g++) {
-        buf_free(&text[g]);
-        buf_free(&cons[g]);
     }
     cg_set(cg, op->results[0], res);
     return true;

@@ -138,6 +138,8 @@ static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w,
         LLVMValueRef x;
         if (per_word == 1) {
             x = to_bits(cg, vals[k], elem);
+        } else if (per_word == 2 && (x = cg_convert_pair(cg, vals[2 * k], vals[2 * k + 1]))) {
+            /* two f32 rounded to f16 or bf16: one cvt */
         } else {
             x = LLVMGetUndef(LLVMVectorType(it, (unsigned)per_word));
             for (int j = 0; j < per_word; j++)

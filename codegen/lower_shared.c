@@ -177,7 +177,9 @@ static ThreadOffset thread_offset(Cg *cg, const Swizzle *s, const LinearLayout *
 /* Byte offset (i32) in buffer `base` of the element at thread part t XOR
  * constant coordinates c. */
 static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int64_t *c, LLVMValueRef base) {
-    LLVMBuilderRef b = cg->b;
+    /* the thread part and the constant depend on neither the buffer nor a
+     * loop: computed once, in the entry block (where t is), like the memo */
+    LLVMBuilderRef b = cg->entry_b;
     int64_t o = const_offset(s, c);
     LLVMValueRef e = t.v;
     if (o && !(o & t.bits)) {
@@ -194,7 +196,7 @@ static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int6
         LLVMSetNUW(e, 1);
         LLVMSetNSW(e, 1);
     }
-    return LLVMBuildAdd(b, base, e, "");
+    return LLVMBuildAdd(cg->b, base, e, "");
 }
 
 /* Byte offset of the thread part alone: base + t (the row address that
@@ -478,8 +480,9 @@ static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
  * base + (t ^ x) = (base + t) ^ x: every ldmatrix of the load XORs the one
  * row address computed where the load stands. Inside a loop whose buffer
  * changes with the stage that keeps one live register per load, where the
- * form base + (t ^ x) lets LLVM hoist every t ^ x out of the loop and keep
- * them all live across it (one register per ldmatrix of the loop).
+ * form base + (t ^ x) computes every t ^ x once, in the entry block
+ * (address()), and keeps them all live across the loop (one register per
+ * ldmatrix of the loop).
  *
  * Which form: registers against instructions. The hoisted form costs no
  * instruction in the loop and pays where registers are short; the XOR form
@@ -520,18 +523,15 @@ static void emit_ldmatrix(Cg *cg, const CgDeferred *d, int r0, LLVMValueRef *out
     const Ldmatrix *p = &d->p;
     const IrType *elem = d->elem;
     int num = 1 << p->sel_bits;
-    static const char *const outs[] = {"{$0}, [$1", "{$0, $1}, [$2", "", "{$0, $1, $2, $3}, [$4"};
-    static const char *const cons[] = {"=r,r", "=r,=r,r", "", "=r,=r,=r,=r,r"};
     int64_t imm;
     LLVMValueRef addr = cg_smem_ptr(cg, ldmatrix_address(cg, d, r0, &imm));
-    char text[160], off[32] = "";
-    if (imm)
-        snprintf(off, sizeof off, "+%lld", (long long)imm);
-    snprintf(text, sizeof text, "ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 %s%s];", num, p->trans ? ".trans" : "",
-             outs[num - 1], off);
-    LLVMTypeRef i32s[4] = {cg->t_i32, cg->t_i32, cg->t_i32, cg->t_i32};
-    LLVMTypeRef ret = num == 1 ? cg->t_i32 : LLVMStructTypeInContext(cg->ctx, i32s, (unsigned)num, 0);
-    LLVMValueRef words = cg_asm(cg, ret, text, cons[num - 1], &addr, 1, true);
+    if (imm) { /* the address operand [%r+imm] */
+        LLVMValueRef c = cg_i32(cg, imm);
+        addr = LLVMBuildInBoundsGEP2(b, cg->t_i8, addr, &c, 1, "");
+    }
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16", num, p->trans ? ".trans" : "");
+    LLVMValueRef words = cg_warp_intrinsic(cg, name, &cg->t_sptr, 1, &addr, 1); /* overloaded on the pointer */
     for (int j = 0; j < num; j++) {
         LLVMValueRef w = num == 1 ? words : LLVMBuildExtractValue(b, words, (unsigned)j, "");
         int r = ldmatrix_reg(p, r0, j);

@@ -11,16 +11,16 @@
  * The optimization is tilec's own short pipeline (TILEC_PIPELINE): the
  * lowering already emits what the IR decided (layouts, vector widths, shared
  * buffers, async copies, the tensor-core instructions), so LLVM only has to
- * clean up the index arithmetic, rotate the loops, hoist what they do not
- * change and drop what is dead. Instruction selection runs at -O2 (NVPTX's
- * own IR passes with EarlyCSE where -O3 runs GVN). Against default<O3> with
- * -O3 selection the loops' PTX is the same instruction for instruction but
- * for copies, and ptxas allocates the same registers and spills, in 55-60%
- * of the time (attention D64: 43 vs 71 ms). Selection at -O0 would save a
- * third of the rest but leaves a copy of every inline-asm result, and with
- * those ptxas spilled five times as much on head-dim-128 attention (30-50%
- * slower). tc_options.llvm_o3 (tilec --llvm-O3) runs default<O3> and -O3
- * selection instead, for comparison.
+ * clean up the index arithmetic and the element packing. Instruction
+ * selection runs at -O2, and the code generator starts at AtomicExpand (see
+ * init: NVPTX's own IR passes before it have nothing to do on tilec's IR).
+ * Against default<O3> with -O3 selection the loops' SASS is the same size
+ * and ptxas allocates the same registers, in 40-50% of the time (attention
+ * D64: 17 vs 41 ms). Selection at -O0 would
+ * save another quarter but copies every value across each phi, and with
+ * those copies ptxas spilled 21 registers in attention's loop where -O2
+ * PTX spills none. tc_options.llvm_o3 (tilec --llvm-O3) runs default<O3>
+ * and -O3 selection instead, for comparison.
  *
  * FP contraction: the lowering marks floating-point adds and multiplies
  * `contract`, and NVPTX fuses mul+add into fma at its default fma level; no
@@ -71,14 +71,28 @@ static void init(void) {
      * CodeGenPrepare, constant hoisting or the load-store vectorizer: the
      * lowering already forms the addresses and the vector accesses, and
      * they cost 5-8% of the compile time for SASS of the same size
-     * (bench/RESULTS.md). */
+     * (bench/RESULTS.md).
+     *
+     * The code generator's pipeline starts at AtomicExpand: the NVPTX IR
+     * passes before it exist for front ends that leave generic pointers,
+     * allocas, byval parameters and unreassociated address arithmetic behind
+     * (NVPTXLowerArgs, address-space inference, SeparateConstOffsetFromGEP,
+     * straight-line strength reduction, n-ary reassociation, two EarlyCSEs).
+     * tilec's IR has none of that: kernel pointers are global (addrspace 1)
+     * parameters, shared memory is one addrspace(3) global, there are no
+     * allocas, aggregates or memory intrinsics, and the addresses are formed
+     * per vector group by the lowering. They took a quarter of the back
+     * end's time on attention for the same PTX. AtomicExpand (the
+     * compare-and-swap loops of atomics PTX lacks) and everything after it
+     * run as before. */
     const char *argv[] = {"tilec",
                           "-nvptx-short-ptr",
                           "-disable-lsr",
                           "-nvptx-prec-divf32=1",
                           "-disable-cgp",
                           "-disable-constant-hoisting",
-                          "-disable-nvptx-load-store-vectorizer"};
+                          "-disable-nvptx-load-store-vectorizer",
+                          "-start-before=atomic-expand"};
     LLVMParseCommandLineOptions((int)(sizeof argv / sizeof argv[0]), argv, NULL);
     char *err = NULL;
     if (LLVMGetTargetFromTriple(TRIPLE, &nvptx, &err)) {
@@ -111,12 +125,13 @@ const char *cg_target_features(const CgTarget *t) {
     return "+ptx70";
 }
 
-/* The pipeline run unless llvm_o3: value numbering and instcombine for the
- * lowering's index arithmetic (one round: no second one that only checks
- * for a fixpoint), loops rotated to the guarded do-while form
- * and their invariants hoisted, dead code removed. */
-static const char *const TILEC_PIPELINE = "function(early-cse,instcombine<no-verify-fixpoint>,simplifycfg,"
-                                          "loop(loop-rotate),loop-mssa(licm),early-cse,adce,simplifycfg)";
+/* The pipeline run unless llvm_o3: value numbering, then instcombine for
+ * the lowering's index arithmetic and element packing (one round: no second
+ * one that only checks for a fixpoint). No loop passes: ptxas hoists loop
+ * invariants and lays out loops itself, and with LICM and loop rotation the
+ * SASS of attention and matmul was the same size or larger (their loops
+ * kept more registers live across iterations). */
+static const char *const TILEC_PIPELINE = "function(early-cse,instcombine<no-verify-fixpoint>)";
 
 static double now_ms(void) {
     struct timespec ts;

@@ -58,12 +58,21 @@
  *   - cp.async zero-fills masked elements; a load with a non-zero `other`
  *     gets `select(mask, local_load, other)` in the dot operand's layout
  *     (the mask converted with convert_layout), PRIOR-ART case 14.
+ *   - A load before the loop, in its block, whose only use is a local_alloc
+ *     whose buffer only local_loads read (attention's Q, loaded once and
+ *     read by every iteration's first dot) becomes a copy into that buffer
+ *     where the load was, committed as a group of its own (copy_init_loads):
+ *     no registers hold Q on its way to shared memory and no thread stores
+ *     it. Before the first op that reads the buffer (its local_load, or the
+ *     loop when the dot reloads it each iteration) a wait leaves pending
+ *     only the groups committed after it (the prologue's), then a barrier.
+ *     A barrier goes before the copy when shared memory may be in use
+ *     before it.
  *   - The barrier, the rings and the prologue go right before the loop,
  *     then move up past the ops before it that compute nothing they read
  *     and touch no memory but to load, or to fill and read a buffer
- *     (hoist_prologue): attention's Q is loaded, stored to shared memory
- *     and read back before its loop, and its loads are then in flight
- *     together with the first stages' copies instead of before them.
+ *     (hoist_prologue), but not past a copy: Q's copy is then in flight
+ *     together with the first stages' copies, and committed before them.
  *   - Nested loops: each loop is handled on its own, inner first; the ring
  *     and the prologue sit before the loop, in its block, so an inner loop
  *     gets its prologue once per outer iteration. The barrier before the prologue
@@ -341,6 +350,111 @@ static void hoist_prologue(Pipe *p, IrOp *first, IrOp *last) {
     }
 }
 
+/* A load before the loop that only initializes a buffer read by local_loads
+ * (attention's Q), turned into a copy: its buffer and its commit. */
+typedef struct InitCopy {
+    IrValue *buf;
+    IrOp *commit;
+} InitCopy;
+
+static void count_local_loads(IrOp *op, void *ctx) {
+    void **c = ctx;
+    if (op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == c[0])
+        (*(int *)c[1])++;
+}
+
+/* Is every use of buf in blk (nested regions included) a local_load? */
+static bool only_local_loads(IrBlock *blk, IrValue *buf) {
+    int n = 0;
+    void *ctx[2] = {buf, &n};
+    ir_walk_block(blk, count_local_loads, ctx);
+    return n == ir_count_uses(blk, buf);
+}
+
+/* May shared memory be in use before op: a shared-memory op or one with
+ * scratch before it in its block, or a block nested in another op? */
+static bool shared_used_before(Pipe *p, const IrOp *op) {
+    if (op->parent->parent_op)
+        return true;
+    for (const IrOp *q = op->prev; q; q = q->prev) {
+        if (q->num_regions || cg_scratch_bytes(q, p->num_warps) > 0)
+            return true;
+        switch (q->opc) {
+        case IR_OP_LOCAL_ALLOC:
+        case IR_OP_LOCAL_LOAD:
+        case IR_OP_ASYNC_COPY:
+        case IR_OP_MEMDESC_INDEX: return true;
+        default: break;
+        }
+    }
+    return false;
+}
+
+/* The loads before `loop` in its block whose only use is a local_alloc whose
+ * buffer only local_loads read (Q of attention, loaded once and read by
+ * every iteration's first dot) become copies into that buffer, each
+ * committed as its own group, in place: they are then in flight together
+ * with the prologue's copies (issued after them), without registers and
+ * without shared-memory stores. Returns how many; init[] gets them. */
+static int copy_init_loads(Pipe *p, IrOp *loop, InitCopy *init, int cap) {
+    IrModule *m = p->m;
+    IrBlock *blk = loop->parent;
+    int n = 0;
+    for (IrOp *op = blk->first, *next; op && op != loop && n < cap; op = next) {
+        next = op->next;
+        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || vec_bytes(op) < 4 || !zero_other(op))
+            continue;
+        IrOp *alloc = alloc_of(blk, op->results[0]);
+        if (!alloc || !only_local_loads(blk, alloc->results[0]))
+            continue;
+        IrBuilder b;
+        ir_builder_before(&b, op);
+        b.loc = op->loc;
+        if (shared_used_before(p, op))
+            ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL); /* earlier readers of these bytes */
+        const IrType *bt = alloc->results[0]->type;
+        IrOp *buf = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
+        buf->loc = alloc->loc;
+        if (alloc->results[0]->name)
+            ir_value_set_name(m, buf->results[0], alloc->results[0]->name);
+        IrValue *ops[3] = {op->operands[0], buf->results[0], op->num_operands > 1 ? op->operands[1] : NULL};
+        IrOp *copy = ir_build_op(&b, IR_OP_ASYNC_COPY, ops[2] ? 3 : 2, ops, 0, NULL);
+        ir_op_set_int(m, copy, "vec", ir_op_get_int(op, "vec", 1));
+        init[n].commit = ir_build_op(&b, IR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
+        init[n++].buf = buf->results[0];
+        ir_replace_all_uses(blk, alloc->results[0], buf->results[0]);
+        if (next == alloc)
+            next = alloc->next;
+        ir_op_unlink(alloc);
+        ir_op_unlink(op);
+    }
+    return n;
+}
+
+/* Before the first op after c's commit that reads c's buffer (a local_load,
+ * or the loop whose body does): a wait that leaves pending only the groups
+ * committed after c's, and a barrier. */
+static void wait_for_init(IrOp *loop, const InitCopy *c) {
+    IrOp *use = c->commit->next;
+    int64_t later = 0;
+    for (; use && use != loop; use = use->next) {
+        if (use->opc == IR_OP_ASYNC_COMMIT)
+            later++;
+        bool reads = false;
+        for (int i = 0; i < use->num_operands; i++)
+            reads |= use->operands[i] == c->buf;
+        for (int r = 0; r < use->num_regions; r++)
+            reads |= ir_count_uses(use->regions[r], c->buf) > 0;
+        if (reads)
+            break;
+    }
+    IrBuilder b;
+    ir_builder_before(&b, use ? use : loop);
+    b.loc = c->commit->loc;
+    build_wait(&b, later);
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+}
+
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
@@ -349,6 +463,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         return;
     int64_t stages = num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
+    InitCopy init[8];
+    int num_init = copy_init_loads(p, loop, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
 
     /* Before the loop: barrier, rings, prologue. */
@@ -376,6 +492,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s));
     }
     hoist_prologue(p, prologue, loop->prev);
+    for (int i = 0; i < num_init; i++)
+        wait_for_init(loop, &init[i]);
 
     /* The stage index, carried. */
     ir_builder_before(&b, loop);

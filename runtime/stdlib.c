@@ -1084,6 +1084,10 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
     p->constexprs[p->num_constexprs++] = (tc_constexpr){name, kind, v, 0};
 }
 
+/* Longest key sequence for which head dim 128 without causal masking takes
+ * the EVEN_N kernel (see attn_plan). */
+enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
+
 static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                       int64_t head_dim, bool causal, bool varlen, tc_attention_plan *p) {
     memset(p, 0, sizeof *p);
@@ -1113,9 +1117,10 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     /* EVEN_N when seqlen_k is a multiple of BN. Causal: the diagonal blocks
      * skip the sequence-end mask. Not causal: there is no masked loop at all
      * (half the code to compile), 1-4% faster up to head dim 64 on an H200;
-     * at 128 those kernels measured 3-5% slower (bench/RESULTS.md), so not
-     * there. */
-    bool even_n = !varlen && seqlen_k % p->block_n == 0 && (causal || p->block_d <= 64);
+     * at head dim 128, 3-4% faster with 1024 keys but 0.6% slower with 4096
+     * (three runs each, bench/RESULTS.md), so there up to 2048 keys. */
+    bool even_n = !varlen && seqlen_k % p->block_n == 0 &&
+                  (causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
     attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
 }
 

@@ -34,13 +34,19 @@ TEST(test_attention_plans) {
         {64, 64, 128, 64, 4},  {96, 128, 128, 64, 4}, {128, 128, 128, 64, 4}, {200, 256, 128, 32, 8},
         {256, 256, 128, 32, 8},
     };
-    /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N only up to
-     * head dim 64 with whole key blocks (slower at 128, see stdlib.c) */
+    /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N with whole
+     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
     CHECK_EQ_INT(full.num_warps, 4);
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1024, 128, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1000, 128, 0, 0, &full), TC_OK);
+    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* 1000 keys: a partial last block */
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1024, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 64, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
