@@ -309,15 +309,20 @@ LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *const
     return LLVMBuildCall2(cg->b, fty, fn, args, (unsigned)num_args, "");
 }
 
-LLVMValueRef cg_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+/* Are lo and hi f16 or bf16 values rounded from f32 (see cg_convert_pair)? */
+static bool is_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
     if (!LLVMIsAFPTruncInst(lo) || !LLVMIsAFPTruncInst(hi))
-        return NULL;
-    LLVMValueRef a = LLVMGetOperand(hi, 0), b = LLVMGetOperand(lo, 0);
+        return false;
     LLVMTypeRef to = LLVMTypeOf(lo);
-    if (LLVMTypeOf(a) != cg->t_f32 || LLVMTypeOf(b) != cg->t_f32 || LLVMTypeOf(hi) != to ||
-        (to != cg->t_f16 && to != cg->t_bf16))
+    return LLVMTypeOf(LLVMGetOperand(hi, 0)) == cg->t_f32 && LLVMTypeOf(LLVMGetOperand(lo, 0)) == cg->t_f32 &&
+           LLVMTypeOf(hi) == to && (to == cg->t_f16 || to == cg->t_bf16);
+}
+
+LLVMValueRef cg_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
+    if (!is_convert_pair(cg, lo, hi))
         return NULL;
-    LLVMValueRef args[2] = {a, b}; /* cvt.rn.f16x2.f32 d, a, b: cvt(a) in the upper half, cvt(b) in the lower */
+    LLVMTypeRef to = LLVMTypeOf(lo);
+    LLVMValueRef args[2] = {LLVMGetOperand(hi, 0), LLVMGetOperand(lo, 0)}; /* cvt.rn.f16x2.f32 d, a, b: cvt(a) in the upper half, cvt(b) in the lower */
     LLVMValueRef w =
         cg_intrinsic(cg, to == cg->t_f16 ? "llvm.nvvm.ff2f16x2.rn" : "llvm.nvvm.ff2bf16x2.rn", NULL, 0, args, 2);
     return LLVMBuildBitCast(cg->b, w, cg->t_i32, "");
@@ -375,18 +380,17 @@ void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LL
         return;
     }
     int bytes = g * cg_elem_bytes(elem);
-    LLVMValueRef v = NULL, w;
-    if (bytes == 2 * g && (w = cg_convert_pair(cg, vals[0], vals[1]))) {
-        /* f32 rounded to f16 or bf16: one cvt per pair of elements */
-        v = g == 2 ? w : LLVMBuildInsertElement(cg->b, LLVMGetUndef(access_type(cg, bytes)), w, cg_i32(cg, 0), "");
-        for (int j = 2; v && j < g; j += 2) {
-            if (!(w = cg_convert_pair(cg, vals[j], vals[j + 1])))
-                v = NULL;
-            else
-                v = LLVMBuildInsertElement(cg->b, v, w, cg_i32(cg, j / 2), "");
+    bool pairs = bytes == 2 * g;
+    for (int j = 0; pairs && j < g; j += 2)
+        pairs = is_convert_pair(cg, vals[j], vals[j + 1]);
+    LLVMValueRef v;
+    if (pairs) { /* f32 rounded to f16 or bf16: one cvt per pair of elements */
+        v = g == 2 ? NULL : LLVMGetUndef(access_type(cg, bytes));
+        for (int j = 0; j < g; j += 2) {
+            LLVMValueRef w = cg_convert_pair(cg, vals[j], vals[j + 1]);
+            v = g == 2 ? w : LLVMBuildInsertElement(cg->b, v, w, cg_i32(cg, j / 2), "");
         }
-    }
-    if (!v) {
+    } else {
         v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), (unsigned)g));
         for (int j = 0; j < g; j++)
             v = LLVMBuildInsertElement(cg->b, v, vals[j], cg_i32(cg, j), "");

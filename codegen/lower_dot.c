@@ -319,15 +319,17 @@ static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
     return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
 }
 
-/* The b32 registers of one operand fragment as the intrinsic's word type:
- * pairs of 16-bit elements, or f32 elements as they are (tf32 reads their
- * upper 19 bits). */
+/* v as the intrinsic's word type (<2 x half> or i32), looking through a
+ * bitcast from it. */
 static LLVMValueRef as_word(Cg *cg, LLVMValueRef v, LLVMTypeRef word) {
     if (LLVMIsABitCastInst(v) && LLVMTypeOf(LLVMGetOperand(v, 0)) == word)
         return LLVMGetOperand(v, 0);
     return LLVMTypeOf(v) == word ? v : LLVMBuildBitCast(cg->b, v, word, "");
 }
 
+/* The b32 registers of one operand fragment, as words of type `word`:
+ * pairs of 16-bit elements, or f32 elements as they are (tf32 reads their
+ * upper 19 bits). */
 static void fragment_words(Cg *cg, const CgVal *v, const int *regs, int elems, bool pairs, LLVMTypeRef word,
                            LLVMValueRef *out) {
     if (pairs) {
