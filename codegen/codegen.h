@@ -55,7 +55,8 @@ struct CgKernelInfo {
  *   convert_layout, the same with shape ops (broadcast, expand_dims,
  *   reshape, trans) 0 when every thread already holds the elements it needs
  *                   (a register permutation); else pad(operand's bytes) with
- *                   rows of the operand's last dimension
+ *                   rows of the operand's last dimension and the pad of
+ *                   cg_exchange_padding
  *   dot             0 on tensor cores (cg_dot_uses_mma); else (FMA):
  *                   pad(K x M of A) rounded to 16 + pad(K x N of B)
  *   atomic          scalar pointer: T; tile whose layout has copies (a lane
@@ -92,6 +93,37 @@ int64_t cg_padded_offset(CgPadding p, int64_t offset); /* offset + offset / inte
 /* The padding of a whole tile of type t stored row-major (rows of its last
  * dimension; 1-D tiles in rows of 128 bytes). */
 CgPadding cg_tile_padding(const IrType *t);
+
+/*
+ * The scratch offsets of one side of an exchange (a shape op or
+ * convert_layout through scratch) as a sum: when the byte offsets
+ * (row-major, before padding) of the layout's register, lane and warp bases
+ * have no bit in common, the offset of any element is the OR, that is the
+ * sum, of its bases' offsets, and padding (x + (x >> k) * pad) keeps the sum,
+ * bit fields being disjoint. Then element r of thread t is at T(t) + R(r):
+ * T computed once per kernel, R a constant, and runs of registers whose
+ * offsets step by one element become one vector access (`group` registers,
+ * at most 16 bytes). Swizzled or otherwise overlapping maps take the
+ * per-element path (cg_scratch_sum returns false).
+ */
+typedef struct CgScratchSum {
+    int64_t reg[LL_MAX_BITS];       /* padded byte offset of each register basis */
+    int64_t thread[2][LL_MAX_BITS]; /* and of each lane and warp basis */
+    int group;                      /* registers per access */
+} CgScratchSum;
+/* The store side (result false: ll = from, in the operand's coordinates) or
+ * the load side (result true: ll = the result's layout, mapped back to the
+ * operand's coordinates by op) of op's exchange, with padding `pad`. */
+bool cg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
+                    CgPadding pad, int num_regs, const IrType *elem, CgScratchSum *out);
+/* Where each operand coordinate (in from's shape) of a shape op comes from:
+ * result coordinate src[d], or -1 (0) for broadcast dimensions. Reshape is
+ * handled by the callers (row-major order is what it keeps). */
+void cg_operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src);
+/* The padding of op's exchange from layout `from` to `to`: the tile's
+ * (cg_tile_padding), unless a wider pad (8 or 16 bytes) lets both sides run
+ * with fewer shared-memory wavefronts (see scratch.c). */
+CgPadding cg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to);
 
 /* The rank-matched view of a shape op's (convert_layout, broadcast,
  * expand_dims, reshape, trans) operand layout `from`, in the coordinates of

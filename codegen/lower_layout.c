@@ -13,7 +13,7 @@
  * Otherwise the elements go through scratch shared memory, the same way for
  * every op: barrier (the scratch may still be read by the previous user);
  * each thread stores every operand register at the padded row-major offset
- * of its coordinates in the operand's shape (cg_tile_padding: see
+ * of its coordinates in the operand's shape (cg_exchange_padding: see
  * scratch.c); barrier; each thread loads every result register from the
  * operand coordinates that its result coordinates come from. Copies (lanes
  * or warps with zero bases) store identical values to identical addresses,
@@ -45,120 +45,8 @@ bool cg_lower_arange(Cg *cg, IrOp *op) {
     return true;
 }
 
-/* Where each operand coordinate (in `from`'s shape) comes from: result
- * coordinate src[d], or 0 where src[d] is -1 (broadcast dimensions). Reshape
- * is handled by its callers (row-major order is what it keeps). */
-static void operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src) {
-    switch (op->opc) {
-    case IR_OP_BROADCAST:
-        for (int d = 0; d < from->rank; d++)
-            src[d] = from->shape[d] == 1 ? -1 : d;
-        break;
-    case IR_OP_EXPAND_DIMS: {
-        int axis = (int)ir_op_get_int(op, "axis", 0);
-        for (int d = 0, s = 0; d < to->rank; d++)
-            if (d != axis)
-                src[s++] = d;
-        break;
-    }
-    case IR_OP_TRANS: {
-        const IrAttr *perm = ir_op_attr(op, "perm");
-        for (int i = 0; i < to->rank; i++)
-            src[perm->list.v[i]] = i;
-        break;
-    }
-    default: /* convert_layout */
-        for (int d = 0; d < from->rank; d++)
-            src[d] = d;
-        break;
-    }
-}
 
-/* Row-major linear index of constant coordinates c in `shape`. */
-static int64_t const_linear(int rank, const int64_t *shape, const int64_t *c) {
-    int64_t lin = 0;
-    for (int d = 0; d < rank; d++)
-        lin = lin * shape[d] + c[d];
-    return lin;
-}
-
-/*
- * The scratch offsets of one side of an exchange as a sum: when the byte
- * offsets (row-major, before padding) of the layout's register, lane and warp
- * bases have no bit in common, the offset of any element is the OR, that is
- * the sum, of its bases' offsets, and padding (x + (x >> k) * pad) keeps the
- * sum, bit fields being disjoint. Then element r of thread t is at
- * T(t) + R(r): T computed once per kernel, R a constant, and runs of
- * registers whose offsets step by one element become one vector access.
- * Swizzled or otherwise overlapping maps take the per-element path.
- */
-typedef struct {
-    int64_t reg[LL_MAX_BITS];        /* padded byte offset of each register basis */
-    int64_t thread[2][LL_MAX_BITS];  /* and of each lane and warp basis */
-    int group;                       /* registers per access */
-} ScratchSum;
-
-/* Byte offsets of ll's bases, mapped to operand coordinates by op when
- * `result` (the load side), in the operand's padded row-major scratch. */
-static bool scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
-                        CgPadding pad, int num_regs, const IrType *elem, ScratchSum *out) {
-    memset(out, 0, sizeof *out);
-    int src[IR_MAX_RANK];
-    if (result)
-        operand_dims(op, from, ll, src);
-    else
-        for (int d = 0; d < from->rank; d++)
-            src[d] = d;
-    int64_t seen = 0;
-    for (int in = 0; in < LL_NUM_IN; in++)
-        for (int k = 0; k < ll->num_bits[in]; k++) {
-            int64_t c[IR_MAX_RANK], oc[IR_MAX_RANK], lin;
-            for (int d = 0; d < ll->rank; d++)
-                c[d] = ll->bases[in][k][d];
-            if (result && op->opc == IR_OP_RESHAPE) {
-                lin = const_linear(ll->rank, ll->shape, c);
-            } else {
-                for (int d = 0; d < from->rank; d++)
-                    oc[d] = src[d] < 0 ? 0 : c[src[d]];
-                lin = const_linear(from->rank, from->shape, oc);
-            }
-            int64_t bytes = lin * eb;
-            if (bytes & seen)
-                return false;
-            seen |= bytes;
-            int64_t padded = cg_padded_offset(pad, bytes);
-            if (in == LL_REG)
-                out->reg[k] = padded;
-            else
-                out->thread[in - LL_LANE][k] = padded;
-        }
-    /* registers per access: bases 0 .. j-1 step one element each, and every
-     * other offset (so every access's start) a multiple of the access */
-    int g = 1;
-    if (elem->kind != IR_I1 && elem->kind != IR_PTR) {
-        while (g < num_regs && 2 * g * eb <= 16) {
-            int k = 0;
-            while ((1 << k) < g)
-                k++;
-            if (out->reg[k] != (int64_t)g * eb)
-                break;
-            int64_t a = 2 * (int64_t)g * eb;
-            bool ok = true;
-            for (int b = k + 1; b < ll->num_bits[LL_REG]; b++)
-                ok &= out->reg[b] % a == 0;
-            for (int in = 0; in < 2; in++)
-                for (int b = 0; b < LL_MAX_BITS; b++)
-                    ok &= out->thread[in][b] % a == 0;
-            if (!ok)
-                break;
-            g *= 2;
-        }
-    }
-    out->group = g;
-    return true;
-}
-
-static int64_t reg_offset(const ScratchSum *s, int r) {
+static int64_t reg_offset(const CgScratchSum *s, int r) {
     int64_t o = 0;
     for (int k = 0; r >> k; k++)
         if ((r >> k) & 1)
@@ -171,12 +59,12 @@ static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *fro
     const IrType *st = op->operands[0]->type;
     const IrType *elem = st->elem;
     int eb = cg_elem_bytes(elem);
-    CgPadding pad = cg_tile_padding(st);
+    CgPadding pad = cg_exchange_padding(op, from, to);
     int64_t base = cg_scratch_base(op);
     LLVMBuilderRef b = cg->b;
-    ScratchSum ss, ls;
-    bool fast = base % 16 == 0 && scratch_sum(op, from, from, false, eb, pad, src->n, elem, &ss) &&
-                scratch_sum(op, from, to, true, eb, pad, res->n, elem, &ls);
+    CgScratchSum ss, ls;
+    bool fast = base % 16 == 0 && cg_scratch_sum(op, from, from, false, eb, pad, src->n, elem, &ss) &&
+                cg_scratch_sum(op, from, to, true, eb, pad, res->n, elem, &ls);
     cg_barrier(cg);
     if (fast) {
         LLVMValueRef t = LLVMBuildAdd(b, cg_thread_offset(cg, ss.thread, false), cg_i32(cg, base), "");
@@ -207,7 +95,7 @@ static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *fro
             lin = cg_linear_index(cg, to->rank, to->shape, c); /* row-major order is what reshape keeps */
         } else {
             int src[IR_MAX_RANK];
-            operand_dims(op, from, to, src);
+            cg_operand_dims(op, from, to, src);
             for (int d = 0; d < from->rank; d++)
                 oc[d] = src[d] < 0 ? cg_i32(cg, 0) : c[src[d]];
             lin = cg_linear_index(cg, from->rank, from->shape, oc);

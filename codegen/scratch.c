@@ -156,6 +156,185 @@ static bool shape_op_in_thread(const IrOp *op, const LinearLayout *from, const L
     return ok;
 }
 
+/* Where each operand coordinate (in `from`'s shape) comes from: result
+ * coordinate src[d], or 0 where src[d] is -1 (broadcast dimensions). Reshape
+ * is handled by its callers (row-major order is what it keeps). */
+void cg_operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src) {
+    switch (op->opc) {
+    case IR_OP_BROADCAST:
+        for (int d = 0; d < from->rank; d++)
+            src[d] = from->shape[d] == 1 ? -1 : d;
+        break;
+    case IR_OP_EXPAND_DIMS: {
+        int axis = (int)ir_op_get_int(op, "axis", 0);
+        for (int d = 0, s = 0; d < to->rank; d++)
+            if (d != axis)
+                src[s++] = d;
+        break;
+    }
+    case IR_OP_TRANS: {
+        const IrAttr *perm = ir_op_attr(op, "perm");
+        for (int i = 0; i < to->rank; i++)
+            src[perm->list.v[i]] = i;
+        break;
+    }
+    default: /* convert_layout */
+        for (int d = 0; d < from->rank; d++)
+            src[d] = d;
+        break;
+    }
+}
+
+/* Row-major linear index of constant coordinates c in `shape`. */
+static int64_t const_linear(int rank, const int64_t *shape, const int64_t *c) {
+    int64_t lin = 0;
+    for (int d = 0; d < rank; d++)
+        lin = lin * shape[d] + c[d];
+    return lin;
+}
+
+/* Byte offsets of ll's bases, mapped to operand coordinates by op when
+ * `result` (the load side), in the operand's padded row-major scratch. */
+bool cg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
+                    CgPadding pad, int num_regs, const IrType *elem, CgScratchSum *out) {
+    memset(out, 0, sizeof *out);
+    int src[IR_MAX_RANK];
+    if (result)
+        cg_operand_dims(op, from, ll, src);
+    else
+        for (int d = 0; d < from->rank; d++)
+            src[d] = d;
+    int64_t seen = 0;
+    for (int in = 0; in < LL_NUM_IN; in++)
+        for (int k = 0; k < ll->num_bits[in]; k++) {
+            int64_t c[IR_MAX_RANK], oc[IR_MAX_RANK], lin;
+            for (int d = 0; d < ll->rank; d++)
+                c[d] = ll->bases[in][k][d];
+            if (result && op->opc == IR_OP_RESHAPE) {
+                lin = const_linear(ll->rank, ll->shape, c);
+            } else {
+                for (int d = 0; d < from->rank; d++)
+                    oc[d] = src[d] < 0 ? 0 : c[src[d]];
+                lin = const_linear(from->rank, from->shape, oc);
+            }
+            int64_t bytes = lin * eb;
+            if (bytes & seen)
+                return false;
+            seen |= bytes;
+            int64_t padded = cg_padded_offset(pad, bytes);
+            if (in == LL_REG)
+                out->reg[k] = padded;
+            else
+                out->thread[in - LL_LANE][k] = padded;
+        }
+    /* registers per access: bases 0 .. j-1 step one element each, and every
+     * other offset (so every access's start) a multiple of the access */
+    int g = 1;
+    if (elem->kind != IR_I1 && elem->kind != IR_PTR) {
+        while (g < num_regs && 2 * g * eb <= 16) {
+            int k = 0;
+            while ((1 << k) < g)
+                k++;
+            if (out->reg[k] != (int64_t)g * eb)
+                break;
+            int64_t a = 2 * (int64_t)g * eb;
+            bool ok = true;
+            for (int b = k + 1; b < ll->num_bits[LL_REG]; b++)
+                ok &= out->reg[b] % a == 0;
+            for (int in = 0; in < 2; in++)
+                for (int b = 0; b < LL_MAX_BITS; b++)
+                    ok &= out->thread[in][b] % a == 0;
+            if (!ok)
+                break;
+            g *= 2;
+        }
+    }
+    out->group = g;
+    return true;
+}
+
+/*
+ * Choosing the exchange's padding. The tile's pad (4 bytes, or the element
+ * size) after every row keeps column walks free of bank conflicts, but it
+ * also breaks the 16-byte alignment of rows, so a side that could move 16
+ * bytes per thread moves 4. A pad of 8 or 16 bytes keeps rows aligned. For
+ * each pad, each side's cost is its accesses (registers / group) times the
+ * wavefronts of one warp access: shared memory serves 128 bytes per
+ * wavefront, the lanes of a 16-byte access in four phases of 8 (8 bytes: two
+ * of 16, else one of 32), and a phase takes as many wavefronts as the most
+ * distinct 4-byte words that fall in one bank. The cheapest pad wins; a tie
+ * keeps the smallest. Worked example (attention's output, a 128x128 f16 tile
+ * from the mma accumulator layout to rows of 16-byte vectors): pad 4 stores
+ * 4 bytes per lane in one wavefront (64 accesses) but loads 4 bytes per lane
+ * with two lanes per bank (64 accesses of 2 wavefronts); pad 16 stores the
+ * same way and loads 16 bytes per lane in 4 wavefronts (16 accesses): 192
+ * against 128.
+ */
+static int64_t lane_offset(const CgScratchSum *s, int lane) {
+    int64_t o = 0;
+    for (int k = 0; k < 5; k++)
+        if ((lane >> k) & 1)
+            o += s->thread[0][k];
+    return o;
+}
+
+static int64_t warp_wavefronts(const CgScratchSum *s, int bytes) {
+    int per_phase = bytes >= 16 ? 8 : bytes == 8 ? 16 : 32;
+    int words = bytes >= 4 ? bytes / 4 : 1;
+    int64_t total = 0;
+    for (int p0 = 0; p0 < 32; p0 += per_phase) {
+        int64_t seen[32 * 4];
+        int n = 0, per_bank[32] = {0}, most = 0;
+        for (int lane = p0; lane < p0 + per_phase; lane++)
+            for (int w = 0; w < words; w++) {
+                int64_t word = lane_offset(s, lane) / 4 + w;
+                bool dup = false;
+                for (int i = 0; i < n && !dup; i++)
+                    dup = seen[i] == word;
+                if (dup)
+                    continue;
+                seen[n++] = word;
+                int bank = (int)(word % 32);
+                if (++per_bank[bank] > most)
+                    most = per_bank[bank];
+            }
+        total += most;
+    }
+    return total;
+}
+
+static int64_t side_cost(const CgScratchSum *s, int eb, int num_regs) {
+    return warp_wavefronts(s, s->group * eb) * ((num_regs + s->group - 1) / s->group);
+}
+
+CgPadding cg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
+    const IrType *st = op->operands[0]->type;
+    int eb = cg_elem_bytes(st->elem);
+    CgPadding best = cg_tile_padding(st);
+    int64_t best_cost = -1;
+    static const int64_t pads[] = {0, 8, 16};
+    for (int i = 0; i < 3; i++) {
+        CgPadding p = best;
+        if (i > 0) {
+            if (pads[i] <= cg_tile_padding(st).pad)
+                continue;
+            p.pad = pads[i];
+        } else {
+            p = cg_tile_padding(st);
+        }
+        CgScratchSum ss, ls;
+        if (!cg_scratch_sum(op, from, from, false, eb, p, ll_num_regs(from), st->elem, &ss) ||
+            !cg_scratch_sum(op, from, to, true, eb, p, ll_num_regs(to), st->elem, &ls))
+            return cg_tile_padding(st);
+        int64_t cost = side_cost(&ss, eb, ll_num_regs(from)) + side_cost(&ls, eb, ll_num_regs(to));
+        if (best_cost < 0 || cost < best_cost) {
+            best = p;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 static bool ll_of(const IrType *t, int num_warps, LinearLayout *ll) {
     return t && t->kind == IR_TILE && t->layout && ll_of_type(t, num_warps, ll, NULL);
 }
@@ -194,7 +373,7 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
         if (shape_op_in_thread(op, &a, &b))
             return 0;
         int eb = cg_elem_bytes(s->elem);
-        return padded_size(ir_type_numel(s) * eb, row_bytes_of(s), eb);
+        return round16(cg_padded_offset(cg_exchange_padding(op, &a, &b), ir_type_numel(s) * eb));
     }
     case IR_OP_DOT: {
         const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type;
