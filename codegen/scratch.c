@@ -310,22 +310,18 @@ static int64_t side_cost(const CgScratchSum *s, int eb, int num_regs) {
 CgPadding cg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
     const IrType *st = op->operands[0]->type;
     int eb = cg_elem_bytes(st->elem);
-    CgPadding best = cg_tile_padding(st);
+    CgPadding tile = cg_tile_padding(st), best = tile;
     int64_t best_cost = -1;
-    static const int64_t pads[] = {0, 8, 16};
+    const int64_t pads[] = {tile.pad, 8, 16};
     for (int i = 0; i < 3; i++) {
-        CgPadding p = best;
-        if (i > 0) {
-            if (pads[i] <= cg_tile_padding(st).pad)
-                continue;
-            p.pad = pads[i];
-        } else {
-            p = cg_tile_padding(st);
-        }
+        if (i > 0 && pads[i] <= tile.pad)
+            continue;
+        CgPadding p = tile;
+        p.pad = pads[i];
         CgScratchSum ss, ls;
         if (!cg_scratch_sum(op, from, from, false, eb, p, ll_num_regs(from), st->elem, &ss) ||
             !cg_scratch_sum(op, from, to, true, eb, p, ll_num_regs(to), st->elem, &ls))
-            return cg_tile_padding(st);
+            return tile;
         int64_t cost = side_cost(&ss, eb, ll_num_regs(from)) + side_cost(&ls, eb, ll_num_regs(to));
         if (best_cost < 0 || cost < best_cost) {
             best = p;

@@ -40,24 +40,22 @@ TEST(test_attention_plans) {
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
     CHECK_EQ_INT(full.num_warps, 4);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1024, 128, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1000, 128, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* 1000 keys: a partial last block */
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 1024, 256, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 64, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 32, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1);
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4000, 64, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* 4000 keys: a partial last block */
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 128, 1, 0, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 1); /* causal: whole key blocks at any head dim */
-    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 4096, 64, 1, 1, &full), TC_OK);
-    CHECK_EQ_INT(cx(&full, "EVEN_N"), 0); /* varlen */
+    static const struct {
+        int64_t seqlen_k, head_dim;
+        int causal, varlen, even_n;
+    } even[] = {
+        {4096, 128, 0, 0, 0}, {1024, 128, 0, 0, 1}, {1000, 128, 0, 0, 0}, /* 1000 keys: a partial last block */
+        {1024, 256, 0, 0, 0}, {4096, 64, 0, 0, 1},  {4096, 32, 0, 0, 1},
+        {4000, 64, 0, 0, 0},                                               /* a partial last block */
+        {4096, 128, 1, 0, 1},                                              /* causal: whole blocks, any head dim */
+        {4096, 64, 1, 1, 0},                                               /* varlen */
+    };
+    for (size_t i = 0; i < sizeof even / sizeof even[0]; i++) {
+        CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, even[i].seqlen_k, even[i].head_dim,
+                                           even[i].causal, even[i].varlen, &full),
+                     TC_OK);
+        CHECK_EQ_INT(cx(&full, "EVEN_N"), even[i].even_n);
+    }
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 32);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
