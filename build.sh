@@ -6,7 +6,9 @@
 #   ./build.sh test     install what is missing, build, and run every test
 #
 # Environment: BUILD_DIR (default build), TILEC_SANITIZE=1 for an ASan+UBSan
-# build, TILEC_FUZZ_SECONDS=N to also run each fuzzer for N seconds (test mode).
+# build, TILEC_SANITIZE=thread for a ThreadSanitizer build (test mode then
+# builds and runs the thread tests, CTest's label "threads"),
+# TILEC_FUZZ_SECONDS=N to also run each fuzzer for N seconds (test mode).
 set -euo pipefail
 cd "$(dirname "$0")"
 mode=${1:-main}
@@ -37,15 +39,25 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
-[ "$sanitize" = 1 ] && cmake_args+=(-DTILEC_SANITIZE=ON)
+targets=()
+case "$sanitize" in
+  0) ;;
+  1) cmake_args+=(-DTILEC_SANITIZE=ON) ;;
+  thread) cmake_args+=(-DTILEC_TSAN=ON); targets=(--target tilec-unit fake_libcuda) ;;
+  *) echo "build.sh: TILEC_SANITIZE must be 0, 1 or thread" >&2; exit 2 ;;
+esac
 cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
-cmake --build "$build" -j"$(nproc)"
+cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 
 case "$mode" in
   main)
     "$build/tilec" --emit=ptx --time lib/*.tile
     ;;
   test)
+    if [ "$sanitize" = thread ]; then
+      TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" ctest --test-dir "$build" --output-on-failure -L threads
+      exit
+    fi
     ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
     if [ "${TILEC_FUZZ_SECONDS:-0}" != 0 ]; then
       tests/fuzz/run.sh "$build-fuzz" "$TILEC_FUZZ_SECONDS"

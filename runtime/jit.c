@@ -365,7 +365,7 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module 
 
 /* Everything after the request is read and the lock is held. */
 static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc_source *src, const tc_options *opt,
-                            const char *arch, tc_kernel **out) {
+                            const char *arch, const RtLogger *log, tc_kernel **out) {
     if (!ctx->jit && !(ctx->jit = calloc(1, sizeof *ctx->jit)))
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
     RtJitInputs in = {0};
@@ -375,7 +375,7 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     in.num_constexprs = req->num_constexprs;
     in.options = opt;
     in.arch = arch;
-    in.log = &ctx->log;
+    in.log = log;
     in.diags = req->diags;
     uint8_t base[32];
     rt_jit_base_key(&in, base);
@@ -430,7 +430,7 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     char dir[4096];
     bool use_disk = !req->no_disk_cache;
     if (use_disk && rt_cache_dir(dir, sizeof dir) != TC_OK) {
-        rt_log(&ctx->log, 1, "tilec: %s; caching in memory only", tc_last_error());
+        rt_log(log, 1, "tilec: %s; caching in memory only", tc_last_error());
         use_disk = false;
     }
     in.div16 = v->div16;
@@ -485,9 +485,13 @@ tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
             return rt_fail(TC_ERROR_IO, "tc_jit: cannot read %s", req->path);
         src = file;
     }
+    /* log lines wait until the lock is released: see RtLogger */
+    RtBytes queue = {0};
+    RtLogger log = {NULL, NULL, &queue};
     pthread_mutex_lock(&ctx->jit_lock);
-    tc_status st = jit_locked(ctx, req, &src, &opt, arch, out);
+    tc_status st = jit_locked(ctx, req, &src, &opt, arch, &log, out);
     pthread_mutex_unlock(&ctx->jit_lock);
+    rt_context_log_flush(ctx, &queue);
     tc_source_free(&file);
     return st;
 }

@@ -70,6 +70,11 @@ static tc_status context_init(tc_context *ctx) {
         pthread_mutex_destroy(&ctx->lock);
         return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
     }
+    if (pthread_mutex_init(&ctx->log_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ctx->lock);
+        pthread_mutex_destroy(&ctx->jit_lock);
+        return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
+    }
     return TC_OK;
 }
 
@@ -160,6 +165,7 @@ tc_status tc_context_destroy(tc_context *ctx) {
     }
     pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->jit_lock);
+    pthread_mutex_destroy(&ctx->log_lock);
     free(ctx);
     return st;
 }
@@ -186,11 +192,23 @@ const char *tc_context_arch(const tc_context *ctx) {
 tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user) {
     if (!ctx)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_context_set_log: ctx is NULL");
-    pthread_mutex_lock(&ctx->jit_lock);
+    pthread_mutex_lock(&ctx->log_lock);
     ctx->log.fn = fn;
     ctx->log.user = user;
-    pthread_mutex_unlock(&ctx->jit_lock);
+    pthread_mutex_unlock(&ctx->log_lock);
     return TC_OK;
+}
+
+void rt_context_log_flush(tc_context *ctx, RtBytes *queue) {
+    if (!queue->len) {
+        rt_bytes_free(queue);
+        return;
+    }
+    pthread_mutex_lock(&ctx->log_lock);
+    tc_log_fn fn = ctx->log.fn;
+    void *user = ctx->log.user;
+    pthread_mutex_unlock(&ctx->log_lock);
+    rt_log_deliver(queue, fn, user);
 }
 
 /* ---- modules ---- */

@@ -53,12 +53,19 @@ bool rt_bytes_str(RtBytes *b, const char *s); /* u32 length + bytes */
 void rt_bytes_free(RtBytes *b);
 
 /* Where compile events go: the callback if set, else stderr when
- * TILEC_LOG >= level (1: compiles and rejected cache entries, 2: cache hits). */
+ * TILEC_LOG >= level (1: compiles and rejected cache entries, 2: cache hits).
+ * With a queue, lines are held there instead (each as a level byte and a
+ * NUL-terminated text) and delivered by rt_log_deliver once the caller has
+ * released its locks: a callback then runs with no tilec lock held, so it may
+ * call back into tilec (tc_context_set_log, tc_jit on the same context). */
 struct RtLogger {
     tc_log_fn fn;
     void *user;
+    RtBytes *queue; /* NULL: deliver at once */
 };
 void rt_log(const RtLogger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Delivers and frees a queue's lines: to fn if set, else to stderr by TILEC_LOG. */
+void rt_log_deliver(RtBytes *queue, tc_log_fn fn, void *user);
 
 /* ==== cuda.c: libcuda through dlopen ==== */
 
@@ -289,8 +296,9 @@ struct tc_context {
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
-    pthread_mutex_t jit_lock; /* guards log, jit, stdlib_memo's writers; held through a compile (taken before lock) */
-    RtLogger log;
+    pthread_mutex_t jit_lock; /* guards jit, stdlib_memo's writers; held through a compile (taken before lock) */
+    pthread_mutex_t log_lock; /* guards log; never held while a callback runs */
+    RtLogger log;             /* the callback (tc_context_set_log); no queue */
     RtJitTable *jit; /* jit.c's in-memory table (NULL until the first tc_jit) */
     /* stdlib.c's kernels by request (NULL until the first stdlib call): read
      * without a lock, prepended to under jit_lock, freed with the context */
@@ -332,6 +340,9 @@ struct tc_module {
  * the previous one. */
 tc_status rt_ctx_push(tc_context *ctx);
 void rt_ctx_pop(tc_context *ctx);
+/* Delivers (and frees) lines queued while ctx's locks were held to ctx's log
+ * callback as it is now; called with no lock held. */
+void rt_context_log_flush(tc_context *ctx, RtBytes *queue);
 /* Loads a NUL-terminated PTX or a cubin image into ctx, taking ownership of
  * meta (freed on failure too). */
 tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta *meta, tc_module **out);

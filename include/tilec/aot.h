@@ -29,6 +29,13 @@
  * link-time dependency on the driver, and on a machine without one
  * NAME_load returns TC_ERROR_NO_DRIVER instead of failing to start. It
  * never exits or aborts.
+ *
+ * Threads: tc_aot_generate may run on several threads at once (each with its
+ * own request, output and diagnostics; a tc_aot_output is read-only once
+ * returned). In the generated code, NAME_load and NAME_unload must not race
+ * with each other or with launches; once loaded, the NAME_KERNEL launchers
+ * may run from any number of threads at once, and NAME_last_error() is the
+ * calling thread's own.
  */
 #ifndef TILEC_AOT_H
 #define TILEC_AOT_H

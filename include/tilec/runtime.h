@@ -25,11 +25,28 @@
  * that cannot fail) and never exits or aborts; tc_last_error() (tilec.h)
  * gives the details of the last failure on the calling thread.
  *
- * Threads: a tc_context may be used from any thread. tc_launch is lock-free
- * and makes no context calls when the kernel's context is current on the
- * calling thread (tc_context_create makes it current on the creating thread;
- * call tc_context_make_current on others); when it is not, tc_launch notices
- * the driver's complaint and launches again with the context pushed.
+ * Threads: what may be shared.
+ *  - tc_context: by any number of threads. tc_jit, the standard library's
+ *    calls, module loads and unloads, launches, memory and stream calls may
+ *    run at once on one context; its compiles are serialized (one JIT lock
+ *    per context: two threads asking for the same kernel compile it once),
+ *    while different contexts compile in parallel. tc_context_destroy is the
+ *    last call on a context, made once no other thread uses it or anything
+ *    loaded into it.
+ *  - tc_module: from any thread; tc_module_get_kernel may run at once with
+ *    launches. tc_module_unload must not race with any use of the module or
+ *    of its kernels.
+ *  - tc_kernel: not changed after it is made; tc_launch may run on one kernel
+ *    from many threads at once. tc_launch is lock-free and makes no context
+ *    calls when the kernel's context is current on the calling thread
+ *    (tc_context_create makes it current on the creating thread; call
+ *    tc_context_make_current on others); when it is not, tc_launch notices
+ *    the driver's complaint and launches again with the context pushed.
+ *  - tc_timer: one thread at a time (its start, stop and elapsed calls must
+ *    not race with each other).
+ *  - tc_jit_request, tc_kernel_desc and every other input: only read, and
+ *    not kept after the call returns.
+ *  - The log callback: see tc_context_set_log.
  */
 #ifndef TILEC_RUNTIME_H
 #define TILEC_RUNTIME_H
@@ -119,7 +136,15 @@ TC_API const char *tc_context_arch(const tc_context *ctx);
  * ("tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms"), every rejected
  * cache entry, every cache hit. Without a callback, compiles and rejections
  * go to stderr when the environment has TILEC_LOG=1, hits too with
- * TILEC_LOG=2; otherwise nothing is printed. */
+ * TILEC_LOG=2; otherwise nothing is printed.
+ *
+ * The callback runs on the thread whose tc_jit (or standard-library call)
+ * produced the lines, after that call has released every lock of the
+ * context, and before it returns: it may call any tilec function, including
+ * tc_context_set_log and tc_jit on the same context. Calls from several
+ * threads may run it at the same time: it must be thread-safe if the context
+ * is shared. Setting a callback takes effect for the lines of calls that
+ * finish after it; fn NULL restores the default. */
 typedef void (*tc_log_fn)(void *user, const char *line);
 TC_API tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user);
 

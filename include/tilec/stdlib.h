@@ -33,6 +33,11 @@
  * The first call for a specialization compiles it (milliseconds; a warm disk
  * cache loads the cubin instead); later calls find the kernel in a table
  * kept in ctx and cost little more than a tc_launch.
+ *
+ * Threads: every call may run from any thread, on a context of its own or
+ * one shared with other threads (runtime.h). A specialization's first call
+ * compiles it under the context's JIT lock; later calls read the table with
+ * no lock at all.
  */
 #ifndef TILEC_STDLIB_H
 #define TILEC_STDLIB_H

@@ -20,6 +20,17 @@
  * fail); none of them exits or aborts the calling program. Errors in the
  * user's source are TC_ERROR_COMPILE, with file:line:col diagnostics rendered
  * into the tc_diagnostics object.
+ *
+ * Threads: every function may be called from any thread, and compiles run
+ * in parallel. What may be shared:
+ *  - tc_compiler: not changed by tc_compile; one may serve many threads at
+ *    once. tc_compiler_destroy once no thread uses it.
+ *  - tc_binary: read-only once tc_compile or tc_opt returns it; any number
+ *    of threads may read it at once. Destroy it once no thread reads it.
+ *  - tc_diagnostics: written by every call it is passed to; one per thread,
+ *    or calls that share one serialized by the caller.
+ *  - tc_last_error() is the calling thread's own; tc_version() and
+ *    tc_status_string() return text that never changes.
  */
 #ifndef TILEC_TILEC_H
 #define TILEC_TILEC_H

@@ -58,7 +58,9 @@ typedef struct Link {
     size_t len;
 } Link;
 
-static int ctx_dummy, *current_ctx;
+/* like the driver's, the current context is the calling thread's own */
+static int ctx_dummy;
+static _Thread_local int *current_ctx;
 
 /* TILEC_FAKE_CUDA_BUG makes the kernels wrong, so that CTest can check that
  * the tests notice: "skip-last" leaves each row's last element unwritten,

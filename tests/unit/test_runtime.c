@@ -510,7 +510,7 @@ static void jit_setup(JitFixture *f, const char *dir) {
     f->src = (tc_source){"sm.tile", softmax_src, strlen(softmax_src)};
     f->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, 1024, 0};
     tc_options_init(&f->opt);
-    f->log = (RtLogger){log_line, &f->lines};
+    f->log = (RtLogger){log_line, &f->lines, NULL};
     f->in = (RtJitInputs){.source = &f->src,
                           .kernel = "softmax",
                           .constexprs = f->cx,
@@ -698,11 +698,11 @@ TEST(test_jit_build_and_cache) {
 TEST(test_log_env) {
     char *old = getenv("TILEC_LOG") ? strdup(getenv("TILEC_LOG")) : NULL;
     unsetenv("TILEC_LOG");
-    RtLogger none = {NULL, NULL};
+    RtLogger none = {NULL, NULL, NULL};
     rt_log(&none, 1, "tilec: this line must not appear");
     rt_log(NULL, 1, "tilec: nor this one");
     LogLines l = {0};
-    RtLogger cb = {log_line, &l};
+    RtLogger cb = {log_line, &l, NULL};
     rt_log(&cb, 2, "tilec: cache hit x");
     CHECK_EQ_INT(l.hits, 1); /* the callback gets every event */
     if (old)
