@@ -1,7 +1,10 @@
 # gpu_bundle.cmake — bench/launch_overhead, and what a GPU run needs,
 # installed into one folder that travels to the GPU machine:
 #
-#   cmake --install BUILD --prefix gpu-bundle --strip      (or: cmake --build BUILD --target gpu-bundle)
+#   cmake --build BUILD --target gpu-bundle
+#
+# which installs tilec itself (the default component) and then the
+# component gpu-bundle, which a plain `cmake --install` leaves out:
 #
 #   gpu-bundle/lib/libtilec.so*          LLVM inside (TILEC_LLVM_STATIC=ON): needs only libc, libstdc++, libz, libzstd
 #   gpu-bundle/bin/tilec, tilec-opt
@@ -9,7 +12,7 @@
 #   gpu-bundle/tests/gpu/test_*          the GPU tests
 #   gpu-bundle/bench/*.py, launch_overhead, RESULTS.md; bench/.anchors/anchors.py if it was copied there
 #   gpu-bundle/examples/*                the examples, which run.sh runs too
-#   gpu-bundle/include, share/tilec/lib  headers and the library's .tile files
+#   gpu-bundle/include, share/tilec      headers, the library's .tile files, the docs
 #
 # Every program finds libtilec through a relative RPATH ($ORIGIN/...), so the
 # folder works wherever it lands. The `gpu-bundle` target rebuilds it from
@@ -29,21 +32,22 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
 foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention)
   if(TARGET ${t})
-    install(TARGETS ${t} RUNTIME DESTINATION tests/gpu)
+    install(TARGETS ${t} RUNTIME DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
     list(APPEND _bundle_targets ${t})
   endif()
 endforeach()
-install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu)
-install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu)
-install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench)
-install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh DESTINATION bench)
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
-install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench)
-install(FILES ${CMAKE_SOURCE_DIR}/bench/.anchors/anchors.py DESTINATION bench/.anchors OPTIONAL)
+install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_SOURCE_DIR}/bench/.anchors/anchors.py DESTINATION bench/.anchors OPTIONAL
+        COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 foreach(t jit_softmax stdlib_rmsnorm aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
-    install(TARGETS ${t} RUNTIME DESTINATION examples)
+    install(TARGETS ${t} RUNTIME DESTINATION examples COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
     list(APPEND _bundle_targets ${t})
   endif()
 endforeach()
@@ -52,6 +56,7 @@ set(TILEC_BUNDLE_DIR ${CMAKE_SOURCE_DIR}/gpu-bundle CACHE PATH "Where the gpu-bu
 add_custom_target(gpu-bundle
   COMMAND ${CMAKE_COMMAND} -E rm -rf ${TILEC_BUNDLE_DIR}
   COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${TILEC_BUNDLE_DIR} --strip
+  COMMAND ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix ${TILEC_BUNDLE_DIR} --strip --component gpu-bundle
   COMMAND ${CMAKE_COMMAND} -DBUNDLE=${TILEC_BUNDLE_DIR} -P ${CMAKE_SOURCE_DIR}/cmake/check_bundle.cmake
   COMMENT "Installing the GPU bundle into ${TILEC_BUNDLE_DIR}"
   USES_TERMINAL VERBATIM)

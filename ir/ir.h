@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tilec/tilec.h"
+
 typedef struct Arena Arena;
 typedef struct ArenaChunk ArenaChunk;
 typedef struct Buf Buf;
@@ -44,7 +46,7 @@ typedef struct IrBuilder IrBuilder;
 typedef struct IrOpInfo IrOpInfo;
 typedef struct IrInternTable IrInternTable;
 
-#define TILEC_VERSION_STRING "0.1.0"
+#define TILEC_VERSION_STRING TC_VERSION_STRING /* tilec/tilec.h */
 
 /* ==== arena.c: bump allocation, growable text buffers ==== */
 

@@ -44,6 +44,16 @@ extern "C" {
 
 #define TC_API __attribute__((visibility("default")))
 
+/* The version of these headers: the one place it is written (CMake reads it
+ * from here). tc_version() says which library is running. */
+#define TC_VERSION_MAJOR 0
+#define TC_VERSION_MINOR 1
+#define TC_VERSION_PATCH 0
+#define TC_VERSION_STR_(x) #x
+#define TC_VERSION_STR(x) TC_VERSION_STR_(x)
+#define TC_VERSION_STRING                                                                                     \
+    TC_VERSION_STR(TC_VERSION_MAJOR) "." TC_VERSION_STR(TC_VERSION_MINOR) "." TC_VERSION_STR(TC_VERSION_PATCH)
+
 typedef enum tc_status {
     TC_OK = 0,
     TC_ERROR_INVALID_ARGUMENT = 1, /* NULL where a value is required, bad option */
