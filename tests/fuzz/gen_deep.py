@@ -46,7 +46,7 @@ def deep_calls(n):
 
 
 def let_chain(n):
-    lines = ["kernel k(f32* out) {", "    let x0 = f32(1.0);"]
+    lines = ["kernel k(f32* out) {", "    let x0 = load(out);"]
     lines += [f"    let x{i} = x{i - 1} + 1.0;" for i in range(1, n)]
     lines += [f"    store(out, x{n - 1});", "}"]
     return "\n".join(lines) + "\n"
