@@ -584,7 +584,48 @@ static bool lower_assert(Cg *cg, IrOp *op) {
     return true;
 }
 
+/*
+ * Every register of a tile is a separate LLVM value (codegen unrolls tiles
+ * per thread), and parts of LLVM's NVPTX back end are superlinear in the
+ * size of a function (NVPTXProxyRegErasure, the list scheduler): softmax with
+ * BLOCK = 2^17 (1024 registers per thread with 4 warps) compiles in 0.5 s,
+ * 2^18 in 1.5 s, 2^20 in over a minute. No GPU holds such tiles in registers
+ * anyway, so a tile result needing more than CG_MAX_TILE_REGS registers per
+ * thread is an error at the op that makes it.
+ */
+#define CG_MAX_TILE_REGS 1024
+
+static bool check_tile_regs(Cg *cg, IrOp *op) {
+    for (int i = 0; i < op->num_results; i++) {
+        const IrType *t = op->results[i]->type;
+        if (t->kind != IR_TILE || !t->layout)
+            continue;
+        const LinearLayout *ll = cg_ll(cg, t, op);
+        if (!ll)
+            return false;
+        int regs = ll_num_regs(ll);
+        if (regs <= CG_MAX_TILE_REGS)
+            continue;
+        int64_t numel = 1;
+        for (int d = 0; d < t->rank; d++)
+            numel *= t->shape[d];
+        Buf tb;
+        buf_init(&tb);
+        ir_print_type(&tb, ir_type_tile(cg->m, t->elem, t->rank, t->shape, NULL));
+        cg_error(cg, op,
+                 "'%s' makes a %s of %lld elements, which needs %d registers per thread with %d warp%s; at most %d "
+                 "(use more warps or a smaller tile)",
+                 ir_op_info[op->opc].name, tb.data ? tb.data : "tile", (long long)numel, regs, cg->num_warps,
+                 cg->num_warps == 1 ? "" : "s", CG_MAX_TILE_REGS);
+        buf_free(&tb);
+        return false;
+    }
+    return true;
+}
+
 static bool lower_op(Cg *cg, IrOp *op) {
+    if (!check_tile_regs(cg, op))
+        return false;
     switch (op->opc) {
     case IR_OP_CONSTANT: return cg_lower_constant(cg, op);
     case IR_OP_PROGRAM_ID: return lower_sreg(cg, op, "ctaid");

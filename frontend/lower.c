@@ -35,6 +35,8 @@
  */
 #include "lower.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,27 +50,82 @@ static bool same_name(const char *a, const char *b) {
     return a && b && strcmp(a, b) == 0;
 }
 
+/* ---- the stack ---- */
+
+bool lower_stack_ok(Lower *L, const AstNode *n) {
+    if (L->stack_exhausted)
+        return false;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here >= (uintptr_t)L->stack_base || (uintptr_t)L->stack_base - here <= L->stack_limit)
+        return true;
+    L->stack_exhausted = true;
+    lower_error(L, n, "calls and nesting too deep: lowering them needs more than %zu KiB of stack",
+                L->stack_limit >> 10);
+    return false;
+}
+
+/* ---- name indexes ---- */
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The slot of name in ix: its value, or NULL when absent (and !insert). An
+ * inserted name starts at -1. */
+static int *name_slot(Lower *L, NameIndex *ix, const char *name, bool insert) {
+    if (insert && (ix->count + 1) * 2 > ix->cap) {
+        NameIndex old = *ix;
+        ix->cap = old.cap ? old.cap * 2 : 64;
+        ix->keys = ARENA_ARRAY(&L->tmp, const char *, ix->cap);
+        ix->vals = ARENA_ARRAY(&L->tmp, int, ix->cap);
+        ix->count = 0;
+        for (int i = 0; i < old.cap; i++)
+            if (old.keys[i])
+                *name_slot(L, ix, old.keys[i], true) = old.vals[i];
+    }
+    if (!ix->cap)
+        return NULL;
+    for (uint32_t i = name_hash(name) & (uint32_t)(ix->cap - 1);; i = (i + 1) & (uint32_t)(ix->cap - 1)) {
+        if (!ix->keys[i]) {
+            if (!insert)
+                return NULL;
+            ix->keys[i] = name;
+            ix->vals[i] = -1;
+            ix->count++;
+            return &ix->vals[i];
+        }
+        if (strcmp(ix->keys[i], name) == 0)
+            return &ix->vals[i];
+    }
+}
+
 DeclInfo *lower_find_decl(Lower *L, const char *name) {
-    for (int i = 0; i < L->num_decls && name; i++)
-        if (same_name(L->decls[i].decl->name, name))
-            return &L->decls[i];
-    return NULL;
+    int *slot = name ? name_slot(L, &L->decl_index, name, false) : NULL;
+    return slot ? &L->decls[*slot] : NULL;
 }
 
 /* ---- scopes ---- */
 
+/* The newest symbol of the current function named `name`, or -1. */
 static int lookup_index(Lower *L, const char *name) {
-    if (!name)
-        return -1;
-    for (int i = L->num_syms - 1; i >= L->frame; i--)
-        if (same_name(L->syms[i].name, name))
-            return i;
-    return -1;
+    int *slot = name ? name_slot(L, &L->sym_index, name, false) : NULL;
+    return slot && *slot >= L->frame ? *slot : -1;
 }
 
 Symbol *lower_lookup(Lower *L, const char *name) {
     int i = lookup_index(L, name);
     return i < 0 ? NULL : &L->syms[i];
+}
+
+/* Leaves the scopes opened since there were `mark` symbols. */
+static void pop_symbols(Lower *L, int mark) {
+    while (L->num_syms > mark) {
+        Symbol *s = &L->syms[--L->num_syms];
+        *name_slot(L, &L->sym_index, s->name, false) = s->shadowed;
+    }
 }
 
 /* Declares a name in the innermost scope; a name of the same function that
@@ -95,6 +152,9 @@ static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind
     s->decl = decl;
     if (kind == SYM_VAR)
         s->type = val_type(&val);
+    int *slot = name_slot(L, &L->sym_index, name, true);
+    s->shadowed = *slot;
+    *slot = L->num_syms;
     return L->num_syms++;
 }
 
@@ -134,7 +194,7 @@ static void lower_scoped(Lower *L, const AstNode *s) {
         return;
     int mark = L->num_syms;
     lower_stmt(L, s);
-    L->num_syms = mark;
+    pop_symbols(L, mark);
 }
 
 /* ---- statements ---- */
@@ -397,7 +457,7 @@ static void lower_for(Lower *L, const AstNode *s) {
         int mark = L->num_syms;
         declare(L, s, s->name, SYM_LOOP, val_error());
         lower_stmt(L, s->body);
-        L->num_syms = mark;
+        pop_symbols(L, mark);
         Val *after = snapshot(L);
         for (int j = 0; j < n; j++)
             if (!same_val(&after[j], &before[j]))
@@ -441,7 +501,7 @@ static void lower_for(Lower *L, const AstNode *s) {
     int mark = L->num_syms;
     declare(L, s, s->name, SYM_LOOP, val_ir(iv));
     lower_stmt(L, s->body);
-    L->num_syms = mark;
+    pop_symbols(L, mark);
     IrValue **ys = ARENA_ARRAY(&L->tmp, IrValue *, nc > 0 ? nc : 1);
     lower_at(L, s);
     for (int k = 0; k < nc; k++) {
@@ -479,7 +539,7 @@ static void lower_static_assert(Lower *L, const AstNode *s) {
 }
 
 static void lower_stmt(Lower *L, const AstNode *s) {
-    if (!s)
+    if (!s || !lower_stack_ok(L, s))
         return;
     switch (s->kind) {
     case AST_LET:
@@ -490,7 +550,7 @@ static void lower_stmt(Lower *L, const AstNode *s) {
         int mark = L->num_syms;
         for (int i = 0; i < s->num_items; i++)
             lower_stmt(L, s->items[i]);
-        L->num_syms = mark;
+        pop_symbols(L, mark);
         break;
     }
     case AST_IF: lower_if(L, s); break;
@@ -583,7 +643,7 @@ static FuncInst *instantiate(Lower *L, DeclInfo *d, ParamSig *sig) {
     inst->failed = L->diags->num_errors != errors;
 
     d->active = false;
-    L->num_syms = L->frame;
+    pop_symbols(L, L->frame);
     L->frame = saved_frame;
     L->fn = saved_fn;
     L->fn_decl = saved_decl;
@@ -669,8 +729,19 @@ Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
     FuncInst *inst = d->instances;
     while (inst && !sig_equal(inst->sig, sig, np))
         inst = inst->next;
-    if (!inst)
+    if (!inst) {
+        /* Instantiating lowers the callee's body here, recursively: the
+         * depth of calls is the depth of the lowering's recursion. */
+        if (L->call_depth >= LOWER_MAX_CALL_DEPTH) {
+            lower_error(L, call, "calls nested too deeply: more than %d nested calls", LOWER_MAX_CALL_DEPTH);
+            diag_note(L->diags, L->outer_call->loc, "the chain of calls starts here");
+            return val_error();
+        }
+        if (L->call_depth++ == 0)
+            L->outer_call = call;
         inst = instantiate(L, d, sig);
+        L->call_depth--;
+    }
     if (inst->failed)
         return val_error();
     IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, np > 0 ? np : 1);
@@ -810,7 +881,8 @@ static void lower_kernel(Lower *L, const AstNode *k) {
     ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : 4);
     L->fn = fn;
     L->fn_decl = k;
-    L->frame = L->num_syms = 0;
+    pop_symbols(L, 0);
+    L->frame = 0;
     ir_builder_at_end(&L->b, L->m, fn->body);
     /* Type parameters first: `T* x` may come before `constexpr dtype T`. */
     for (int i = 0; i < k->num_items; i++) {
@@ -855,7 +927,7 @@ static void lower_kernel(Lower *L, const AstNode *k) {
         lower_error(L, ret, "a kernel cannot return a value");
     lower_at(L, ret ? ret : k);
     ir_build(&L->b, IR_OP_RETURN, NULL, 0, NULL);
-    L->num_syms = 0;
+    pop_symbols(L, 0);
 }
 
 /* ---- the entry point ---- */
@@ -865,12 +937,12 @@ static void lower_kernel(Lower *L, const AstNode *k) {
 static void check_decls(Lower *L) {
     for (int i = 0; i < L->num_decls; i++) {
         const AstNode *d = L->decls[i].decl;
-        for (int j = 0; j < i; j++) {
-            if (same_name(L->decls[j].decl->name, d->name)) {
-                lower_error(L, d, "redefinition of '%s'", d->name);
-                diag_note(L->diags, L->decls[j].decl->loc, "previous declaration is here");
-                break;
-            }
+        int *first = d->name ? name_slot(L, &L->decl_index, d->name, true) : NULL;
+        if (first && *first < 0) {
+            *first = i;
+        } else if (first) {
+            lower_error(L, d, "redefinition of '%s'", d->name);
+            diag_note(L->diags, L->decls[*first].decl->loc, "previous declaration is here");
         }
         if (d->kind == AST_FUNC && lower_is_builtin(d->name))
             lower_error(L, d, "'%s' is a builtin; give this func another name", d->name);
@@ -953,14 +1025,44 @@ static void lower_file(Lower *L) {
         lower_kernel(L, kernels[k]);
 }
 
-IrModule *fe_lower(const AstFile *f, const FeOptions *opts, DiagList *diags) {
+/*
+ * Lowering recurses over the AST, and into each func's body at its first call,
+ * so its stack depth grows with expression and statement nesting times call
+ * depth (each bounded, by FE_MAX_DEPTH and LOWER_MAX_CALL_DEPTH, and under
+ * ASan a frame is several times bigger). Rather than depend on the stack of
+ * the caller's thread (a library user's thread may have 256 KiB), fe_lower
+ * runs on a thread of its own with LOWER_STACK_SIZE bytes of stack (reserved,
+ * touched only as deep as the input goes), and lower_stack_ok stops the
+ * recursion with an error before it uses more than LOWER_STACK_LIMIT of it.
+ * If no thread can be made, lowering runs on the caller's thread under the
+ * small LOWER_FALLBACK_STACK_LIMIT.
+ */
+#define LOWER_STACK_SIZE ((size_t)64 << 20)
+#define LOWER_STACK_LIMIT ((size_t)56 << 20)
+#define LOWER_FALLBACK_STACK_LIMIT ((size_t)128 << 10)
+
+typedef struct LowerJob {
+    const AstFile *file;
+    const FeOptions *opts;
+    DiagList *diags;
+    size_t stack_limit;
+    IrModule *result;
+    bool oom; /* out of memory: re-raised on the caller's thread, where its guard is */
+} LowerJob;
+
+static void *lower_job(void *arg) {
+    LowerJob *job = arg;
     static const FeOptions no_options;
     Lower *L = calloc(1, sizeof *L);
-    if (!L)
-        tc_oom();
-    L->file = f;
-    L->opts = opts ? opts : &no_options;
-    L->diags = diags;
+    if (!L) {
+        job->oom = true;
+        return NULL;
+    }
+    L->file = job->file;
+    L->opts = job->opts ? job->opts : &no_options;
+    L->diags = job->diags;
+    L->stack_base = __builtin_frame_address(0);
+    L->stack_limit = job->stack_limit;
     arena_init(&L->tmp);
     TcGuard g;
     if (TC_GUARD(g)) {
@@ -970,20 +1072,43 @@ IrModule *fe_lower(const AstFile *f, const FeOptions *opts, DiagList *diags) {
         arena_free(&L->tmp);
         free(L);
         if (g.code == 1)
-            tc_oom();
-        diag_error(diags, srcloc_none(), "internal error while lowering: %s", g.message);
+            job->oom = true;
+        else
+            diag_error(job->diags, srcloc_none(), "internal error while lowering: %s", g.message);
         return NULL;
     }
     L->m = ir_module_create();
-    int errors = diags->num_errors;
+    int errors = job->diags->num_errors;
     lower_file(L);
     tc_guard_pop(&g);
     IrModule *m = L->m;
     arena_free(&L->tmp);
     free(L);
-    if (diags->num_errors != errors) {
+    if (job->diags->num_errors != errors) {
         ir_module_destroy(m);
         return NULL;
     }
-    return m;
+    job->result = m;
+    return NULL;
+}
+
+IrModule *fe_lower(const AstFile *f, const FeOptions *opts, DiagList *diags) {
+    LowerJob job = {.file = f, .opts = opts, .diags = diags, .stack_limit = LOWER_STACK_LIMIT};
+    pthread_attr_t attr;
+    pthread_t thread;
+    bool started = false;
+    if (pthread_attr_init(&attr) == 0) {
+        started = pthread_attr_setstacksize(&attr, LOWER_STACK_SIZE) == 0 &&
+                  pthread_create(&thread, &attr, lower_job, &job) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (started) {
+        pthread_join(thread, NULL);
+    } else {
+        job.stack_limit = LOWER_FALLBACK_STACK_LIMIT;
+        lower_job(&job);
+    }
+    if (job.oom)
+        tc_oom();
+    return job.result;
 }

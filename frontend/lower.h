@@ -71,6 +71,7 @@ struct Symbol {
     const IrType *type;  /* SYM_VAR: the var's fixed type (NULL if its initializer had an error); SYM_DTYPE: the type */
     const AstNode *decl; /* declaring node (LET, VAR, PARAM, FOR), for "previous declaration" notes */
     bool carried;        /* scratch: assigned inside the loop being scanned */
+    int shadowed;        /* index of the previous symbol of the same name (NameIndex), or -1 */
 };
 
 /* One parameter of a func instance's signature. */
@@ -89,6 +90,21 @@ struct FuncInst {
     bool failed;                 /* its body had errors: calls give VAL_ERROR */
     FuncInst *next;              /* other instances of the same func */
 };
+
+/* Names to the index of their newest entry (symbols, declarations): an
+ * open-addressing hash table, so that a lookup does not scan every name in
+ * scope. Entries are never removed; a popped name maps to the symbol it had
+ * shadowed, or to -1. */
+typedef struct NameIndex {
+    const char **keys; /* NULL marks an empty slot */
+    int *vals;
+    int cap;           /* slots, a power of two; 0 before the first insert */
+    int count;         /* keys present */
+} NameIndex;
+
+/* Most nested func instantiations (a call lowers the callee's body before
+ * returning): the call depth, as FE_MAX_DEPTH bounds expression nesting. */
+#define LOWER_MAX_CALL_DEPTH 256
 
 /* Per top-level declaration. */
 struct DeclInfo {
@@ -111,12 +127,24 @@ struct Lower {
     int num_syms;                      /* symbols in use */
     int cap_syms;                      /* symbols allocated */
     int frame;                         /* index of the first symbol of the current function */
+    NameIndex sym_index;               /* name -> its newest symbol */
+    NameIndex decl_index;              /* name -> its first declaration */
+    int call_depth;                    /* func instantiations being lowered, one inside the other */
+    const AstNode *outer_call;         /* the call that started the outermost of them */
+    const char *stack_base;            /* frame address where lowering started */
+    size_t stack_limit;                /* bytes of stack below stack_base lowering may use */
+    bool stack_exhausted;              /* that limit was hit: everything after is an error, reported once */
     DeclInfo *decls;                   /* one per file->decls entry */
     int num_decls;                     /* entries in decls */
     const IrType *scalars[IR_F64 + 1]; /* interned scalar types, filled on first use */
 };
 
 /* ==== lower.c ==== */
+
+/* False, with an error at n reported once, when the lowering's recursion has
+ * used up its stack (nested calls inside nested expressions...): the caller
+ * then returns without descending further. */
+bool lower_stack_ok(Lower *L, const AstNode *n);
 
 Symbol *lower_lookup(Lower *L, const char *name);
 /* A call to a user func: instantiates it for the argument types if needed. */

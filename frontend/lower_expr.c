@@ -873,6 +873,8 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
         lower_error(L, NULL, "missing expression");
         return val_error();
     }
+    if (!lower_stack_ok(L, n))
+        return val_error();
     switch (n->kind) {
     case AST_INT_LIT: return val_weak_int(L, n->ival);
     case AST_FLOAT_LIT: return val_weak_float(L, n->fval);

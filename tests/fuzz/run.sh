@@ -28,7 +28,16 @@ run() { # name, corpus seeds...
   ASAN_OPTIONS=detect_leaks=1 "$build/tests/$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/" "$corpus" 2>&1 | tail -n 12
 }
+# Deep and long seeds (func chains past the call-depth limit, calls inside deep
+# expressions, let chains, long sums, many kernels; IR call chains, call DAGs
+# and nested loops in funcs), each under -max_len, for mutations to start from.
+deep="$build/seeds-deep"
+mkdir -p "$deep"
+gen() { python3 tests/fuzz/gen_deep.py "$1" "$2" "$deep/$1-$2.$3"; }
+gen func-chain 300 tile; gen func-work 260 tile; gen deep-calls 80 tile; gen let-chain 2000 tile
+gen long-expr 300 tile; gen kernels 1000 tile
+gen ir-chain 400 tir; gen ir-dag 24 tir; gen ir-loops 260 tir
 shopt -s globstar nullglob
-run fuzz_frontend lib/*.tile tests/lit/**/*.tile tests/fuzz/regressions/*.tile
-run fuzz_ir tests/lit/**/*.tir tests/fuzz/regressions/*.tir
+run fuzz_frontend lib/*.tile tests/lit/**/*.tile tests/fuzz/regressions/*.tile "$deep"/*.tile
+run fuzz_ir tests/lit/**/*.tir tests/fuzz/regressions/*.tir "$deep"/*.tir
 echo "fuzz: no crash"

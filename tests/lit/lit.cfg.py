@@ -1,5 +1,6 @@
 # lit configuration for tilec: IR and front-end tests checked with FileCheck.
 import os
+import sys
 import lit.formats
 
 config.name = "tilec"
@@ -17,6 +18,9 @@ config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 config.substitutions.append(("%tilec-opt", os.path.join(tools_dir, "tilec-opt")))
 config.substitutions.append(("%tilec", os.path.join(tools_dir, "tilec")))
 config.substitutions.append(("%lib", os.path.join(config.tilec_src_root, "lib")))
+# %gen SHAPE N OUT: writes a generated deep or long input (tests/fuzz/gen_deep.py).
+config.substitutions.append(("%gen", sys.executable + " " + os.path.join(config.tilec_src_root, "tests", "fuzz", "gen_deep.py")))
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%roundtrip", os.path.join(config.tilec_src_root, "tests", "lit", "roundtrip.sh")))
 if config.ptxas and not config.ptxas.endswith("NOTFOUND"):
     config.available_features.add("ptxas")
