@@ -48,6 +48,51 @@ void ir_module_destroy(IrModule *m) {
     free(m);
 }
 
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The slot of `name`: where it is, or the empty slot where it would go. */
+static size_t func_slot(const IrModule *m, const char *name) {
+    size_t mask = m->func_cap - 1;
+    size_t i = name_hash(name) & mask;
+    while (m->func_slots[i] && strcmp(m->func_slots[i]->name, name) != 0)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Adds f unless a function of its name is indexed already (the first one
+ * in the list wins, as a linear search would find it). */
+static void func_index_add(IrModule *m, IrFunc *f) {
+    if (2 * (m->func_count + 1) > m->func_cap) {
+        IrFunc **old = m->func_slots;
+        size_t old_cap = m->func_cap;
+        m->func_cap = old_cap ? 2 * old_cap : 16;
+        m->func_slots = arena_alloc(&m->arena, m->func_cap * sizeof *m->func_slots);
+        memset(m->func_slots, 0, m->func_cap * sizeof *m->func_slots);
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i])
+                m->func_slots[func_slot(m, old[i]->name)] = old[i];
+    }
+    size_t i = func_slot(m, f->name);
+    if (!m->func_slots[i]) {
+        m->func_slots[i] = f;
+        m->func_count++;
+    }
+}
+
+static void func_index_rebuild(IrModule *m) {
+    if (m->func_slots)
+        memset(m->func_slots, 0, m->func_cap * sizeof *m->func_slots);
+    m->func_count = 0;
+    m->func_index_stale = false;
+    for (IrFunc *f = m->first; f; f = f->next)
+        func_index_add(m, f);
+}
+
 IrFunc *ir_func_create(IrModule *m, IrFuncKind kind, const char *name) {
     IrFunc *f = ARENA_NEW(&m->arena, IrFunc);
     f->kind = kind;
@@ -61,14 +106,18 @@ IrFunc *ir_func_create(IrModule *m, IrFuncKind kind, const char *name) {
     else
         m->first = f;
     m->last = f;
+    if (!m->func_index_stale)
+        func_index_add(m, f);
     return f;
 }
 
 IrFunc *ir_module_find_func(const IrModule *m, const char *name) {
-    for (IrFunc *f = m->first; f; f = f->next)
-        if (strcmp(f->name, name) == 0)
-            return f;
-    return NULL;
+    IrModule *mm = (IrModule *)m; /* the index is a cache: rebuilding it changes no function */
+    if (mm->func_index_stale)
+        func_index_rebuild(mm);
+    if (!m->func_cap)
+        return NULL;
+    return m->func_slots[func_slot(m, name)];
 }
 
 void ir_func_remove(IrModule *m, IrFunc *f) {
@@ -81,6 +130,9 @@ void ir_func_remove(IrModule *m, IrFunc *f) {
     else
         m->last = f->prev;
     f->prev = f->next = NULL;
+    /* open addressing has no cheap delete: the index is rebuilt on the next
+     * look-up (one pass over the functions, however many were removed) */
+    m->func_index_stale = true;
 }
 
 IrValue *ir_func_add_param(IrFunc *f, const IrType *t, const char *name) {

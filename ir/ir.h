@@ -367,6 +367,12 @@ struct IrFunc {
 struct IrModule {
     Arena arena;           /* everything below lives here */
     IrFunc *first, *last;  /* functions in order */
+    /* functions by name (ir_module_find_func): open addressing, a power of
+     * two of slots, at most half full; rebuilt from the list when stale
+     * (after a removal of a function whose name another function shares) */
+    IrFunc **func_slots;
+    size_t func_cap, func_count;
+    bool func_index_stale;
     IrInternTable *types;    /* interned IrType (type.c) */
     IrInternTable *layouts;/* interned Layout (layout.c) */
 };

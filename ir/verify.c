@@ -1063,12 +1063,10 @@ bool ir_verify(const IrModule *m, DiagList *diags) {
     Verifier v;
     verifier_init(&v, m, diags);
     for (const IrFunc *f = m->first; f; f = f->next) {
-        for (const IrFunc *g = m->first; g != f; g = g->next)
-            if (g->name && f->name && strcmp(g->name, f->name) == 0) {
-                v.func = f;
-                func_error(&v, "is defined twice");
-                break;
-            }
+        if (f->name && ir_module_find_func(m, f->name) != f) { /* the index holds the first of a name */
+            v.func = f;
+            func_error(&v, "is defined twice");
+        }
         verify_func(&v, f);
     }
     arena_free(&v.arena);
