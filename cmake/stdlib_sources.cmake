@@ -1,5 +1,6 @@
 # stdlib_sources.cmake — builds lib/*.tile into libtilec as C strings
-# (runtime/stdlib_internal.h), for the C entry points of include/tilec/stdlib.h.
+# (runtime/stdlib_internal.h), for the C entry points of include/tilec/stdlib.h,
+# and the AOT launchers' loader as text.
 # Included from the top-level CMakeLists.txt after tilec_objs is defined.
 file(GLOB TILEC_STDLIB_TILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/*.tile)
 set(TILEC_STDLIB_C ${CMAKE_BINARY_DIR}/generated/stdlib_sources.c)
@@ -12,3 +13,14 @@ add_custom_command(
   COMMENT "Embedding lib/*.tile into libtilec"
   VERBATIM)
 target_sources(tilec_objs PRIVATE ${TILEC_STDLIB_C})
+
+# The AOT launchers' loader (driver/aot/loader.c), as text for codegen/aot.c.
+set(TILEC_AOT_LOADER_C ${CMAKE_BINARY_DIR}/generated/aot_loader_text.c)
+add_custom_command(
+  OUTPUT ${TILEC_AOT_LOADER_C}
+  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_SOURCE_DIR}/driver/aot/loader.c -DOUTPUT=${TILEC_AOT_LOADER_C}
+          -DSYMBOL=cg_aot_loader_text -P ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
+  DEPENDS ${CMAKE_SOURCE_DIR}/driver/aot/loader.c ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
+  COMMENT "Embedding driver/aot/loader.c into libtilec"
+  VERBATIM)
+target_sources(tilec_objs PRIVATE ${TILEC_AOT_LOADER_C})
