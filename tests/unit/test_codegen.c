@@ -211,12 +211,11 @@ TEST(source_to_ptx) {
         CHECK(strstr(ptx, "ex2.approx") != NULL);
         CHECK_EQ_INT(tc_binary_kernel_count(b), 1);
         CHECK_EQ_INT(tc_binary_kernel_num_params(b, 0), 3);
-        /* every phase ran and took some time; LLVM's two the most */
+        /* every phase ran and took some time (how much is bench/compile_time.sh's business) */
         tc_compile_times t;
         memset(&t, 0xFF, sizeof t);
         CHECK(tc_binary_compile_times(b, &t) == TC_OK);
         CHECK(t.frontend_ms > 0 && t.passes_ms > 0 && t.lower_ms > 0 && t.llvm_opt_ms > 0 && t.ptx_emit_ms > 0);
-        CHECK(t.llvm_opt_ms + t.ptx_emit_ms > t.frontend_ms + t.passes_ms);
         CHECK(tc_binary_compile_times(b, NULL) == TC_ERROR_INVALID_ARGUMENT);
         CHECK(tc_binary_compile_times(NULL, &t) == TC_ERROR_INVALID_ARGUMENT);
     }
