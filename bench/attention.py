@@ -3,8 +3,8 @@
 For each case: random Q, K, V (fresh every run), O and LSE poisoned with NaN, tc_attention_fwd on
 torch's current stream, compared with a float32 reference (softmax(Q K^T * scale) V computed by
 torch, with the causal mask aligned bottom-right and K/V heads repeated for GQA/MQA). Then, at
-GPU.md's shapes, the time of tilec, of anchors.py's Triton flash attention (TMA descriptors,
-the best of its configurations for each shape, as GPU.md measured it) and of SDPA's flash and
+the shapes of docs/gpu.md, the time of tilec, of the Triton flash attention of baselines.py
+(TMA descriptors, the best of its configurations for each shape) and of SDPA's flash and
 cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D
 (halved when causal).
 
@@ -26,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (JitVariant, arg_parser, find_lib, load_anchors, load_tilec, relerr,  # noqa: E402
+from common import (JitVariant, arg_parser, find_lib, load_baselines, load_tilec, relerr,  # noqa: E402
                     stdlib_source, tc_check, tc_context_from_torch, write_json)
 
 PROG = "attention.py"
@@ -198,12 +198,10 @@ def main():
         print(f"{name:58s} {err:10.2e} {lerr:10.2e}  {'ok' if ok else 'FAIL'}", flush=True)
         rows.append(dict(group="check", name=name, relerr=err, lse_err=lerr, ok=ok))
 
-    # ---- speed (GPU.md's shapes) ----
+    # ---- speed (the shapes of docs/gpu.md) ----
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    anchors = load_anchors()
-    if anchors is None:
-        print("[triton] anchors.py not found ($TILEC_ANCHORS): no Triton column")
+    baselines = None if args.sweep_only else load_baselines()
 
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
@@ -228,12 +226,12 @@ def main():
                 return run_tilec(lib, ctx, stream, "f16", q, k, v, o, lse, causal, scale, "bhsd")
             tc_check(lib, tilec(), "tc_attention_fwd")
             res = {"tilec": bench(tilec)}
-            if anchors is not None and not args.sweep_only:
+            if baselines is not None:
                 best = None
-                for cfg in anchors.CONFIGS:
+                for cfg in baselines.CONFIGS:
                     try:
-                        anchors.triton_attention(q, k, v, causal, scale, cfg)
-                        ms = bench(lambda: anchors.triton_attention(q, k, v, causal, scale, cfg))
+                        baselines.triton_attention(q, k, v, causal, scale, cfg)
+                        ms = bench(lambda: baselines.triton_attention(q, k, v, causal, scale, cfg))
                     except Exception:  # a configuration that does not fit
                         continue
                     if best is None or ms < best[0]:

@@ -1,7 +1,7 @@
-"""What bench/matmul.py and bench/rowwise.py share: libtilec through ctypes, a tc_context in
-the CUcontext torch made, the Triton anchors, and a line per measurement.
+"""What the bench scripts share: libtilec through ctypes, a tc_context in the CUcontext torch
+made, the Triton baselines (baselines.py), and a line per measurement.
 
-Both scripts import it as `common` from their own folder (the repository's bench/ or the
+The scripts import it as `common` from their own folder (the repository's bench/ or the
 bundle's), so it needs nothing but the standard library at import time; torch is imported
 by the functions that take tensors.
 """
@@ -145,18 +145,19 @@ def arg_parser(doc, quick_help):
     return ap
 
 
-def load_anchors():
-    """anchors.py (the Triton kernels) from $TILEC_ANCHORS, else .anchors/anchors.py next to this
-    file, else bench/.anchors/anchors.py under the working directory; None if none is found.
-    Importing it sets TRITON_CACHE_DIR."""
-    cands = [os.environ.get("TILEC_ANCHORS"), os.path.join(HERE, ".anchors", "anchors.py"),
-             os.path.join(os.getcwd(), "bench", ".anchors", "anchors.py")]
-    path = next((c for c in cands if c and os.path.exists(c)), None)
-    if not path:
+def load_baselines():
+    """baselines.py next to this file (the Triton kernels and PyTorch references the scripts
+    compare with), imported; None, with the reason printed, if it cannot be imported (Triton
+    missing, or one without tensor descriptors). Importing it points TRITON_CACHE_DIR at a new,
+    empty folder."""
+    path = os.path.join(HERE, "baselines.py")
+    try:
+        spec = importlib.util.spec_from_file_location("baselines", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except (ImportError, OSError) as e:
+        print(f"{path}: not imported ({type(e).__name__}: {e}): no Triton column", flush=True)
         return None
-    spec = importlib.util.spec_from_file_location("anchors", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     return mod
 
 

@@ -5,7 +5,8 @@
 #
 #   bench/compile_time.sh [TILEC]     (default: gpu-bundle/bin/tilec or build/tilec)
 #
-# Triton's compile of one attention variant is about 500 ms on the GPU machine (GPU.md).
+# Triton's compile of one attention variant is about half a second on the GPU machine
+# (docs/gpu.md; bench/rowwise.py measures Triton's compile of its softmax).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 tilec=${1:-}

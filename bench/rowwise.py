@@ -2,13 +2,13 @@
 
     python3 bench/rowwise.py [--quick] [--json FILE]
 
-In one process, on the same inputs (the shapes of GPU.md):
+In one process, on the same inputs (the shapes of docs/gpu.md):
   - softmax f16 and RMSNorm bf16 forward, 32768x4096, 8192x8192, 65536x1024: tilec's
     tc_softmax_fwd / tc_rmsnorm_fwd (libtilec through ctypes, launched on torch tensors'
     pointers and torch's current stream, in the CUcontext torch made), the Triton kernels
-    of anchors.py, torch eager and torch.compile; each checked against torch in f32
-    (relative error) before it is timed with triton.testing.do_bench (median), as
-    anchors.py times; GB/s = bytes read + written / time; the ratio tilec / Triton.
+    of baselines.py, torch eager and torch.compile; each checked against torch in f32
+    (relative error) before it is timed with triton.testing.do_bench (median); GB/s =
+    bytes read + written / time; the ratio tilec / Triton.
   - compile time: source to PTX in process (tc_compile of each specialization the
     entry points pick, median of 20), Triton's compile of its softmax (first kernel of
     the process, and a second variant); tc_jit in a new process with an empty disk
@@ -17,10 +17,9 @@ In one process, on the same inputs (the shapes of GPU.md):
     10,000 empty launches), when it is found next to this script or under build*/bench.
 
 Finds libtilec at $TILEC_LIB, else ../lib/libtilec.so.0 (the bundle), else
-../build*/libtilec.so.0; anchors.py at $TILEC_ANCHORS, else .anchors/anchors.py next to
-this script, else bench/.anchors/anchors.py under the working directory. Without
-anchors.py the Triton columns are left empty. Prints a line per measurement and a
-table last.
+../build*/libtilec.so.0; the Triton kernels in baselines.py next to this script (when
+Triton cannot import them the Triton columns are left empty). Prints a line per
+measurement and a table last.
 """
 import argparse
 import ctypes as C
@@ -35,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (Constexpr, JitRequest, Options, ParamSpec, arg_parser, by_shape, find_lib, load_anchors,  # noqa: E402
+from common import (Constexpr, JitRequest, Options, ParamSpec, arg_parser, by_shape, find_lib, load_baselines,  # noqa: E402
                     load_tilec, record, relerr, tc_check, tc_context_from_torch, write_json)
 
 # ---------------------------------------------------------------- libtilec through ctypes
@@ -166,9 +165,7 @@ def main():
     import torch.nn.functional as F
     import triton
 
-    anchors = load_anchors()  # sets TRITON_CACHE_DIR
-    if not anchors:
-        print("rowwise.py: anchors.py not found ($TILEC_ANCHORS, bench/.anchors/anchors.py): no Triton columns")
+    baselines = load_baselines()  # sets TRITON_CACHE_DIR
 
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=50, rep=200, return_mode="median")
@@ -188,12 +185,12 @@ def main():
             ms, size, plan = compile_ms(lib, op, dt, N, reps)
             row("compile", f"tc_compile {op}", f"{dt} cols={N}", ms=ms,
                 block=plan.block, warps=plan.num_warps, ptx_kb=size / 1024.0)
-    if anchors:
+    if baselines:
         x = torch.randn(64, 1000, device="cuda", dtype=torch.float16)
         y = torch.empty_like(x)
         for label, B, w in (("triton softmax (1st kernel)", 1024, 4), ("triton softmax (2nd variant)", 2048, 8)):
             t0 = time.perf_counter()
-            anchors._softmax[(64,)](y, x, 1000, 1000, BLOCK=B, num_warps=w)
+            baselines._softmax[(64,)](y, x, 1000, 1000, BLOCK=B, num_warps=w)
             torch.cuda.synchronize()
             row("compile", label, f"BLOCK={B} w{w}", ms=(time.perf_counter() - t0) * 1e3)
     with tempfile.TemporaryDirectory(prefix="tilec-cache-") as cache:
@@ -230,10 +227,10 @@ def main():
         err = relerr(y, ref)
         ms = bench(tilec_softmax)
         row("softmax", "tilec", shape, ms, nbytes / ms / 1e6, relerr=err, ok=err < 1e-2)
-        if anchors:
+        if baselines:
             y2 = torch.empty_like(x)
-            anchors._softmax[(M,)](y2, x, N, N, BLOCK=B, num_warps=w)
-            ms = bench(lambda: anchors._softmax[(M,)](y2, x, N, N, BLOCK=B, num_warps=w))
+            baselines._softmax[(M,)](y2, x, N, N, BLOCK=B, num_warps=w)
+            ms = bench(lambda: baselines._softmax[(M,)](y2, x, N, N, BLOCK=B, num_warps=w))
             row("softmax", "triton", shape, ms, nbytes / ms / 1e6, relerr=relerr(y2, ref))
         ms = bench(lambda: torch.softmax(x, -1))
         row("softmax", "torch eager", shape, ms, nbytes / ms / 1e6)
@@ -259,10 +256,10 @@ def main():
         err = relerr(yb, refb)
         ms = bench(tilec_rmsnorm)
         row("rmsnorm", "tilec", shape, ms, nbytes / ms / 1e6, relerr=err, ok=err < 1e-2)
-        if anchors:
+        if baselines:
             yb2 = torch.empty_like(xb)
-            anchors._rmsnorm[(M,)](yb2, xb, g, N, N, eps, BLOCK=B, num_warps=w)
-            ms = bench(lambda: anchors._rmsnorm[(M,)](yb2, xb, g, N, N, eps, BLOCK=B, num_warps=w))
+            baselines._rmsnorm[(M,)](yb2, xb, g, N, N, eps, BLOCK=B, num_warps=w)
+            ms = bench(lambda: baselines._rmsnorm[(M,)](yb2, xb, g, N, N, eps, BLOCK=B, num_warps=w))
             row("rmsnorm", "triton", shape, ms, nbytes / ms / 1e6, relerr=relerr(yb2, refb))
         ms = bench(lambda: F.rms_norm(xb, (N,), g, eps))
         row("rmsnorm", "torch eager", shape, ms, nbytes / ms / 1e6)

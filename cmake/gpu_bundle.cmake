@@ -10,7 +10,7 @@
 #   gpu-bundle/bin/tilec, tilec-opt
 #   gpu-bundle/tests/gpu/run.sh          the one script to run there (tests/gpu/README.md)
 #   gpu-bundle/tests/gpu/test_*          the GPU tests
-#   gpu-bundle/bench/*.py, launch_overhead, RESULTS.md; bench/.anchors/anchors.py if it was copied there
+#   gpu-bundle/bench/*.py, launch_overhead, RESULTS.md   the benchmarks and their Triton baselines (baselines.py)
 #   gpu-bundle/examples/*                the examples, which run.sh runs too
 #   gpu-bundle/include, share/tilec      headers, the library's .tile files, the docs
 #
@@ -42,8 +42,6 @@ install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench COMPONENT gpu-bu
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
 install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-install(FILES ${CMAKE_SOURCE_DIR}/bench/.anchors/anchors.py DESTINATION bench/.anchors OPTIONAL
-        COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 foreach(t jit_softmax stdlib_rmsnorm aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")

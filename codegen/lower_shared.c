@@ -486,10 +486,10 @@ static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
  *
  * Which form: registers against instructions. The hoisted form costs no
  * instruction in the loop and pays where registers are short; the XOR form
- * costs one XOR per ldmatrix. Measured on an H200 (bench/RESULTS.md):
- * attention with head dim 64 (loops carrying 66 registers per thread) runs
- * 7% faster hoisted; with head dim 128 (O alone is 128), causal, 3-6%
- * faster with the XOR form. The rule: the XOR form when the kernel's loops
+ * costs one XOR per ldmatrix. Attention with head dim 64 (loops carrying
+ * 66 registers per thread) is faster hoisted; causal attention with head
+ * dim 128 (O alone is 128 registers) is faster with the XOR form
+ * (bench/RESULTS.md has the measurements). The rule: the XOR form when the kernel's loops
  * carry more than CG_XOR_ADDRESS_REGS registers per thread. */
 enum { CG_XOR_ADDRESS_REGS = 128 };
 

@@ -15,9 +15,9 @@
  * selection runs at -O2, and the code generator starts at AtomicExpand (see
  * init: NVPTX's own IR passes before it have nothing to do on tilec's IR).
  * Against default<O3> with -O3 selection the loops' SASS is the same size
- * and ptxas allocates the same registers, in 40-50% of the time (attention
- * D64: 17 vs 41 ms). Selection at -O0 would
- * save another quarter but copies every value across each phi, and with
+ * and ptxas allocates the same registers, in about half the compile time
+ * (docs/codegen.md and bench/RESULTS.md have the figures). Selection at -O0
+ * would save more but copies every value across each phi, and with
  * those copies ptxas spilled 21 registers in attention's loop where -O2
  * PTX spills none. tc_options.llvm_o3 (tilec --llvm-O3) runs default<O3>
  * and -O3 selection instead, for comparison.
@@ -70,8 +70,7 @@ static void init(void) {
      * of a dozen instructions that showed in memory-bound kernels. Nor
      * CodeGenPrepare, constant hoisting or the load-store vectorizer: the
      * lowering already forms the addresses and the vector accesses, and
-     * they cost 5-8% of the compile time for SASS of the same size
-     * (bench/RESULTS.md).
+     * they cost compile time for SASS of the same size (bench/RESULTS.md).
      *
      * The code generator's pipeline starts at AtomicExpand: the NVPTX IR
      * passes before it exist for front ends that leave generic pointers,

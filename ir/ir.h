@@ -580,12 +580,13 @@ int64_t ll_shared_offset(const Layout *shared, int rank, const int64_t *shape, c
 void ll_shared_coord(const Layout *shared, int rank, const int64_t *shape, int64_t offset, int64_t *coord);
 /* The swizzled #shared layout for a tensor-core operand tile of this shape
  * whose contiguous dimension is order[0] (Triton's choice for mma v2 and
- * ldmatrix, PRIOR-ART.md §1): 16-byte units (vec = 16 / element bytes);
- * rows of R bytes share a phase in groups of per_phase = max(1, 128 / R), so
- * that 8 consecutive rows span at least 128 bytes; max_phase = max(1, 8 /
- * per_phase) phases. f16 rows of 64 elements: vec 8, per_phase 1, max_phase
- * 8; of 32: 8, 2, 4. The 8 rows of every 8x8 block of 16-byte units (one
- * ldmatrix matrix) then fall in 8 different groups of 4 banks. */
+ * ldmatrix; docs/passes.md, "The swizzle of tensor-core operands"): 16-byte
+ * units (vec = 16 / element bytes); rows of R bytes share a phase in groups
+ * of per_phase = max(1, 128 / R), so that 8 consecutive rows span at least
+ * 128 bytes; max_phase = max(1, 8 / per_phase) phases. f16 rows of 64
+ * elements: vec 8, per_phase 1, max_phase 8; of 32: 8, 2, 4. The 8 rows of
+ * every 8x8 block of 16-byte units (one ldmatrix matrix) then fall in 8
+ * different groups of 4 banks. */
 const Layout *ll_shared_swizzled(IrModule *m, int rank, const int64_t *shape, const int *order, int elem_bits);
 /* max_phase as the map uses it: clamped to the vec-units of one row (1 for
  * 1-D buffers). */

@@ -31,7 +31,7 @@
  * instead of 1e-6); so do the dots that are too small, 3-D dots and integer
  * ones.
  *
- * Warps (PRIOR-ART.md §1, Triton's warpsPerTileV2):
+ * Warps (docs/passes.md "Tensor cores", Triton's warpsPerTileV2):
  *   - chained dots: when a dot's result reaches another dot's A operand
  *     through elementwise ops (casts, select), broadcasts, expand_dims,
  *     reductions and conversions — attention's S = Q K^T feeding P V —

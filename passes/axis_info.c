@@ -7,8 +7,8 @@
  * consecutive elements point to consecutive addresses, how long those runs
  * are, and how well the first address of a run is aligned; vectorizing a
  * masked access also needs to know how long the mask stays constant. This is
- * Triton's AxisInfo analysis (PRIOR-ART.md §2), with the same three facts
- * per dimension (see AxisInfo in passes.h):
+ * Triton's AxisInfo analysis (docs/passes.md, "Axis info and coalescing"),
+ * with the same three facts per dimension (see AxisInfo in passes.h):
  *
  *     ptrs = x + row * 1024 + arange(0, 256)       x: ptr<f32> {divisibility = 16}
  *         contiguity [256]   divisibility [16]   constancy [1]

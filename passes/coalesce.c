@@ -9,8 +9,8 @@
  * and back to the layouts around it: remove-layout-conversions then moves
  * the rest of the kernel into the access's layout.
  *
- * For each access, from the axis info of its pointer (PRIOR-ART.md §2, as
- * Triton's Coalesce.cpp does it):
+ * For each access, from the axis info of its pointer (docs/passes.md, "Axis
+ * info and coalescing", as Triton's Coalesce.cpp does it):
  *
  *   order      dimensions by descending contiguity, ties to the later
  *              dimension (so nothing known gives the row-major default);

@@ -7,8 +7,9 @@
  * prints it when asked (--print-after, --print-after-all).
  *
  * pass_run_pipeline is the target-independent clean-up (`--emit=ir`);
- * pass_run_gpu_pipeline continues with the GPU stages in the order DESIGN.md
- * lists them, in Triton's order (PRIOR-ART.md §6): layouts for memory,
+ * pass_run_gpu_pipeline continues with the GPU stages in the order and for
+ * the reasons docs/design.md ("Pass order") gives, which is Triton's order
+ * (docs/passes.md, "Triton's order"): layouts for memory,
  * then tensor cores, layouts again around them, then shared memory
  * (`--emit=ir-gpu`, and everything codegen compiles). The software
  * pipeliner goes right after stage-shared, which makes the local_allocs

@@ -1,6 +1,7 @@
 /*
  * pipeline_loops.c — `pipeline`: software pipelining of the global loads
- * that feed dots through shared memory (PRIOR-ART.md §4, cp.async path).
+ * that feed dots through shared memory (docs/passes.md, "Software
+ * pipelining": the cp.async form).
  *
  * Precondition: stage-shared has run, so a matmul or attention loop body
  * holds, for each operand tile,
@@ -57,12 +58,14 @@
  *     iteration less of prefetch, the copies still in flight behind the
  *     rest of the chain (the softmax and P V). The prologue holds S - 2
  *     iterations and the in-loop wait leaves (S - 3) * loads groups pending
- *     (num_stages 3: 2 prologue copies for K and V, wait 0). On an H200 the
- *     attention kernel at head dim 128 ran 1-4% faster this way; a matmul
- *     (one dot) lost 7% with the same schedule, its copies then having
- *     only one short iteration to land, so single dots keep the first.
- *   - One commit group per copy (per load per iteration), as PRIOR-ART's
- *     counts assume: the in-loop wait leaves (S - 2) * loads groups pending
+ *     (num_stages 3: 2 prologue copies for K and V, wait 0). Attention
+ *     gains from the barrier it saves; a matmul (one dot) loses with the
+ *     same schedule, its copies then having only one short iteration to
+ *     land, so single dots keep the first (bench/RESULTS.md has both
+ *     measurements).
+ *   - One commit group per copy (per load per iteration), as the wait
+ *     counts of docs/passes.md assume: the in-loop wait leaves (S - 2) *
+ *     loads groups pending
  *     (num_stages 3, A and B: 2 stages, 4 prologue copies, wait 2).
  *   - Copies past the trip count (the prologue of a short loop, the last
  *     S - 1 in-loop ones) are masked off entirely: cp.async with source size
@@ -71,7 +74,7 @@
  *     reuse (each later shared-memory writer starts with a barrier).
  *   - cp.async zero-fills masked elements; a load with a non-zero `other`
  *     gets `select(mask, local_load, other)` in the dot operand's layout
- *     (the mask converted with convert_layout), PRIOR-ART case 14.
+ *     (the mask converted with convert_layout), docs/passes.md lit case 14.
  *   - A load before the loop, in its block, whose only use is a local_alloc
  *     whose buffer only local_loads read (attention's Q, loaded once and
  *     read by every iteration's first dot) becomes a copy into that buffer

@@ -11,14 +11,16 @@
  *     ...
  *     %k1 = local_load %k_smem : tile<64x64xf16, #dot_op<idx = 1, parent = #mma, kwidth = 2>>
  *
- * which codegen lowers to vector stores and ldmatrix (PRIOR-ART.md §3).
+ * which codegen lowers to vector stores and ldmatrix (docs/passes.md,
+ * "Shared-memory staging").
  *
  * In registers: attention's P, the f16 accumulator of S = Q K^T in #mma with
  * warps on M, converted to the A fragment of P V: ll_same_thread_map finds
  * every element of the fragment in the same thread (two adjacent n8
  * accumulator tiles are one k16 A fragment), so codegen renames registers.
  *
- * The buffer's layout (ll_shared_swizzled, the PRIOR-ART §1 choice):
+ * The buffer's layout (ll_shared_swizzled; docs/passes.md, "The swizzle of
+ * tensor-core operands"):
  *   order  the source's order — a #blocked source's `order`, otherwise the
  *          dimensions in the order the source's register, then lane bases
  *          move them — so each thread's consecutive registers are

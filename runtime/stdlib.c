@@ -68,7 +68,7 @@ static int warps_for(int64_t block) {
     if (block <= 1024)
         return 4;
     if (block <= 8192)
-        return 8; /* as Triton's tuned row-wise kernels: 16 warps measured 20-30% slower at 8192 */
+        return 8; /* as Triton's tuned row-wise kernels: 16 warps measured slower at 8192 (bench/RESULTS.md) */
     return 16;
 }
 
@@ -513,7 +513,7 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
  *         2 * MM_FILL_PROGRAMS programs (4096 x 4096 and larger), there is no
  *         epilogue, A, B and C are row-major, the pointers are 16-byte aligned
  *         and extents and strides are multiples of 8: ptxas -v shows 252 registers
- *         and no spill there (256 x 128 is 1% faster but spills 4 bytes);
+ *         and no spill there (256 x 128 is as fast but spills 4 bytes);
  *         other variants of the big tile spill, so they keep 128 x 128;
  *       - else tiles of 128 x 128 when the matrix is big enough; an extent below
  *         128 gets the next power of two at least 16 (a dot's minimum), so
@@ -522,19 +522,14 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
  *         halve the larger tile side, down to 64, so that a 1024 x 1024
  *         product runs on 128 programs rather than 64;
  *       - K in steps of 32 with the 128 x 128 tiles (64 spilled 4 bytes
- *         with 4 warps and 3 pipeline stages; 1.7% faster) and 64 with the
+ *         with 4 warps and 3 pipeline stages, for little gain) and 64 with the
  *         128 x 256 tile (K below a step: the next power of two at least 16);
  *         EVEN_K when K is a multiple of the step;
  *       - 4 warps; GROUP_M = 8 (Triton's tutorial).
- *     Measured (bench/matmul.py --sweep, H200, 4096^3 f16, 2026-11-21, the
- *     first mma.sync + ldmatrix codegen, not yet software-pipelined):
- *     128x128x64 with 4 warps 285 TFLOP/s; 128x256x64 or 256x128x64 with 8
- *     warps 271; 128x128x32 with 4 warps 240, with 8 warps 136; 128x128x128
- *     with 4 warps 234; 128x64x64 with 4 warps 218. With the pipeline pass
- *     (cp.async, 3 stages), same machine and day: 256x128x64 8 warps 391,
- *     128x256x64 8 warps 386, 128x128x32 4 warps 5 stages 383, 128x128x64 4
- *     warps 369 (3 stages) / 281 (no pipelining), 64x256x64 4 warps 352,
- *     128x64x64 4 warps 313.
+ *     The tiles are the fastest of bench/matmul.py --sweep at 4096^3 f16
+ *     among those that do not spill: with the pipeline pass the 128 x 256
+ *     and 256 x 128 tiles with 8 warps lead, 128 x 128 with 4 warps is close
+ *     behind, narrower tiles further back (bench/RESULTS.md has the sweeps).
  *     blockdiag_matmul: BN and BK cover bout and bin (up to 128 and 64),
  *     BM is 128 rows of the batch for narrow blocks (BN <= 64), else 64,
  *     halved while there are fewer than MM_FILL_PROGRAMS programs; 4 warps.
@@ -987,7 +982,7 @@ tc_status tc_blockdiag_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, 
  *     neither; a finite scale.
  *  2. Plan (attn_plan): D is the next power of two of head_dim, at least 16
  *     (the masked columns cost registers, not correctness). ptxas -v on
- *     sm_90a (2026-11-21, 3 pipeline stages):
+ *     sm_90a (3 pipeline stages):
  *       - D <= 64: BM 128, BN 64, 4 warps (D 64 spills 8 to 16 bytes; 2
  *         stages spill more, so 3 stay);
  *       - D 128: BM 128, BN 32, 8 warps (BN 64 spills 32 bytes; BN 32 none);
@@ -1116,9 +1111,10 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
     /* EVEN_N when seqlen_k is a multiple of BN. Causal: the diagonal blocks
      * skip the sequence-end mask. Not causal: there is no masked loop at all
-     * (half the code to compile), 1-4% faster up to head dim 64 on an H200;
-     * at head dim 128, 3-4% faster with 1024 keys but 0.6% slower with 4096
-     * (three runs each, bench/RESULTS.md), so there up to 2048 keys. */
+     * (half the code to compile), faster up to head dim 64; at head dim
+     * 128 faster with short key sequences but not with long ones (the same
+     * loop PTX, allocated differently by ptxas), so there up to 2048 keys
+     * (bench/RESULTS.md has the sweeps). */
     bool even_n = !varlen && seqlen_k % p->block_n == 0 &&
                   (causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
     attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);

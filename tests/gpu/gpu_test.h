@@ -4,8 +4,8 @@
  * metric, poisoned buffers, the row-wise tests' cases, and the one-line
  * summary that run.sh reads.
  *
- * The rules (DESIGN.md, GPU.md): every result is compared with a float64
- * CPU reference computed from the same (rounded) inputs, by
+ * The rules (docs/gpu.md, "Correctness"): every result is compared with a
+ * float64 CPU reference computed from the same (rounded) inputs, by
  *
  *     err = ||out - ref|| / ||ref||     (||out - ref|| when ref is all zero)
  *

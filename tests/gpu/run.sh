@@ -4,8 +4,8 @@
 #
 #   gpu-bundle/tests/gpu/run.sh [--bench] [--quick] [--only NAME[,NAME...]] [--logs DIR]
 #
-#   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, triton; anchors.py
-#               from $TILEC_ANCHORS or bench/.anchors/anchors.py, see bench/rowwise.py), and
+#   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, and triton with
+#               the kernels of bench/baselines.py), and
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
 #               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
@@ -185,7 +185,7 @@ bench_py() {
 }
 # tc_matmul against cuBLAS and Triton's tutorial matmul
 bench_py bench_matmul matmul.py "== matmul"
-# tc_attention_fwd against anchors.py's Triton attention and SDPA (flash, cuDNN)
+# tc_attention_fwd against bench/baselines.py's Triton attention and SDPA (flash, cuDNN)
 bench_py bench_attention attention.py "== attention"
 
 # ---- the table ----

@@ -334,7 +334,7 @@ static int bank_conflicts(const Layout *l, const int64_t *shape, int elem_bytes)
 
 TEST(shared_swizzle_choice) {
     IrModule *m = ir_module_create();
-    /* PRIOR-ART.md §1: f16 rows of 64 -> 8/1/8; of 32 -> 8/2/4. */
+    /* docs/passes.md, the swizzle of operands: f16 rows of 64 -> 8/1/8; of 32 -> 8/2/4. */
     const Layout *l = ll_shared_swizzled(m, 2, (int64_t[]){128, 64}, (int[]){1, 0}, 16);
     CHECK_EQ_INT(l->shared.vec, 8);
     CHECK_EQ_INT(l->shared.per_phase, 1);
