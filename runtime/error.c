@@ -114,3 +114,9 @@ void rt_log(const RtLogger *lg, int level, const char *fmt, ...) {
     else
         fprintf(stderr, "%s\n", line);
 }
+
+/* ---- resetting the last error ---- */
+
+void rt_last_error_clear(void) {
+    last_error[0] = 0;
+}

@@ -407,7 +407,7 @@ void rt_request_options(const tc_options *opt, tc_options *out) {
         *out = *opt;
     else
         tc_options_init(out);
-    out->num_warps = out->num_warps > 0 ? out->num_warps : 4;
+    out->num_warps = out->num_warps != 0 ? out->num_warps : 4;
 }
 
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
@@ -431,6 +431,10 @@ tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, 
         diags = own; /* the text still goes to tc_last_error */
     st = tc_compile(cc, req->source, req->kernel, req->constexprs, req->num_constexprs, &opt, &bin, diags);
     tc_compiler_destroy(cc);
+    if (st == TC_ERROR_INVALID_ARGUMENT) {
+        tc_diagnostics_destroy(own); /* tc_compile's message names the argument */
+        return st;
+    }
     if (st != TC_OK) {
         const char *text = diags ? tc_diagnostics_text(diags) : "";
         st = rt_fail(st, "compiling %s: %s%s%s", req->kernel ? req->kernel : "the kernels", tc_status_string(st),
