@@ -28,7 +28,8 @@
 #include <string.h>
 
 #define META_VERSION 1u
-#define META_MAX_COUNT (1u << 16)
+#define META_MAX_COUNT ((uint64_t)TC_MAX_KERNEL_PARAMS) /* kernels or parameters (TC_MAX_KERNEL_DESCS is the same) */
+_Static_assert(TC_MAX_KERNEL_DESCS == TC_MAX_KERNEL_PARAMS, "one bound for both counts");
 
 size_t rt_dtype_size(tc_dtype t) {
     switch (t) {
@@ -183,8 +184,8 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, tc_param_d
         size_t n;
         const char *name = rd_str(&r, &n);
         uint64_t warps = rd(&r, 4), shared = rd(&r, 8), nparams = rd(&r, 4);
-        if (!r.ok || n == 0 || warps < 1 || warps > 32 || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
-            shared > UINT32_MAX)
+        if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
+            shared > TC_MAX_SHARED_BYTES)
             return false;
         nstr += n + 1;
         tc_kernel_desc *d = fill ? &fill->kernels[k] : NULL;
