@@ -397,7 +397,9 @@ static tc_status source(const char *name, int with_text) {
 
 static tc_status attention(tc_context *ctx, int dtype, int64_t batch, int64_t heads, int64_t kv_heads,
                            int64_t seqlen, int64_t head_dim, CUdeviceptr cu_q, float scale) {
-    int64_t sm = heads * head_dim, sb = seqlen * sm, skm = kv_heads * head_dim, skb = seqlen * skm;
+    /* dense strides, from a short sequence when seqlen itself is the bad value */
+    int64_t rows = seqlen <= 4096 ? seqlen : 128;
+    int64_t sm = heads * head_dim, sb = rows * sm, skm = kv_heads * head_dim, skb = rows * skm;
     return tc_attention_fwd(ctx, NULL, (tc_dtype)dtype, P, P + 0x1000, P, P, P, batch, heads, kv_heads, seqlen, seqlen,
                             head_dim, sb, head_dim, sm, skb, head_dim, skm, skb, head_dim, skm, sb, head_dim, sm, cu_q,
                             0, scale, 0);
