@@ -14,8 +14,10 @@
  *     terminator (`return` in a function body, `yield` in a region) and
  *     terminators appear nowhere else; parent pointers agree.
  *   - attributes: the required ones of ops.def ("name:kind") are present
- *     with the right kind, and words are from the op's vocabulary.
- *   - types: well-formed types (a tile's layout has the tile's rank), and
+ *     with the right kind, and words are from the op's vocabulary; a
+ *     kernel's num_warps and num_stages are within the API's limits.
+ *   - types: well-formed types (a tile's layout has the tile's rank, a tile
+ *     has at most IR_MAX_TILE_ELEMENTS elements), and
  *     each op's typing rule (elementwise shapes and layouts agree, float-only
  *     ops take floats, cmp gives i1, load gives the pointee shaped like the
  *     pointer, dot is MxK by KxN into MxN f32, ...). Where layouts are
