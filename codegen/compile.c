@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +80,21 @@ const char *tc_status_string(tc_status s) {
     return "unknown status";
 }
 
-/* The LLVM version is read from the LLVM linked in, not from the headers. */
+/* The LLVM version is read from the LLVM linked in, not from the headers.
+ * The text is formed once, under pthread_once: threads may ask at once. */
+static char version_text[64];
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void version_init(void) {
+    unsigned major, minor, patch;
+    LLVMGetVersion(&major, &minor, &patch);
+    snprintf(version_text, sizeof version_text, "tilec %s (LLVM %u.%u.%u)", TILEC_VERSION_STRING, major, minor,
+             patch);
+}
+
 const char *tc_version(void) {
-    static char text[64];
-    if (!text[0]) {
-        unsigned major, minor, patch;
-        LLVMGetVersion(&major, &minor, &patch);
-        snprintf(text, sizeof text, "tilec %s (LLVM %u.%u.%u)", TILEC_VERSION_STRING, major, minor, patch);
-    }
-    return text;
+    pthread_once(&version_once, version_init);
+    return version_text;
 }
 
 void tc_options_init(tc_options *opt) {
@@ -100,11 +107,12 @@ void tc_options_init(tc_options *opt) {
 
 tc_status tc_source_read_file(const char *path, tc_source *out) {
     if (!path || !out)
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_source_read_file: %s is NULL", path ? "out" : "path");
     memset(out, 0, sizeof *out);
+    errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return TC_ERROR_IO;
+        return rt_fail(TC_ERROR_IO, "cannot read '%s': %s", path, strerror(errno));
     Buf b;
     buf_init(&b);
     char chunk[65536];
@@ -113,7 +121,7 @@ tc_status tc_source_read_file(const char *path, tc_source *out) {
     if (TC_GUARD(g)) {
         fclose(f);
         buf_free(&b);
-        return TC_ERROR_OUT_OF_MEMORY;
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_source_read_file: out of memory reading '%s'", path);
     }
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
         buf_append(&b, chunk, n);
@@ -122,17 +130,19 @@ tc_status tc_source_read_file(const char *path, tc_source *out) {
     fclose(f);
     if (err) {
         buf_free(&b);
-        return TC_ERROR_IO;
+        return rt_fail(TC_ERROR_IO, "cannot read '%s': a read error", path);
     }
     char *name = strdup(path);
-    if (!name) {
+    char *text = b.data ? b.data : calloc(1, 1);
+    if (!name || !text) {
+        free(name);
         buf_free(&b);
-        return TC_ERROR_OUT_OF_MEMORY;
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_source_read_file: out of memory reading '%s'", path);
     }
     out->name = name;
-    out->text = b.data ? b.data : calloc(1, 1);
+    out->text = text;
     out->len = b.len;
-    return out->text ? TC_OK : TC_ERROR_OUT_OF_MEMORY;
+    return TC_OK;
 }
 
 void tc_source_free(tc_source *src) {
@@ -145,15 +155,20 @@ void tc_source_free(tc_source *src) {
 
 tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf, size_t name_buf_size) {
     if (!text || !out || !name_buf)
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_constexpr_parse: %s is NULL",
+                       !text ? "text" : !out ? "out" : "name_buf");
     const char *eq = strchr(text, '=');
-    if (!eq || eq == text || (size_t)(eq - text) >= name_buf_size)
-        return TC_ERROR_INVALID_ARGUMENT;
+    if (!eq || eq == text)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_constexpr_parse: '%s' is not NAME=VALUE", text);
+    if ((size_t)(eq - text) >= name_buf_size)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "tc_constexpr_parse: name_buf_size %zu has no room for the name of '%s' and its NUL",
+                       name_buf_size, text);
     memcpy(name_buf, text, (size_t)(eq - text));
     name_buf[eq - text] = 0;
     for (const char *p = name_buf; *p; p++)
         if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (p > name_buf && *p >= '0' && *p <= '9')))
-            return TC_ERROR_INVALID_ARGUMENT;
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_constexpr_parse: '%s' is not an identifier", name_buf);
     const char *v = eq + 1;
     memset(out, 0, sizeof *out);
     out->name = name_buf;
@@ -169,7 +184,7 @@ tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf
         return TC_OK;
     }
     if (!*v)
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_constexpr_parse: '%s' has no value", text);
     char *end;
     errno = 0;
     long long i = strtoll(v, &end, 0);
@@ -181,7 +196,8 @@ tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf
     errno = 0;
     double f = strtod(v, &end);
     if (*end || errno != 0 || isnan(f))
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "tc_constexpr_parse: '%s' is not an integer, a float, true, false or a type name", v);
     out->kind = TC_CONSTEXPR_FLOAT;
     out->f = f;
     return TC_OK;
@@ -191,14 +207,15 @@ tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf
 
 tc_status tc_compiler_create(const tc_target *target, tc_compiler **out) {
     if (!out)
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_compiler_create: out is NULL");
     *out = NULL;
     const char *arch = target && target->arch ? target->arch : "sm_90a";
     if (strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90") != 0 && strcmp(arch, "sm_90a") != 0)
-        return TC_ERROR_UNSUPPORTED;
+        return rt_fail(TC_ERROR_UNSUPPORTED, "tc_compiler_create: target arch '%.64s' is not sm_80, sm_90 or sm_90a",
+                       arch);
     tc_compiler *cc = calloc(1, sizeof *cc);
     if (!cc)
-        return TC_ERROR_OUT_OF_MEMORY;
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_compiler_create: out of memory");
     snprintf(cc->arch, sizeof cc->arch, "%s", arch);
     *out = cc;
     return TC_OK;
@@ -208,9 +225,9 @@ void tc_compiler_destroy(tc_compiler *cc) { free(cc); }
 
 tc_status tc_diagnostics_create(tc_diagnostics **out) {
     if (!out)
-        return TC_ERROR_INVALID_ARGUMENT;
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_diagnostics_create: out is NULL");
     *out = calloc(1, sizeof **out);
-    return *out ? TC_OK : TC_ERROR_OUT_OF_MEMORY;
+    return *out ? TC_OK : rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_diagnostics_create: out of memory");
 }
 
 void tc_diagnostics_destroy(tc_diagnostics *d) {
@@ -317,8 +334,15 @@ const char *tc_binary_kernel_param_type(const tc_binary *b, size_t k, size_t p) 
 
 tc_status tc_binary_kernel_param(const tc_binary *b, size_t k, size_t p, tc_param_desc *out) {
     const BinKernel *bk = bin_kernel(b, k);
-    if (!bk || p >= bk->num_params || !out)
-        return TC_ERROR_INVALID_ARGUMENT;
+    if (!b || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_kernel_param: %s is NULL", b ? "out" : "the binary");
+    if (!bk)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_kernel_param: kernel %zu is out of range (the binary has %zu)",
+                       k, b->num_kernels);
+    if (p >= bk->num_params)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "tc_binary_kernel_param: parameter %zu is out of range (kernel %s has %zu)", p, bk->name,
+                       bk->num_params);
     *out = bk->params[p];
     return TC_OK;
 }
@@ -359,8 +383,95 @@ static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps) {
 
 /* ---- compiling ---- */
 
+/* ---- argument checks (shared with the JIT: runtime/runtime.h) ---- */
+
+static bool is_pow2(int64_t v) {
+    return v >= 1 && (v & (v - 1)) == 0;
+}
+
+tc_status rt_check_options(const char *fn, const tc_options *o) {
+    if ((int)o->emit < (int)TC_EMIT_AST || (int)o->emit > (int)TC_EMIT_PTX)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->emit %d is not a tc_emit value (TC_EMIT_AST .. TC_EMIT_PTX)",
+                       fn, (int)o->emit);
+    if (o->num_warps != 0 && (!is_pow2(o->num_warps) || o->num_warps > TC_MAX_NUM_WARPS))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: opt->num_warps %d must be 0 (the default, 4) or a power of two from 1 to %d", fn,
+                       o->num_warps, TC_MAX_NUM_WARPS);
+    if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, 3) to %d", fn,
+                       o->num_stages, TC_MAX_NUM_STAGES);
+    if (o->num_params && !o->params)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params is NULL with opt->num_params %zu", fn,
+                       o->num_params);
+    for (size_t i = 0; i < o->num_params; i++) {
+        if (!o->params[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params[%zu].name is NULL", fn, i);
+        if (!is_pow2(o->params[i].divisibility))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: opt->params[%zu].divisibility %lld (%s) must be a power of two >= 1", fn, i,
+                           (long long)o->params[i].divisibility, o->params[i].name);
+    }
+    return TC_OK;
+}
+
+tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx) {
+    if (num_cx && !cx)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: the constexpr array is NULL with a count of %zu", fn, num_cx);
+    for (size_t i = 0; i < num_cx; i++) {
+        const char *name = cx[i].name ? cx[i].name : "";
+        if (!cx[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %zu has a NULL name", fn, i);
+        switch (cx[i].kind) {
+        case TC_CONSTEXPR_INT:
+        case TC_CONSTEXPR_FLOAT: break;
+        case TC_CONSTEXPR_BOOL:
+            if (cx[i].i != 0 && cx[i].i != 1)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: a TC_CONSTEXPR_BOOL is 0 or 1, not %lld",
+                               fn, name, (long long)cx[i].i);
+            break;
+        case TC_CONSTEXPR_DTYPE:
+            if (cx[i].i < TC_DTYPE_I1 || cx[i].i > TC_DTYPE_F64)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: %lld is not a tc_dtype", fn, name,
+                               (long long)cx[i].i);
+            break;
+        default:
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: constexpr %s: kind %d is not a tc_constexpr_kind (INT, FLOAT, BOOL, DTYPE)", fn, name,
+                           (int)cx[i].kind);
+        }
+    }
+    return TC_OK;
+}
+
+static tc_status check_source(const char *fn, const char *what, const tc_source *src) {
+    if (!src)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+    if (!src->text && src->len)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: %s->text is NULL with len %zu (a NULL text is the empty source, with len 0)", fn, what,
+                       src->len);
+    return TC_OK;
+}
+
+/* Whether `name` is a parameter of `kernel` (of some kernel when NULL). A
+ * kernel the file lacks is fe_lower's to report: true then. */
+static bool names_param(const AstFile *ast, const char *kernel, const char *name) {
+    bool seen = false;
+    for (int i = 0; i < ast->num_decls; i++) {
+        const AstNode *d = ast->decls[i];
+        if (d->kind != AST_KERNEL || !d->name || (kernel && strcmp(d->name, kernel) != 0))
+            continue;
+        seen = true;
+        for (int p = 0; p < d->num_items; p++)
+            if (d->items[p] && d->items[p]->name && strcmp(d->items[p]->name, name) == 0)
+                return true;
+    }
+    return !seen;
+}
+
 /* State shared by tc_compile and tc_opt; released by finish(). */
 typedef struct Job {
+    const char *fn;  /* the entry point, for tc_last_error() */
     Source src;      /* the caller's text */
     DiagList diags;  /* collected diagnostics */
     Arena ast_arena; /* the AST */
@@ -368,8 +479,9 @@ typedef struct Job {
     tc_binary *bin;
 } Job;
 
-static void job_init(Job *j, const tc_source *s) {
+static void job_init(Job *j, const char *fn, const tc_source *s) {
     memset(j, 0, sizeof *j);
+    j->fn = fn;
     j->src.name = s->name ? s->name : "<string>";
     j->src.text = s->text ? s->text : "";
     j->src.len = s->text ? s->len : 0;
@@ -377,8 +489,34 @@ static void job_init(Job *j, const tc_source *s) {
     arena_init(&j->ast_arena);
 }
 
-/* Renders diagnostics, frees everything but the binary, and returns status. */
+/* tc_last_error() for a job that failed with the diagnostics collected: the
+ * count and the first error (no allocation: this may report running out of
+ * memory). */
+static void fail_from_diags(const Job *j, tc_status st) {
+    const Diag *first = j->diags.head;
+    while (first && first->level != DIAG_ERROR)
+        first = first->next;
+    if (!first) {
+        rt_fail(st, "%s: %s in %s", j->fn, tc_status_string(st), j->src.name);
+        return;
+    }
+    const SrcLoc *l = &first->loc;
+    char where[320] = "";
+    if (l->src && l->line > 0)
+        snprintf(where, sizeof where, "%.256s:%d:%d: ", l->src->name, l->line, l->col);
+    else if (l->src)
+        snprintf(where, sizeof where, "%.256s: ", l->src->name);
+    int n = j->diags.num_errors;
+    rt_fail(st, "%s: %s: %d error%s in %s (see the diagnostics); the first: %serror: %s", j->fn,
+            tc_status_string(st), n, n == 1 ? "" : "s", j->src.name, where, first->msg);
+}
+
+/* Renders diagnostics, frees everything but the binary, and returns status.
+ * A failure that comes with diagnostics (or out of memory) is summarized in
+ * tc_last_error(); a refused argument has set its own message already. */
 static tc_status finish(Job *j, tc_status st, tc_diagnostics *diags, tc_binary **out) {
+    if (st != TC_OK && st != TC_ERROR_INVALID_ARGUMENT)
+        fail_from_diags(j, st);
     if (diags) {
         diag_render(&j->diags, &diags->text);
         diags->num_errors += (size_t)j->diags.num_errors;
@@ -447,21 +585,23 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
                      size_t num_cx, const tc_options *opt_in, tc_binary **out, tc_diagnostics *diags) {
     if (out)
         *out = NULL;
-    if (!cc || !src || !out || (num_cx && !cx))
-        return TC_ERROR_INVALID_ARGUMENT;
+    if (!cc || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_compile: %s is NULL", !cc ? "the compiler" : "out");
+    tc_status st = check_source("tc_compile", "src", src);
+    if (st == TC_OK)
+        st = rt_check_constexprs("tc_compile", cx, num_cx);
     tc_options opt;
     if (opt_in)
         opt = *opt_in;
     else
         tc_options_init(&opt);
-    if (opt.num_warps < 0 || opt.num_warps > 32 || (opt.num_warps & (opt.num_warps - 1)) != 0)
-        return TC_ERROR_INVALID_ARGUMENT;
-    for (size_t i = 0; i < num_cx; i++)
-        if (!cx[i].name)
-            return TC_ERROR_INVALID_ARGUMENT;
+    if (st == TC_OK)
+        st = rt_check_options("tc_compile", &opt);
+    if (st != TC_OK)
+        return st;
 
     Job j;
-    job_init(&j, src);
+    job_init(&j, "tc_compile", src);
     j.bin = calloc(1, sizeof *j.bin);
     if (!j.bin)
         return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
@@ -489,13 +629,16 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fcx[i].i = cx[i].i;
         fcx[i].f = cx[i].f;
     }
-    if (opt.num_params && !opt.params) {
-        tc_guard_pop(&g);
-        return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
-    }
+    for (size_t i = 0; i < opt.num_params; i++)
+        if (!names_param(ast, kernel, opt.params[i].name)) {
+            tc_guard_pop(&g);
+            rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_compile: opt->params[%zu].name '%.200s' is not a parameter of %s%.200s",
+                    i, opt.params[i].name, kernel ? "kernel " : "any kernel of ", kernel ? kernel : j.src.name);
+            return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
+        }
     FeParamSpec *fps = ARENA_ARRAY(&j.ast_arena, FeParamSpec, opt.num_params ? opt.num_params : 1);
     for (size_t i = 0; i < opt.num_params; i++) {
-        fps[i].name = opt.params[i].name ? opt.params[i].name : "";
+        fps[i].name = opt.params[i].name;
         fps[i].divisibility = opt.params[i].divisibility;
     }
     FeOptions fo = {kernel, fcx, (int)num_cx, opt.num_warps > 0 ? opt.num_warps : 4, fps, (int)opt.num_params};
@@ -544,20 +687,25 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
                  tc_binary **out, tc_diagnostics *diags) {
     if (out)
         *out = NULL;
-    if (!cc || !ir || !out)
-        return TC_ERROR_INVALID_ARGUMENT;
+    if (!cc || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_opt: %s is NULL", !cc ? "the compiler" : "out");
+    tc_status st = check_source("tc_opt", "ir", ir);
     tc_options opt;
     if (opt_in)
         opt = *opt_in;
     else
         tc_options_init(&opt);
+    if (st == TC_OK)
+        st = rt_check_options("tc_opt", &opt);
+    if (st != TC_OK)
+        return st;
     if (opt.emit == TC_EMIT_IR_AFTER_ALL)
         opt.print_after_all = 1;
     if (opt.emit != TC_EMIT_LLVM && opt.emit != TC_EMIT_PTX)
         opt.emit = TC_EMIT_IR;
 
     Job j;
-    job_init(&j, ir);
+    job_init(&j, "tc_opt", ir);
     j.bin = calloc(1, sizeof *j.bin);
     if (!j.bin)
         return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
@@ -588,12 +736,17 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
 }
 
 tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc_diagnostics *diags) {
-    if (!src || !names || !count)
-        return TC_ERROR_INVALID_ARGUMENT;
-    *names = NULL;
-    *count = 0;
+    if (names)
+        *names = NULL;
+    if (count)
+        *count = 0;
+    if (!names || !count)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_list_kernels: %s is NULL", names ? "count" : "names");
+    tc_status st = check_source("tc_list_kernels", "src", src);
+    if (st != TC_OK)
+        return st;
     Job j;
-    job_init(&j, src);
+    job_init(&j, "tc_list_kernels", src);
     TcGuard g;
     if (TC_GUARD(g))
         return finish(&j, guard_status(&g, &j), diags, NULL);

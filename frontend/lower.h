@@ -26,8 +26,8 @@ typedef struct FuncInst FuncInst;
 typedef struct DeclInfo DeclInfo;
 typedef struct Lower Lower;
 
-/* Largest tile, in elements (as Triton's TRITON_MAX_TENSOR_NUMEL). */
-#define LOWER_MAX_NUMEL ((int64_t)1 << 20)
+/* Largest tile, in elements (the IR's limit, as Triton's TRITON_MAX_TENSOR_NUMEL). */
+#define LOWER_MAX_NUMEL IR_MAX_TILE_ELEMENTS
 
 typedef enum {
     VAL_ERROR, /* an error was reported; every use is silent (uses nothing) */

@@ -19,6 +19,8 @@
 #ifndef TILEC_IR_H
 #define TILEC_IR_H
 
+#include "tilec/tilec.h"
+
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -159,6 +161,13 @@ _Noreturn void tc_fatal(const char *file, int line, const char *fmt, ...) __attr
 /* ==== type.c: scalar, pointer, tile and shared-memory types (interned) ==== */
 
 #define IR_MAX_RANK 4
+/* Most elements of a tile (Triton's TRITON_MAX_TENSOR_NUMEL): the verifier
+ * rejects larger tile types, and the front end larger shapes. */
+#define IR_MAX_TILE_ELEMENTS ((int64_t)1 << 20)
+/* The kernel attributes num_warps (a power of two 1..IR_MAX_NUM_WARPS) and
+ * num_stages (0..IR_MAX_NUM_STAGES): the public API's limits. */
+#define IR_MAX_NUM_WARPS TC_MAX_NUM_WARPS
+#define IR_MAX_NUM_STAGES TC_MAX_NUM_STAGES
 
 typedef enum {
     IR_I1, /* bool */

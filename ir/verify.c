@@ -14,8 +14,10 @@
  *     terminator (`return` in a function body, `yield` in a region) and
  *     terminators appear nowhere else; parent pointers agree.
  *   - attributes: the required ones of ops.def ("name:kind") are present
- *     with the right kind, and words are from the op's vocabulary.
- *   - types: well-formed types (a tile's layout has the tile's rank), and
+ *     with the right kind, and words are from the op's vocabulary; a
+ *     kernel's num_warps and num_stages are within the API's limits.
+ *   - types: well-formed types (a tile's layout has the tile's rank, a tile
+ *     has at most IR_MAX_TILE_ELEMENTS elements), and
  *     each op's typing rule (elementwise shapes and layouts agree, float-only
  *     ops take floats, cmp gives i1, load gives the pointee shaped like the
  *     pointer, dot is MxK by KxN into MxN f32, ...). Where layouts are
@@ -175,12 +177,21 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
         } else if (!(t->kind == IR_TILE ? is_scalar(t->elem) : is_number(t->elem))) {
             snprintf(msg, sizeof msg, "%s: bad element type of a %s", what, kind);
         } else {
-            for (int i = 0; i < t->rank; i++)
+            int64_t numel = 1;
+            for (int i = 0; i < t->rank; i++) {
                 if (t->shape[i] < 1) {
                     snprintf(msg, sizeof msg, "%s: %s dimension %d has size %lld", what, kind, i,
                              (long long)t->shape[i]);
                     break;
                 }
+                /* numel stays <= IR_MAX_TILE_ELEMENTS, so the product cannot overflow */
+                if (t->kind == IR_TILE && t->shape[i] > IR_MAX_TILE_ELEMENTS / numel) {
+                    snprintf(msg, sizeof msg, "%s: tile of shape %s has more than %lld elements", what,
+                             shape_str(v, t), (long long)IR_MAX_TILE_ELEMENTS);
+                    break;
+                }
+                numel *= t->shape[i];
+            }
             const Layout *l = t->layout;
             if (!msg[0] && l) {
                 if (t->kind == IR_TILE && l->kind == LAYOUT_SHARED)
@@ -1031,12 +1042,30 @@ static void verify_block(Verifier *v, const IrBlock *b) {
     v->num_defined = mark;
 }
 
+/* The launch attributes of a kernel, when present: integers within the
+ * limits the API enforces for tc_options (passes and codegen rely on them). */
+static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
+    const IrAttr *w = ir_attr_get(f->num_attrs, f->attrs, "num_warps");
+    if (w && w->kind != IR_ATTR_INT)
+        func_error(v, "attribute 'num_warps' must be an integer");
+    else if (w && (w->i < 1 || w->i > IR_MAX_NUM_WARPS || (w->i & (w->i - 1))))
+        func_error(v, "attribute 'num_warps' must be a power of two from 1 to %d, got %lld", IR_MAX_NUM_WARPS,
+                   (long long)w->i);
+    const IrAttr *s = ir_attr_get(f->num_attrs, f->attrs, "num_stages");
+    if (s && s->kind != IR_ATTR_INT)
+        func_error(v, "attribute 'num_stages' must be an integer");
+    else if (s && (s->i < 0 || s->i > IR_MAX_NUM_STAGES))
+        func_error(v, "attribute 'num_stages' must be from 0 to %d, got %lld", IR_MAX_NUM_STAGES, (long long)s->i);
+}
+
 static bool verify_func(Verifier *v, const IrFunc *f) {
     v->func = f;
     if (!f->body) {
         func_error(v, "has no body");
         return false;
     }
+    if (f->kind == IR_FUNC_KERNEL)
+        check_kernel_attrs(v, f);
     if (f->kind == IR_FUNC_KERNEL && f->num_results)
         func_error(v, "a kernel cannot return values");
     for (int i = 0; i < f->num_results; i++) {

@@ -137,3 +137,9 @@ void rt_log_deliver(RtBytes *queue, tc_log_fn fn, void *user) {
     }
     rt_bytes_free(queue);
 }
+
+/* ---- resetting the last error ---- */
+
+void rt_last_error_clear(void) {
+    last_error[0] = 0;
+}

@@ -460,12 +460,24 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
 tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
     if (out)
         *out = NULL;
-    if (!ctx || !req || !out || !req->kernel || (!req->source && !req->path) ||
-        (req->num_constexprs && !req->constexprs))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: ctx, out, a kernel name and a source or path are required");
-    for (size_t i = 0; i < req->num_constexprs; i++)
-        if (!req->constexprs[i].name)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: constexpr %zu has no name", i);
+    if (!ctx || !req || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: %s is NULL", !ctx ? "ctx" : !req ? "req" : "out");
+    if (!req->kernel)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: req->kernel is NULL (the kernel to compile is required)");
+    if (!req->source && !req->path)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: req->source and req->path are both NULL");
+    tc_status cst = rt_check_constexprs("tc_jit", req->constexprs, req->num_constexprs);
+    if (cst != TC_OK)
+        return cst;
+    if (req->num_divisibility && !req->divisibility && !req->args)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: req->divisibility is NULL with num_divisibility %zu",
+                       req->num_divisibility);
+    for (size_t i = 0; req->divisibility && i < req->num_divisibility; i++)
+        if (req->divisibility[i] < 0)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: req->divisibility[%zu] is %lld; it must be >= 0", i,
+                           (long long)req->divisibility[i]);
+    if (!req->divisibility && req->num_args && !req->args)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: req->args is NULL with num_args %zu", req->num_args);
     const char *arch = req->arch ? req->arch : ctx->arch;
     if (!*arch)
         return rt_fail(TC_ERROR_UNSUPPORTED,
@@ -473,8 +485,9 @@ tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
                        ctx->cc % 10);
     tc_options opt;
     rt_request_options(req->options, &opt);
-    if (opt.num_params && !opt.params)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_jit: options->num_params without options->params");
+    opt.emit = TC_EMIT_PTX; /* ignored, as the print options are */
+    if ((cst = rt_check_options("tc_jit", &opt)) != TC_OK)
+        return cst;
 
     tc_source src = {req->path, req->source, 0};
     tc_source file = {0};

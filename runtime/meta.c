@@ -28,7 +28,8 @@
 #include <string.h>
 
 #define META_VERSION 1u
-#define META_MAX_COUNT (1u << 16)
+#define META_MAX_COUNT ((uint64_t)TC_MAX_KERNEL_PARAMS) /* kernels or parameters (TC_MAX_KERNEL_DESCS is the same) */
+_Static_assert(TC_MAX_KERNEL_DESCS == TC_MAX_KERNEL_PARAMS, "one bound for both counts");
 
 size_t rt_dtype_size(tc_dtype t) {
     switch (t) {
@@ -183,8 +184,8 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, tc_param_d
         size_t n;
         const char *name = rd_str(&r, &n);
         uint64_t warps = rd(&r, 4), shared = rd(&r, 8), nparams = rd(&r, 4);
-        if (!r.ok || n == 0 || warps < 1 || warps > 32 || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
-            shared > UINT32_MAX)
+        if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
+            shared > TC_MAX_SHARED_BYTES)
             return false;
         nstr += n + 1;
         tc_kernel_desc *d = fill ? &fill->kernels[k] : NULL;
@@ -407,7 +408,7 @@ void rt_request_options(const tc_options *opt, tc_options *out) {
         *out = *opt;
     else
         tc_options_init(out);
-    out->num_warps = out->num_warps > 0 ? out->num_warps : 4;
+    out->num_warps = out->num_warps != 0 ? out->num_warps : 4;
 }
 
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
@@ -431,6 +432,10 @@ tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, 
         diags = own; /* the text still goes to tc_last_error */
     st = tc_compile(cc, req->source, req->kernel, req->constexprs, req->num_constexprs, &opt, &bin, diags);
     tc_compiler_destroy(cc);
+    if (st == TC_ERROR_INVALID_ARGUMENT) {
+        tc_diagnostics_destroy(own); /* tc_compile's message names the argument */
+        return st;
+    }
     if (st != TC_OK) {
         const char *text = diags ? tc_diagnostics_text(diags) : "";
         st = rt_fail(st, "compiling %s: %s%s%s", req->kernel ? req->kernel : "the kernels", tc_status_string(st),

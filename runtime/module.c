@@ -275,19 +275,23 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
     tc_status st = rt_cuda_check(rt_cu.cuModuleGetFunction(&k->fn, m->cu, d->name), what);
     if (st != TC_OK)
         return st;
-    if (d->num_warps < 1 || d->num_warps > 32)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: num_warps %d is outside 1..32", d->name, d->num_warps);
+    if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS || (d->num_warps & (d->num_warps - 1)))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: num_warps %d is not a power of two from 1 to %d", d->name,
+                       d->num_warps, TC_MAX_NUM_WARPS);
     int static_shared = 0;
     snprintf(what, sizeof what, "cuFuncGetAttribute(%s, SHARED_SIZE_BYTES)", d->name);
     if ((st = rt_cuda_check(rt_cu.cuFuncGetAttribute(&static_shared, RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn),
                             what)) != TC_OK)
         return st;
-    if (d->shared_bytes + (size_t)static_shared > (size_t)ctx->max_shared_optin)
+    /* Compared without adding: shared_bytes comes from the caller and may be
+     * anything up to SIZE_MAX, and the sum must not wrap. */
+    size_t optin = ctx->max_shared_optin > 0 ? (size_t)ctx->max_shared_optin : 0;
+    size_t stat = static_shared > 0 ? (size_t)static_shared : 0;
+    if (stat > optin || d->shared_bytes > optin - stat)
         return rt_fail(TC_ERROR_UNSUPPORTED,
-                       "kernel %s needs %zu bytes of shared memory (%zu dynamic + %d static); this device allows %d",
-                       d->name, d->shared_bytes + (size_t)static_shared, d->shared_bytes, static_shared,
-                       ctx->max_shared_optin);
-    if (d->shared_bytes + (size_t)static_shared > RT_DEFAULT_MAX_SHARED) {
+                       "kernel %s needs %zu dynamic + %zu static bytes of shared memory; this device allows %zu in all",
+                       d->name, d->shared_bytes, stat, optin);
+    if (d->shared_bytes + stat > RT_DEFAULT_MAX_SHARED) {
         snprintf(what, sizeof what, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES, %zu)", d->name,
                  d->shared_bytes);
         st = rt_cuda_check(
@@ -374,7 +378,7 @@ tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module **out)
     if (out)
         *out = NULL;
     if (!ctx || !bin || !out)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_module_load: ctx, bin and out are required");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_module_load: %s is NULL", !ctx ? "ctx" : !bin ? "bin" : "out");
     size_t len;
     const char *ptx = tc_binary_text(bin, &len); /* NUL-terminated */
     if (!strstr(ptx, ".target") || !strstr(ptx, ".entry"))
@@ -387,15 +391,63 @@ tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module **out)
     return rt_module_load(ctx, ptx, true, &meta, out);
 }
 
+/* What tc_module_load_ptx and _cubin take on trust from the caller's
+ * kernel descriptions (tc_kernel_desc in include/tilec/runtime.h gives the
+ * rules): names, counts, enum values and sizes, so that no later sum or
+ * product (the metadata's storage, the launch's shared memory) can wrap. */
+static tc_status check_descs(const char *fn, const tc_kernel_desc *kernels, size_t num_kernels) {
+    if (num_kernels && !kernels)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels is NULL with num_kernels %zu", fn, num_kernels);
+    if (num_kernels > TC_MAX_KERNEL_DESCS)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: num_kernels %zu is more than %d", fn, num_kernels,
+                       TC_MAX_KERNEL_DESCS);
+    for (size_t k = 0; k < num_kernels; k++) {
+        const tc_kernel_desc *d = &kernels[k];
+        if (!d->name || !*d->name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu].name is %s", fn, k, d->name ? "empty" : "NULL");
+        if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS || (d->num_warps & (d->num_warps - 1)))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: kernels[%zu] (%s): num_warps %d is not a power of two from 1 to %d", fn, k, d->name,
+                           d->num_warps, TC_MAX_NUM_WARPS);
+        if (d->shared_bytes > TC_MAX_SHARED_BYTES)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): shared_bytes %zu is more than %d", fn, k,
+                           d->name, d->shared_bytes, TC_MAX_SHARED_BYTES);
+        if (d->num_params > TC_MAX_KERNEL_PARAMS)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): num_params %zu is more than %d", fn, k,
+                           d->name, d->num_params, TC_MAX_KERNEL_PARAMS);
+        if (d->num_params && !d->params)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): params is NULL with num_params %zu", fn,
+                           k, d->name, d->num_params);
+        for (size_t p = 0; p < d->num_params; p++) {
+            const tc_param_desc *q = &d->params[p];
+            if (!q->name)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): params[%zu].name is NULL", fn, k,
+                               d->name, p);
+            if ((int)q->dtype < (int)TC_DTYPE_I1 || (int)q->dtype > (int)TC_DTYPE_F64)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                               "%s: kernels[%zu] (%s): params[%zu] (%s): dtype %d is not a tc_dtype", fn, k, d->name,
+                               p, q->name, (int)q->dtype);
+        }
+    }
+    return TC_OK;
+}
+
 static tc_status load_raw(tc_context *ctx, const void *image, size_t len, bool is_ptx, const tc_kernel_desc *kernels,
                           size_t num_kernels, tc_module **out) {
     if (out)
         *out = NULL;
-    if (!ctx || !image || !len || !out || (num_kernels && !kernels))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_module_load_%s: ctx, a non-empty image and out are required",
-                       is_ptx ? "ptx" : "cubin");
+    const char *fn = is_ptx ? "tc_module_load_ptx" : "tc_module_load_cubin";
+    if (!ctx || !image || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                       !ctx ? "ctx" : !image ? (is_ptx ? "ptx" : "cubin") : "out");
+    if (!len || len > TC_MAX_IMAGE_BYTES)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: len %zu must be from 1 to %zu bytes", fn, len,
+                       (size_t)TC_MAX_IMAGE_BYTES);
+    tc_status st = check_descs(fn, kernels, num_kernels);
+    if (st != TC_OK)
+        return st;
     RtMeta meta;
-    tc_status st = rt_meta_copy(kernels, num_kernels, &meta);
+    st = rt_meta_copy(kernels, num_kernels, &meta);
     if (st != TC_OK)
         return st;
     if (!is_ptx)
@@ -447,7 +499,8 @@ tc_status tc_module_get_kernel(tc_module *m, const char *name, tc_kernel **out) 
     if (out)
         *out = NULL;
     if (!m || !name || !out)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_module_get_kernel: module, name and out are required");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_module_get_kernel: %s is NULL",
+                       !m ? "the module" : !name ? "name" : "out");
     for (size_t k = 0; k < m->meta.num_kernels; k++)
         if (strcmp(m->kernels[k].name, name) == 0) {
             *out = &m->kernels[k];
@@ -527,6 +580,11 @@ static tc_status launch_arg_error(const tc_kernel *k, void **args, size_t num_ar
     return rt_fail(TC_ERROR_INTERNAL, "tc_launch: argument check failed for no reason");
 }
 
+static tc_status grid_error(const char *fn, const tc_kernel *k, tc_dim3 grid) {
+    return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernel %s: grid %ux%ux%u is larger than %ux%ux%u", fn, k->name,
+                   grid.x, grid.y, grid.z, TC_MAX_GRID_X, TC_MAX_GRID_YZ, TC_MAX_GRID_YZ);
+}
+
 /* After a failed launch: if the kernel's context was not current on this
  * thread, make it current (none was) or push it (another was) and retry. */
 static tc_status launch_retry(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned shared, CUstream stream, void **args,
@@ -559,6 +617,8 @@ tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, si
     for (uint32_t i = 0; i < k->num_ptr_params; i++)
         if (__builtin_expect(!*(const CUdeviceptr *)args[k->ptr_params[i]], 0))
             return launch_arg_error(k, args, num_args);
+    if (__builtin_expect(grid.x > TC_MAX_GRID_X || grid.y > TC_MAX_GRID_YZ || grid.z > TC_MAX_GRID_YZ, 0))
+        return grid_error("tc_launch", k, grid);
     if (!grid.x || !grid.y || !grid.z)
         return TC_OK;
     RtCuResult r = k->launch(k->fn, grid.x, grid.y, grid.z, k->block, 1, 1, k->shared, stream, args, NULL);
@@ -571,6 +631,13 @@ tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int 
                         void **args) {
     if (!k)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_launch_raw: kernel is NULL");
+    if (grid.x > TC_MAX_GRID_X || grid.y > TC_MAX_GRID_YZ || grid.z > TC_MAX_GRID_YZ)
+        return grid_error("tc_launch_raw", k, grid);
+    /* each extent first, so that the product (at most 2^30 then) cannot wrap */
+    if (!block.x || !block.y || !block.z || block.x > TC_MAX_BLOCK_THREADS || block.y > TC_MAX_BLOCK_THREADS ||
+        block.z > TC_MAX_BLOCK_THREADS || block.x * block.y * block.z > TC_MAX_BLOCK_THREADS)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_launch_raw: kernel %s: block %ux%ux%u must have 1 to %d threads",
+                       k->name, block.x, block.y, block.z, TC_MAX_BLOCK_THREADS);
     if (!grid.x || !grid.y || !grid.z)
         return TC_OK;
     RtCuResult r =
@@ -642,7 +709,7 @@ tc_status tc_memcpy_htod(tc_context *ctx, CUdeviceptr dst, const void *src, size
     if (!bytes)
         return TC_OK;
     if (!dst || !src)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memcpy_htod: NULL pointer");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memcpy_htod: %s", !dst ? "dst is 0" : "src is NULL");
     WITH_CONTEXT(ctx, rt_cu.cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
 }
 
@@ -650,7 +717,7 @@ tc_status tc_memcpy_dtoh(tc_context *ctx, void *dst, CUdeviceptr src, size_t byt
     if (!bytes)
         return TC_OK;
     if (!dst || !src)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memcpy_dtoh: NULL pointer");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memcpy_dtoh: %s", !dst ? "dst is NULL" : "src is 0");
     WITH_CONTEXT(ctx, rt_cu.cuMemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
 }
 
@@ -658,7 +725,7 @@ tc_status tc_memset_d8(tc_context *ctx, CUdeviceptr dst, unsigned char value, si
     if (!bytes)
         return TC_OK;
     if (!dst)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memset_d8: NULL pointer");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memset_d8: dst is 0");
     WITH_CONTEXT(ctx, rt_cu.cuMemsetD8(dst, value, bytes), "cuMemsetD8");
 }
 
@@ -686,7 +753,7 @@ struct tc_timer {
 
 tc_status tc_timer_create(tc_context *ctx, tc_timer **out) {
     if (!ctx || !out)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_timer_create: ctx and out are required");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_timer_create: %s is NULL", !ctx ? "ctx" : "out");
     *out = NULL;
     tc_timer *t = calloc(1, sizeof *t);
     if (!t)
@@ -723,7 +790,7 @@ tc_status tc_timer_stop(tc_timer *t, CUstream stream) {
 
 tc_status tc_timer_elapsed_ms(tc_timer *t, float *ms) {
     if (!t || !ms)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_timer_elapsed_ms: timer and ms are required");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_timer_elapsed_ms: %s is NULL", !t ? "the timer" : "ms");
     *ms = 0;
     tc_status st = rt_ctx_push(t->ctx);
     if (st != TC_OK)

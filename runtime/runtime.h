@@ -38,6 +38,8 @@ typedef struct RtStdlibMemo RtStdlibMemo;
 tc_status rt_fail(tc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends to the last error (e.g. the driver's JIT log after the headline). */
 void rt_fail_append(const char *text, size_t len);
+/* Empties the last error (tests use it to see that a call set one). */
+void rt_last_error_clear(void);
 
 /* A growable byte buffer whose appends report failure instead of jumping. */
 struct RtBytes {
@@ -261,8 +263,16 @@ tc_status rt_signature(const tc_source *src, const char *kernel, const tc_conste
 size_t rt_dtype_size(tc_dtype t);
 const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
 
+/* The checks tc_compile makes of its options and constexpr values
+ * (codegen/compile.c), for the entry points that pass them on: TC_OK, or
+ * TC_ERROR_INVALID_ARGUMENT with a message that starts with fn and names
+ * the argument and the rule. */
+tc_status rt_check_options(const char *fn, const tc_options *opt);
+tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx);
+
 /* The options a JIT or AOT request compiles with: a copy of *opt (NULL:
- * tc_options_init's defaults), num_warps 0 or less made 4. */
+ * tc_options_init's defaults), num_warps 0 made 4 (other values are
+ * rt_check_options's to judge). */
 void rt_request_options(const tc_options *opt, tc_options *out);
 
 /* A compile to PTX, as the JIT and the AOT generator ask for it. */

@@ -101,9 +101,21 @@ int main(int argc, char **argv) {
         } else if (strcmp(a, "--llvm-O3") == 0) {
             opt.llvm_o3 = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
-            opt.num_warps = atoi(argv[++i]);
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > TC_MAX_NUM_WARPS || (n & (n - 1))) {
+                fprintf(stderr, "tilec-opt: --num-warps must be a power of two from 1 to %d\n", TC_MAX_NUM_WARPS);
+                return 2;
+            }
+            opt.num_warps = (int)n;
         } else if (strcmp(a, "--num-stages") == 0 && i + 1 < argc) {
-            opt.num_stages = atoi(argv[++i]);
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > TC_MAX_NUM_STAGES) {
+                fprintf(stderr, "tilec-opt: --num-stages must be from 1 (no pipelining) to %d\n", TC_MAX_NUM_STAGES);
+                return 2;
+            }
+            opt.num_stages = (int)n;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (a[0] == '-' && a[1]) {
@@ -148,7 +160,7 @@ int main(int argc, char **argv) {
         }
     } else {
         if (st != TC_ERROR_COMPILE)
-            fprintf(stderr, "tilec-opt: %s\n", tc_status_string(st));
+            fprintf(stderr, "tilec-opt: %s: %s\n", tc_status_string(st), tc_last_error());
         rc = st == TC_ERROR_COMPILE ? 1 : 3;
     }
     tc_binary_destroy(bin);

@@ -288,16 +288,16 @@ int main(int argc, char **argv) {
         } else if ((v = flag_value(argc, argv, &i, "--num-warps"))) {
             char *end;
             long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 32 || (n & (n - 1))) {
-                fprintf(stderr, "tilec: --num-warps must be a power of two from 1 to 32\n");
+            if (*end || n < 1 || n > TC_MAX_NUM_WARPS || (n & (n - 1))) {
+                fprintf(stderr, "tilec: --num-warps must be a power of two from 1 to %d\n", TC_MAX_NUM_WARPS);
                 return 2;
             }
             opt.num_warps = (int)n;
         } else if ((v = flag_value(argc, argv, &i, "--num-stages"))) {
             char *end;
             long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 16) {
-                fprintf(stderr, "tilec: --num-stages must be from 1 (no pipelining) to 16\n");
+            if (*end || n < 1 || n > TC_MAX_NUM_STAGES) {
+                fprintf(stderr, "tilec: --num-stages must be from 1 (no pipelining) to %d\n", TC_MAX_NUM_STAGES);
                 return 2;
             }
             opt.num_stages = (int)n;
@@ -362,7 +362,7 @@ int main(int argc, char **argv) {
     tc_compiler *cc = NULL;
     tc_status st = tc_compiler_create(&target, &cc);
     if (st != TC_OK) {
-        fprintf(stderr, "tilec: --arch %s: %s (sm_80, sm_90, sm_90a)\n", arch ? arch : "", tc_status_string(st));
+        fprintf(stderr, "tilec: --arch: %s\n", tc_last_error());
         tc_source_free(&src);
         return 2;
     }
@@ -382,7 +382,7 @@ int main(int argc, char **argv) {
         }
     } else {
         if (st != TC_ERROR_COMPILE)
-            fprintf(stderr, "tilec: %s\n", tc_status_string(st));
+            fprintf(stderr, "tilec: %s: %s\n", tc_status_string(st), tc_last_error());
         rc = st == TC_ERROR_COMPILE ? 1 : st == TC_ERROR_INVALID_ARGUMENT ? 2 : 3;
     }
     tc_binary_destroy(bin);

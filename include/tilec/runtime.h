@@ -77,6 +77,16 @@ typedef struct tc_dim3 {
     unsigned int x, y, z;
 } tc_dim3;
 
+/* Limits checked before the driver is called (TC_ERROR_INVALID_ARGUMENT):
+ * CUDA's grid and block extents, and what a kernel description may claim. */
+#define TC_MAX_GRID_X 0x7fffffffu      /* grid.x <= 2^31 - 1 */
+#define TC_MAX_GRID_YZ 65535u          /* grid.y, grid.z */
+#define TC_MAX_BLOCK_THREADS 1024u     /* block.x * block.y * block.z (tc_launch_raw) */
+#define TC_MAX_SHARED_BYTES 0x7fffffff /* tc_kernel_desc.shared_bytes (the driver takes an int) */
+#define TC_MAX_KERNEL_DESCS 65536      /* kernel descriptions per module */
+#define TC_MAX_KERNEL_PARAMS 65536     /* tc_kernel_desc.num_params */
+#define TC_MAX_IMAGE_BYTES ((size_t)1 << 31) /* len of a PTX or cubin image */
+
 /* ---- kernel signatures ---- */
 
 /* A runtime parameter of a kernel. A launch passes args[i] pointing to a
@@ -85,8 +95,8 @@ typedef struct tc_dim3 {
  * int8_t..int64_t; f16 and bf16 as uint16_t (the bits); f32 float; f64
  * double. */
 typedef struct tc_param_desc {
-    const char *name; /* as written in the source */
-    tc_dtype dtype;   /* the scalar type, or a pointer's element type */
+    const char *name; /* as written in the source (required; "" if unknown) */
+    tc_dtype dtype;   /* the scalar type, or a pointer's element type: a tc_dtype value */
     int is_pointer;
     int is_const; /* a pointer declared `const T*` */
 } tc_param_desc;
@@ -94,11 +104,12 @@ typedef struct tc_param_desc {
 /* What a launch needs to know about a kernel. The runtime parameters are
  * the kernel's parameters less its constexpr ones, in order. */
 typedef struct tc_kernel_desc {
-    const char *name;    /* the PTX entry */
-    int num_warps;       /* a program runs 32 * num_warps threads */
-    size_t shared_bytes; /* dynamic shared memory per program */
-    size_t num_params;
-    const tc_param_desc *params; /* num_params entries */
+    const char *name;    /* the PTX entry (required, not empty) */
+    int num_warps;       /* a program runs 32 * num_warps threads: a power of two 1..TC_MAX_NUM_WARPS */
+    size_t shared_bytes; /* dynamic shared memory per program, <= TC_MAX_SHARED_BYTES; with the kernel's
+                            static shared memory at most what the device allows (else TC_ERROR_UNSUPPORTED) */
+    size_t num_params;   /* <= TC_MAX_KERNEL_PARAMS */
+    const tc_param_desc *params; /* num_params entries (NULL only when 0) */
 } tc_kernel_desc;
 
 /* Bytes of a launch argument for this parameter (8 for pointers). */
@@ -157,9 +168,11 @@ typedef struct tc_kernel tc_kernel;
  * tc_kernel for each of its kernels with the metadata tc_launch checks. The
  * driver's JIT log of a failed load is in tc_last_error(). */
 TC_API tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module **out);
-/* Raw PTX (need not be NUL-terminated) or a cubin. `kernels` describes the
- * entries for tc_launch; with NULL, tc_module_get_kernel still finds any
- * entry but only tc_launch_raw can launch it. */
+/* Raw PTX (need not be NUL-terminated) or a cubin of len bytes (1 ..
+ * TC_MAX_IMAGE_BYTES). `kernels` (num_kernels <= TC_MAX_KERNEL_DESCS
+ * entries, each checked as tc_kernel_desc says) describes the entries for
+ * tc_launch; with NULL, tc_module_get_kernel still finds any entry but only
+ * tc_launch_raw can launch it. */
 TC_API tc_status tc_module_load_ptx(tc_context *ctx, const char *ptx, size_t len, const tc_kernel_desc *kernels,
                                     size_t num_kernels, tc_module **out);
 TC_API tc_status tc_module_load_cubin(tc_context *ctx, const void *cubin, size_t len, const tc_kernel_desc *kernels,
@@ -176,11 +189,13 @@ TC_API CUfunction tc_kernel_function(const tc_kernel *k);
 /* Launches `grid` programs of k on `stream`: 32 * num_warps threads each,
  * with the kernel's dynamic shared memory. args[i] points to the value of
  * runtime parameter i (see tc_param_desc); num_args must equal the kernel's
- * parameter count, and no pointer argument may be 0 (both
+ * parameter count, no pointer argument may be 0, and the grid must be within
+ * TC_MAX_GRID_X x TC_MAX_GRID_YZ x TC_MAX_GRID_YZ (all
  * TC_ERROR_INVALID_ARGUMENT, checked before the driver is called). An empty
  * grid (a zero extent) launches nothing and returns TC_OK. */
 TC_API tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args);
-/* No checks, any block and shared memory size: for entries without metadata. */
+/* For entries without metadata: no checks of the arguments; the grid as for
+ * tc_launch, and a block of 1 to TC_MAX_BLOCK_THREADS threads. */
 TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int shared_bytes, CUstream stream,
                                void **args);
 
@@ -194,13 +209,14 @@ typedef struct tc_jit_request {
     size_t source_len;  /* bytes of source; 0: strlen(source) */
     const char *path;   /* the .tile file (when source is NULL), or the name diagnostics show */
     const char *kernel; /* the kernel to compile (required) */
-    const tc_constexpr *constexprs;
+    const tc_constexpr *constexprs; /* checked as by tc_compile */
     size_t num_constexprs;
-    const tc_options *options; /* NULL: defaults; emit and the print options are ignored */
+    const tc_options *options; /* NULL: defaults; emit and the print options are ignored, the rest
+                                  is checked as by tc_compile */
     const char *arch;          /* NULL: the context's (tc_context_arch) */
     /* Alignment specialization, per runtime parameter in order: a number
      * known to divide parameter i (a pointer's address in bytes, an
-     * integer's value), 0 or 1 if nothing is known. tilec specializes on
+     * integer's value), 0 or 1 if nothing is known; never negative. tilec specializes on
      * divisibility by 16 (as Triton does) and ignores other types. NULL:
      * nothing known. */
     const int64_t *divisibility;

@@ -79,7 +79,9 @@ TC_API const char *tc_last_error(void);
 TC_API const char *tc_version(void); /* "tilec 0.1.0 (LLVM 19.1.7)" */
 
 /* A source text: a .tile file for tc_compile, IR text for tc_opt. The text
- * need not be NUL-terminated and is not copied: keep it alive during the call. */
+ * need not be NUL-terminated and is not copied: keep it alive during the call.
+ * text NULL with len 0 is the empty source; NULL with len > 0 is
+ * TC_ERROR_INVALID_ARGUMENT. */
 typedef struct tc_source {
     const char *name; /* shown in diagnostics; NULL = "<string>" */
     const char *text;
@@ -103,7 +105,8 @@ typedef enum tc_dtype {
     TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32, TC_DTYPE_F64,
 } tc_dtype;
 
-/* A value for a `constexpr` parameter. */
+/* A value for a `constexpr` parameter. name is required; kind is one of
+ * tc_constexpr_kind (others are TC_ERROR_INVALID_ARGUMENT). */
 typedef struct tc_constexpr {
     const char *name;
     tc_constexpr_kind kind;
@@ -112,8 +115,9 @@ typedef struct tc_constexpr {
 } tc_constexpr;
 
 /* Parses "NAME=VALUE" (an integer, a float, true, false or a type name such
- * as bf16), as tilec's -D
- * flag does. The name is copied into name_buf, and out->name points to it. */
+ * as bf16), as tilec's -D flag does. NAME is a C identifier; it is copied
+ * into name_buf (name_buf_size must exceed its length), and out->name points
+ * to it. text, out and name_buf are required. */
 TC_API tc_status tc_constexpr_parse(const char *text, tc_constexpr *out, char *name_buf, size_t name_buf_size);
 
 /* What tc_compile produces. */
@@ -137,15 +141,26 @@ typedef struct tc_param_spec {
     int64_t divisibility;
 } tc_param_spec;
 
+/* Limits of tc_options, checked by tc_compile, tc_opt, tc_jit and
+ * tc_aot_generate (TC_ERROR_INVALID_ARGUMENT), by the tools' flags, and by
+ * the IR verifier for the kernel attributes num_warps and num_stages. */
+#define TC_MAX_NUM_WARPS 32  /* num_warps: 0 (the default, 4) or a power of two 1..32 */
+#define TC_MAX_NUM_STAGES 16 /* num_stages: 0 (the default, 3) .. 16 */
+
 typedef struct tc_options {
-    tc_emit emit;
-    int num_warps;           /* warps per program; 0 = 4 */
+    tc_emit emit;            /* one of the tc_emit values */
+    int num_warps;           /* warps per program; 0 = 4, else a power of two <= TC_MAX_NUM_WARPS */
     const char *print_after; /* a pass name: the IR after it goes to the log */
     int print_after_all;     /* the IR after every pass goes to the log */
     int verify_each;         /* run the verifier after every pass */
-    const tc_param_spec *params; /* specialization facts by parameter name */
+    /* Specialization facts by parameter name: each name must be a parameter
+     * of the kernel compiled (of some kernel of the file when tc_compile's
+     * kernel is NULL), each divisibility a power of two >= 1. NULL only with
+     * num_params 0. */
+    const tc_param_spec *params;
     size_t num_params;
-    int num_stages;          /* software pipelining depth of loops feeding dots; 0 = 3, 1 = off */
+    int num_stages;          /* software pipelining depth of loops feeding dots; 0 = 3, 1 = off,
+                                at most TC_MAX_NUM_STAGES */
     int llvm_o3;             /* LLVM's default<O3> pipeline and -O3 instruction selection instead of
                                 tilec's short pipeline: slower to compile, for comparisons */
 } tc_options;
@@ -153,7 +168,7 @@ typedef struct tc_options {
 TC_API void tc_options_init(tc_options *opt);
 
 typedef struct tc_target {
-    const char *arch; /* "sm_80", "sm_90" or "sm_90a"; NULL = "sm_90a" */
+    const char *arch; /* "sm_80", "sm_90" or "sm_90a"; NULL = "sm_90a"; others are TC_ERROR_UNSUPPORTED */
 } tc_target;
 
 typedef struct tc_compiler tc_compiler;
@@ -210,13 +225,18 @@ TC_API const char *tc_binary_kernel_param_type(const tc_binary *b, size_t kernel
 TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_t param, struct tc_param_desc *out);
 
 /* Compiles `kernel` (NULL: every kernel of the file) specialized with the
- * given constexpr values. */
+ * given constexpr values. cc, src and out are required, cx too when num_cx
+ * > 0; opt NULL means tc_options_init's defaults. A bad argument or option is
+ * TC_ERROR_INVALID_ARGUMENT naming it in tc_last_error(); errors in the
+ * source are TC_ERROR_COMPILE, with the count and the first diagnostic in
+ * tc_last_error() and all of them in diags (which may be NULL). */
 TC_API tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
                             size_t num_cx, const tc_options *opt, tc_binary **out, tc_diagnostics *diags);
 
 /* Parses IR text, verifies it, runs the comma-separated passes (NULL or "":
  * none) and returns the printed IR, or with opt->emit TC_EMIT_LLVM or
- * TC_EMIT_PTX lowers it (every tile must then have a layout). */
+ * TC_EMIT_PTX lowers it (every tile must then have a layout). Arguments and
+ * options are checked as by tc_compile. */
 TC_API tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const tc_options *opt,
                         tc_binary **out, tc_diagnostics *diags);
 

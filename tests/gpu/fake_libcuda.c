@@ -255,9 +255,12 @@ API CUresult cuFuncSetAttribute(void *fn, int attr, int v) {
     (void)fn, (void)attr, (void)v;
     return OK;
 }
+/* Static shared memory (attribute 1) is 0, or $TILEC_FAKE_CUDA_STATIC_SHARED
+ * bytes: the runtime's shared-memory sums are tested with it. */
 API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
-    (void)attr, (void)fn;
-    *v = 0;
+    (void)fn;
+    const char *s = getenv("TILEC_FAKE_CUDA_STATIC_SHARED");
+    *v = attr == 1 && s ? atoi(s) : 0;
     return OK;
 }
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -324,6 +327,8 @@ API CUresult cuGetErrorString(CUresult e, const char **s) {
 }
 
 API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    if (bytes > ((size_t)1 << 40))
+        return ERR_OUT_OF_MEMORY; /* more than a GPU has (and rounding up would wrap) */
     void *h = aligned_alloc(256, (bytes + 255) / 256 * 256);
     *p = (CUdeviceptr)(uintptr_t)h;
     return h ? OK : ERR_OUT_OF_MEMORY;
