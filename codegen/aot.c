@@ -583,23 +583,35 @@ tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_dia
     static const char *const default_archs[] = {"sm_80", "sm_90a"};
     if (out)
         *out = NULL;
-    if (!req || !out || !req->source || (req->num_constexprs && !req->constexprs) || (req->num_archs && !req->archs))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: a request with a source and out are required");
+    if (!req || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: %s is NULL", !req ? "req" : "out");
+    if (!req->source)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->source is NULL (a source is required)");
+    if (!req->source->text && req->source->len)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->source->text is NULL with len %zu",
+                       req->source->len);
+    if (req->num_constexprs && !req->constexprs)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->num_constexprs is %zu with NULL constexprs",
+                       req->num_constexprs);
+    if (req->num_archs && !req->archs)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->num_archs is %zu with NULL archs",
+                       req->num_archs);
     if (!is_identifier(req->name))
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: the name '%s' is not a C identifier",
                        req->name ? req->name : "");
     const char *const *archs = req->archs ? req->archs : default_archs;
     size_t num_archs = req->archs ? req->num_archs : 2;
     if (num_archs == 0 || num_archs > 8)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: between 1 and 8 targets");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->num_archs is %zu: between 1 and 8 targets",
+                       num_archs);
     for (size_t i = 0; i < num_archs; i++) {
         bool exact;
         if (!cg_aot_arch_cc(archs[i], &exact))
-            return rt_fail(TC_ERROR_UNSUPPORTED, "unknown target '%s' (sm_80, sm_90, sm_90a)",
+            return rt_fail(TC_ERROR_UNSUPPORTED, "tc_aot_generate: req->archs[%zu]: unknown target '%s' (sm_80, sm_90, sm_90a)", i,
                            archs[i] ? archs[i] : "");
         for (size_t j = 0; j < i; j++)
             if (strcmp(archs[i], archs[j]) == 0)
-                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "target %s given twice", archs[i]);
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_aot_generate: req->archs: target %s given twice", archs[i]);
     }
     tc_options opt;
     rt_request_options(req->options, &opt);

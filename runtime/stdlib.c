@@ -177,7 +177,7 @@ tc_status tc_stdlib_source(const char *name, const char **text, size_t *len) {
     if (len)
         *len = 0;
     if (!name || !text)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_stdlib_source: name and text are required");
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_stdlib_source: %s is NULL", !name ? "name" : "text");
     for (size_t i = 0; i < rt_stdlib_num_sources; i++)
         if (strcmp(rt_stdlib_sources[i].name, name) == 0) {
             *text = rt_stdlib_sources[i].text;
