@@ -23,8 +23,9 @@
  *
  * Readers trust nothing: a file that is short, has another magic, format,
  * kind, key or compiler, or whose checksum fails (a torn write on a crashed
- * NFS client, a disk error, a foreign file) is a miss. It is deleted, so the
- * rebuild that follows replaces it, and it is never loaded.
+ * NFS client, a disk error, a foreign file) is a miss. It is deleted (if it
+ * is the user's), so the rebuild that follows replaces it, and it is never
+ * loaded.
  *
  * The checksum protects against accidents, not against other users: anyone
  * who can write an entry can compute its checksum, and the payload is code

@@ -6,15 +6,17 @@
  *
  *  1. The context's in-memory table. A request's base key (source bytes and
  *     name, kernel, constexpr values, options, target, compiler version and
- *     build id)
- *     selects a family, which holds the kernel's runtime signature; the
- *     argument facts (each pointer 16-byte aligned or not, each integer
- *     divisible by 16 or not) select a variant of it. A hit costs a hash of
- *     the source and a few comparisons.
+ *     build id) selects a family, which holds the kernel's runtime
+ *     signature; the argument facts (each pointer 16-byte aligned or not,
+ *     each integer divisible by 16 or not) select a variant of it. A hit
+ *     costs a hash of the source and a few comparisons.
  *  2. The disk cache (cache.c): the variant's cubin, keyed by the PTX key
  *     plus the device's compute capability and the driver's version, loads
  *     with no compile at all; else its PTX (keyed by the PTX key) skips
- *     tilec but not the driver's PTX compiler.
+ *     tilec but not the driver's PTX compiler. The directory is used only
+ *     if cache.c trusts it (the user's own, not writable by others); else
+ *     the context logs why, once, and caches in memory only. Cached PTX
+ *     that the driver does not link is deleted and compiled again, once.
  *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
  *     driver's linker makes the cubin (cuLink*), stored too.
  *
