@@ -3,7 +3,8 @@
  * without a GPU: SHA-256 against the FIPS 180-4 vectors; the disk cache
  * (round trips, and every kind of bad entry rejected, deleted and rebuilt,
  * no temp files left behind); JIT keys; the JIT's build step with a fake
- * compiler; kernel metadata; the front end's signatures; the no-driver
+ * compiler and a fake linker (cached PTX that does not link is rebuilt
+ * once), and its memory-only fallback; kernel metadata; the front end's signatures; the no-driver
  * path; tc_launch's argument checks (on a kernel whose "driver" is a stub
  * that records the launch); and the AOT emitter. Every test that touches
  * the disk uses its own temporary TILEC_CACHE_DIR.
