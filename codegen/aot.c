@@ -408,7 +408,7 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
 
 /* ptxas in PATH, else the toolkit's default place; NULL if neither. */
 static char *find_ptxas(void) {
-    const char *path = getenv("PATH");
+    const char *path = secure_getenv("PATH");
     char buf[4096];
     while (path && *path) {
         const char *end = strchr(path, ':');
@@ -452,7 +452,7 @@ extern char **environ;
 
 /* `ptxas --gpu-name ARCH -o DIR/out.cubin DIR/in.ptx`, its output in DIR/ptxas.log. */
 static tc_status run_ptxas(const char *ptxas, const char *arch, const char *ptx, size_t len, RtBytes *cubin) {
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp = secure_getenv("TMPDIR");
     char dir[4096], in[4200], out[4200], log[4200];
     snprintf(dir, sizeof dir, "%s/tilec-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))

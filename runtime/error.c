@@ -96,7 +96,7 @@ void rt_bytes_free(RtBytes *b) {
 /* ---- log ---- */
 
 static int env_log_level(void) {
-    const char *v = getenv("TILEC_LOG");
+    const char *v = secure_getenv("TILEC_LOG");
     return v && *v ? atoi(v) : 0;
 }
 

@@ -5,15 +5,18 @@
  * Three levels, fastest first:
  *
  *  1. The context's in-memory table. A request's base key (source bytes and
- *     name, kernel, constexpr values, options, target, compiler version)
- *     selects a family, which holds the kernel's runtime signature; the
- *     argument facts (each pointer 16-byte aligned or not, each integer
- *     divisible by 16 or not) select a variant of it. A hit costs a hash of
- *     the source and a few comparisons.
+ *     name, kernel, constexpr values, options, target, compiler version and
+ *     build id) selects a family, which holds the kernel's runtime
+ *     signature; the argument facts (each pointer 16-byte aligned or not,
+ *     each integer divisible by 16 or not) select a variant of it. A hit
+ *     costs a hash of the source and a few comparisons.
  *  2. The disk cache (cache.c): the variant's cubin, keyed by the PTX key
  *     plus the device's compute capability and the driver's version, loads
  *     with no compile at all; else its PTX (keyed by the PTX key) skips
- *     tilec but not the driver's PTX compiler.
+ *     tilec but not the driver's PTX compiler. The directory is used only
+ *     if cache.c trusts it (the user's own, not writable by others); else
+ *     the context logs why, once, and caches in memory only. Cached PTX
+ *     that the driver does not link is deleted and compiled again, once.
  *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
  *     driver's linker makes the cubin (cuLink*), stored too.
  *
@@ -50,6 +53,7 @@ void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
     rt_sha256_init(&h);
     rt_sha256_field_str(&h, "version", JIT_KEY_VERSION);
     rt_sha256_field_str(&h, "compiler", tc_version());
+    rt_sha256_field_str(&h, "build", rt_build_id()); /* a rebuilt tilec of the same version may emit other code */
     rt_sha256_field_str(&h, "source-name", in->source->name);
     rt_sha256_field(&h, "source", in->source->text, in->source->text ? in->source->len : 0);
     rt_sha256_field_str(&h, "kernel", in->kernel);
@@ -127,7 +131,7 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     rt_jit_base_key(in, base);
     rt_jit_ptx_key(base, in->div16, in->num_params, out->key);
     rt_hex(out->key, 32, hex);
-    if (in->cache_dir) {
+    if (in->cache_dir && !in->no_cache_load) {
         RtCacheEntry e;
         bool hit;
         char why[256];
@@ -144,9 +148,7 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
             rt_jit_build_free(out);
             rt_cache_entry_free(&e);
             snprintf(why, sizeof why, "bad kernel metadata");
-            char path[4096];
-            if (rt_cache_path(in->cache_dir, out->key, path, sizeof path) == TC_OK)
-                remove(path);
+            rt_cache_remove(in->cache_dir, out->key);
         }
         if (why[0])
             rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: %s; rebuilding", in->cache_dir, hex, why);
@@ -182,6 +184,38 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     return TC_OK;
 }
 
+tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_user, RtJitBuild *b, RtBytes *cubin) {
+    tc_status st = rt_jit_build_ptx(in, b);
+    if (st != TC_OK)
+        return st;
+    st = link(link_user, (const char *)b->ptx.data, b->ptx.len, cubin);
+    if (st == TC_OK)
+        return TC_OK;
+    if (b->compiled || !in->cache_dir) {
+        rt_jit_build_free(b);
+        return st;
+    }
+    /* PTX from the disk that passed its checksum and still does not link
+     * (written by a compiler with a bug since fixed under the same build id,
+     * or for a driver since replaced): without this, every call would load
+     * it and fail again. Deleted, compiled afresh, stored, linked once more;
+     * a fresh PTX that fails too is the error. */
+    char hex[65];
+    rt_hex(b->key, 32, hex);
+    rt_log(in->log, 1, "tilec: cached PTX %s/%s.entry does not link (%s); rebuilding", in->cache_dir, hex,
+           tc_last_error());
+    rt_cache_remove(in->cache_dir, b->key);
+    rt_jit_build_free(b);
+    RtJitInputs fresh = *in;
+    fresh.no_cache_load = true;
+    if ((st = rt_jit_build_ptx(&fresh, b)) != TC_OK)
+        return st;
+    rt_bytes_free(cubin);
+    if ((st = link(link_user, (const char *)b->ptx.data, b->ptx.len, cubin)) != TC_OK)
+        rt_jit_build_free(b);
+    return st;
+}
+
 /* ---- the in-memory table ---- */
 
 typedef struct JitVariant JitVariant;
@@ -202,6 +236,7 @@ struct JitFamily {
 
 struct RtJitTable {
     JitFamily *buckets[256]; /* by the base key's first byte */
+    bool disk_warned;        /* the context logged why it has no disk cache */
 };
 
 void rt_jit_table_free(RtJitTable *t) {
@@ -308,9 +343,7 @@ static tc_status load_cached_cubin(tc_context *ctx, const RtJitInputs *in, const
     }
     RtMeta meta;
     if (!rt_meta_decode(e.meta, e.meta_len, &meta)) {
-        char path[4096];
-        if (rt_cache_path(in->cache_dir, key, path, sizeof path) == TC_OK)
-            remove(path);
+        rt_cache_remove(in->cache_dir, key);
         rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: bad kernel metadata; rebuilding", in->cache_dir,
                hex);
         rt_cache_entry_free(&e);
@@ -326,6 +359,10 @@ static tc_status load_cached_cubin(tc_context *ctx, const RtJitInputs *in, const
     return TC_OK;
 }
 
+static tc_status link_in_context(void *ctx, const char *ptx, size_t len, RtBytes *cubin) {
+    return rt_link_ptx(ctx, ptx, len, cubin);
+}
+
 /* Levels 2 and 3: a module for the variant. */
 static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module **mod) {
     RtJitBuild b;
@@ -338,13 +375,10 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module 
         if (st != TC_OK || *mod)
             return st;
     }
-    tc_status st = rt_jit_build_ptx(in, &b);
-    if (st != TC_OK)
-        return st;
     RtBytes cubin = {0};
-    st = rt_link_ptx(ctx, (const char *)b.ptx.data, b.ptx.len, &cubin);
+    tc_status st = rt_jit_build_cubin(in, link_in_context, ctx, &b, &cubin);
     if (st != TC_OK) {
-        rt_jit_build_free(&b);
+        rt_bytes_free(&cubin);
         return st;
     }
     if (in->cache_dir) {
@@ -361,6 +395,16 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module 
     rt_bytes_free(&cubin);
     rt_jit_build_free(&b);
     return st;
+}
+
+bool rt_jit_disk_cache(const RtLogger *log, bool *warned, char *dir, size_t cap) {
+    size_t base;
+    if (rt_cache_dir(dir, cap, &base) == TC_OK && rt_cache_prepare(dir, base) == TC_OK)
+        return true;
+    if (!*warned)
+        rt_log(log, 1, "tilec: %s; caching in memory only", tc_last_error());
+    *warned = true;
+    return false;
 }
 
 /* Everything after the request is read and the lock is held. */
@@ -428,11 +472,7 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
         if (v->div16[i])
             specs[num_specs++] = (tc_param_spec){sig->params[i].name, 16};
     char dir[4096];
-    bool use_disk = !req->no_disk_cache;
-    if (use_disk && rt_cache_dir(dir, sizeof dir) != TC_OK) {
-        rt_log(log, 1, "tilec: %s; caching in memory only", tc_last_error());
-        use_disk = false;
-    }
+    bool use_disk = !req->no_disk_cache && rt_jit_disk_cache(log, &ctx->jit->disk_warned, dir, sizeof dir);
     in.div16 = v->div16;
     in.num_params = n;
     in.sig = &fam->sig;

@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 typedef struct RtBytes RtBytes;
 typedef struct RtCuda RtCuda;
@@ -204,7 +206,7 @@ typedef enum { RT_PAYLOAD_PTX = 1, RT_PAYLOAD_CUBIN = 2 } RtPayloadKind;
 struct RtCacheEntry {
     RtPayloadKind kind;
     uint8_t key[32];
-    const char *compiler; /* tc_version() of the writer (NUL-terminated copy) */
+    const char *compiler; /* rt_compiler_id() of the writer (NUL-terminated copy) */
     const uint8_t *meta;  /* serialized kernel metadata (meta.c) */
     size_t meta_len;
     const uint8_t *payload;
@@ -214,10 +216,32 @@ struct RtCacheEntry {
 };
 
 /* The cache directory: $TILEC_CACHE_DIR, else $XDG_CACHE_HOME/tilec, else
- * $HOME/.cache/tilec. TC_ERROR_IO if none can be formed. */
-tc_status rt_cache_dir(char *out, size_t cap);
+ * $HOME/.cache/tilec, read with secure_getenv (so none of them in a setuid
+ * program). TC_ERROR_IO if none can be formed. *base (may be NULL) gets the
+ * length of the prefix that must exist already: the home directory for the
+ * default location, which tilec never creates; 0 otherwise. */
+tc_status rt_cache_dir(char *out, size_t cap, size_t *base);
 /* DIR/HEX.entry for a key. */
 tc_status rt_cache_path(const char *dir, const uint8_t key[32], char *out, size_t cap);
+/* $TILEC_CACHE_MAX_BYTES: bytes, with an optional K, M or G suffix (powers
+ * of 1024); 0 means no limit; unset or unparsable, 1 GiB. */
+uint64_t rt_cache_max_bytes(void);
+/* Whether a directory or an entry with this status is trusted for uid: a
+ * directory (an entry: a regular file) owned by uid and not writable by group
+ * or others. If not, false with the reason in why. */
+bool rt_cache_dir_trusted(const struct stat *st, uid_t uid, char *why, size_t why_cap);
+bool rt_cache_entry_trusted(const struct stat *st, uid_t uid, char *why, size_t why_cap);
+/* Creates dir 0700 (and its missing parents, 0700 too, except within the
+ * first `base` bytes) and checks it: not a symbolic link, and trusted for the
+ * effective user. TC_ERROR_IO saying why not ("cache directory D refused:
+ * ..."); such a directory must not be used. */
+tc_status rt_cache_prepare(const char *dir, size_t base);
+/* The tilec build: the GNU build-id note of the object holding tilec's code
+ * in hex, or without one a hash of the version and of the runtime's compile
+ * time. Computed once, thread-safe. */
+const char *rt_build_id(void);
+/* tc_version() and the build id: an entry's "compiler" field. */
+const char *rt_compiler_id(void);
 /* The bytes of an entry, and their validation (pure: used by the tests). */
 bool rt_cache_encode(RtBytes *out, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
                      const void *payload, size_t payload_len);
@@ -226,16 +250,35 @@ bool rt_cache_encode(RtBytes *out, const uint8_t key[32], RtPayloadKind kind, co
  * *e; on failure returns false with the reason in why. */
 bool rt_cache_decode(uint8_t *data, size_t len, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e, char *why,
                      size_t why_cap);
-/* Writes atomically: a temp file in dir (pid + random suffix), fsync,
- * rename; creates dir (and parents) if needed. TC_ERROR_IO with the path. */
+/* Writes atomically: a temp file in dir (pid + random suffix, 0600), fsync,
+ * rename; creates dir (and parents, 0700) if needed, refuses it if it is not
+ * trusted. Then updates the size estimate, and evicts when it is over
+ * rt_cache_max_bytes() (cache.c). TC_ERROR_IO with the path. */
 tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
                          const void *payload, size_t payload_len);
-/* *hit = true with *e filled, or false: no entry, or one that was rejected
- * (short, bad magic, other format, other compiler, bad checksum, other key,
- * other kind), in which case the file is deleted and why says what was
- * wrong. Only a file that exists but cannot be read is an error. */
+/* *hit = true with *e filled (and the entry's times set to now, for the
+ * eviction), or false: no entry (or no directory), or one that was
+ * rejected (a symbolic link, not a regular file, not the effective user's,
+ * writable by others, short, bad magic, other format, other compiler, bad
+ * checksum, other key, other kind), in which case the file is deleted if it
+ * is the user's own and why says what was wrong. A directory that is not
+ * trusted and a file that exists but cannot be read are errors. */
 tc_status rt_cache_load(const char *dir, const uint8_t key[32], RtPayloadKind kind, RtCacheEntry *e, bool *hit,
                         char *why, size_t why_cap);
+/* Deletes the key's entry if it is the effective user's (not an error if
+ * there is none). */
+tc_status rt_cache_remove(const char *dir, const uint8_t key[32]);
+/* What a scan of the directory found and did. */
+typedef struct RtCacheTrim {
+    size_t entries;        /* the user's entries */
+    uint64_t bytes_before; /* their total size */
+    uint64_t bytes_after;  /* after eviction */
+    size_t evicted;        /* least recently used first */
+    size_t stale_tmps;     /* temp files of killed writers (older than ten minutes) deleted */
+} RtCacheTrim;
+/* Scans dir as a store does when its estimate says so: evicts down to 90%
+ * of max_bytes when over it (0: no limit) and deletes stale temp files. */
+tc_status rt_cache_trim(const char *dir, uint64_t max_bytes, RtCacheTrim *out);
 void rt_cache_entry_free(RtCacheEntry *e);
 
 /* ==== meta.c: kernel metadata, its serialization, and the bridge to the compiler ==== */
@@ -376,6 +419,7 @@ struct RtJitInputs {
     const tc_param_spec *specs; /* the same facts by name, for the compiler */
     size_t num_specs;
     const char *cache_dir; /* NULL: memory only */
+    bool no_cache_load;    /* compile even if the disk has the PTX (it was refused) */
     RtCompileFn compile;   /* NULL: rt_compile_ptx */
     void *compile_user;
     const RtLogger *log;
@@ -399,6 +443,18 @@ struct RtJitBuild {
 };
 tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out);
 void rt_jit_build_free(RtJitBuild *b);
+/* PTX to cubin: rt_link_ptx in a context, or a stand-in in the tests. */
+typedef tc_status (*RtLinkFn)(void *user, const char *ptx, size_t len, RtBytes *cubin);
+/* rt_jit_build_ptx, then link. PTX from the disk cache that does not link
+ * is deleted, compiled afresh (and stored) and linked once more; only then
+ * is a link failure returned. On failure *b is freed; *cubin is the
+ * caller's to free either way. */
+tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_user, RtJitBuild *b, RtBytes *cubin);
+/* The disk cache tc_jit uses: rt_cache_dir, created and checked by
+ * rt_cache_prepare. If there is none or it is refused, false, and the reason
+ * is logged (level 1) the first time only: *warned (one flag per context)
+ * records that it was. */
+bool rt_jit_disk_cache(const RtLogger *log, bool *warned, char *dir, size_t cap);
 /* Frees a context's JIT table (its modules are unloaded by the caller). */
 void rt_jit_table_free(RtJitTable *t);
 

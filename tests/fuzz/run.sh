@@ -6,6 +6,8 @@
 #
 # fuzz_frontend: .tile sources (lib/, tests/lit/**/*.tile)
 # fuzz_ir:       IR text (tests/lit/**/*.tir)
+# fuzz_cache:    JIT disk cache entries (seeds: real entries that fuzz_cache
+#                itself writes with rt_cache_encode, TILEC_FUZZ_CACHE_SEEDS)
 # A crash, a leak, a sanitizer report or a timeout fails the run; the input that
 # caused it is left in BUILD_DIR/artifacts/.
 set -euo pipefail
@@ -17,7 +19,7 @@ cxx=/usr/lib/llvm-19/bin/clang++
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=$cc -DCMAKE_CXX_COMPILER=$cxx -DTILEC_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_frontend fuzz_ir
+cmake --build "$build" -j"$(nproc)" --target fuzz_frontend fuzz_ir fuzz_cache
 
 run() { # name, corpus seeds...
   local name=$1; shift
@@ -40,4 +42,7 @@ gen ir-chain 400 tir; gen ir-dag 24 tir; gen ir-loops 260 tir
 shopt -s globstar nullglob
 run fuzz_frontend lib/*.tile tests/lit/**/*.tile tests/fuzz/regressions/*.tile "$deep"/*.tile
 run fuzz_ir tests/lit/**/*.tir tests/fuzz/regressions/*.tir "$deep"/*.tir
+mkdir -p "$build/corpus-fuzz_cache"
+TILEC_FUZZ_CACHE_SEEDS="$build/corpus-fuzz_cache" "$build/tests/fuzz_cache" -runs=0 "$build/corpus-fuzz_cache" >/dev/null 2>&1
+run fuzz_cache
 echo "fuzz: no crash"

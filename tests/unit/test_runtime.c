@@ -3,7 +3,8 @@
  * without a GPU: SHA-256 against the FIPS 180-4 vectors; the disk cache
  * (round trips, and every kind of bad entry rejected, deleted and rebuilt,
  * no temp files left behind); JIT keys; the JIT's build step with a fake
- * compiler; kernel metadata; the front end's signatures; the no-driver
+ * compiler and a fake linker (cached PTX that does not link is rebuilt
+ * once), and its memory-only fallback; kernel metadata; the front end's signatures; the no-driver
  * path; tc_launch's argument checks (on a kernel whose "driver" is a stub
  * that records the launch); and the AOT emitter. Every test that touches
  * the disk uses its own temporary TILEC_CACHE_DIR.
@@ -267,7 +268,8 @@ TEST(test_cache_round_trip) {
     CHECK(memcmp(e.payload, payload, e.payload_len) == 0);
     CHECK_EQ_INT(e.payload[e.payload_len], 0); /* PTX payloads are C strings */
     CHECK_EQ_INT(e.meta_len, 2);
-    CHECK_EQ_STR(e.compiler, tc_version());
+    CHECK_EQ_STR(e.compiler, rt_compiler_id());
+    CHECK(strncmp(e.compiler, tc_version(), strlen(tc_version())) == 0);
     rt_cache_entry_free(&e);
     /* overwriting is atomic and leaves no temp file */
     CHECK_EQ_INT(rt_cache_store(sub, key, RT_PAYLOAD_PTX, NULL, 0, "x", 1), TC_OK);
@@ -275,7 +277,7 @@ TEST(test_cache_round_trip) {
     CHECK(hit && e.payload_len == 1 && e.meta_len == 0);
     rt_cache_entry_free(&e);
     CHECK_EQ_INT(count_files(sub, ".tmp-"), 0);
-    CHECK_EQ_INT(count_files(sub, ""), 3); /* ".", "..", the entry */
+    CHECK_EQ_INT(count_files(sub, ""), 4); /* ".", "..", the entry, the size estimate ("stats") */
     /* a cubin-kind load of a PTX entry is a miss (and deletes it) */
     CHECK_EQ_INT(rt_cache_load(sub, key, RT_PAYLOAD_CUBIN, &e, &hit, why, sizeof why), TC_OK);
     CHECK(!hit);
@@ -329,20 +331,25 @@ TEST(test_cache_io_errors) {
 TEST(test_cache_dir_from_env) {
     char *old = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
     char out[512];
+    size_t base = 99;
     setenv("TILEC_CACHE_DIR", "/some/where", 1);
-    CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+    CHECK_EQ_INT(rt_cache_dir(out, sizeof out, &base), TC_OK);
     CHECK_EQ_STR(out, "/some/where");
+    CHECK_EQ_INT(base, 0);
     unsetenv("TILEC_CACHE_DIR");
     char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
     setenv("XDG_CACHE_HOME", "/xdg", 1);
-    CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+    base = 99;
+    CHECK_EQ_INT(rt_cache_dir(out, sizeof out, &base), TC_OK);
     CHECK_EQ_STR(out, "/xdg/tilec");
+    CHECK_EQ_INT(base, 0);
     unsetenv("XDG_CACHE_HOME");
     if (getenv("HOME")) {
         char want[512];
         snprintf(want, sizeof want, "%s/.cache/tilec", getenv("HOME"));
-        CHECK_EQ_INT(rt_cache_dir(out, sizeof out), TC_OK);
+        CHECK_EQ_INT(rt_cache_dir(out, sizeof out, &base), TC_OK);
         CHECK_EQ_STR(out, want);
+        CHECK_EQ_INT(base, strlen(getenv("HOME"))); /* the home directory is never created */
     }
     if (xdg)
         setenv("XDG_CACHE_HOME", xdg, 1);
@@ -482,7 +489,7 @@ static tc_status fake_compile(void *user, const RtCompileRequest *req, RtBytes *
 typedef struct LogLines {
     int count;
     char last[512];
-    int compiled, rejected, hits;
+    int compiled, rejected, hits, unlinkable;
 } LogLines;
 
 static void log_line(void *user, const char *line) {
@@ -492,6 +499,7 @@ static void log_line(void *user, const char *line) {
     l->compiled += strstr(line, "compiled") != NULL;
     l->rejected += strstr(line, "rejected") != NULL;
     l->hits += strstr(line, "cache hit") != NULL;
+    l->unlinkable += strstr(line, "does not link") != NULL;
 }
 
 typedef struct JitFixture {
@@ -663,13 +671,13 @@ TEST(test_jit_build_and_cache) {
     CHECK(has(b.ptx.data, "1 facts"));
     rt_jit_build_free(&b);
     CHECK_EQ_INT(count_files(dir, ".tmp-"), 0);
-    CHECK_EQ_INT(count_files(dir, ""), 4); /* ".", "..", two entries */
+    CHECK_EQ_INT(count_files(dir, ""), 5); /* ".", "..", two entries, "stats" */
 
     /* a failed compile stores nothing */
     f.fc.result = TC_ERROR_COMPILE;
     f.cx[0].i = 512;
     CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_ERROR_COMPILE);
-    CHECK_EQ_INT(count_files(dir, ""), 4);
+    CHECK_EQ_INT(count_files(dir, ""), 5);
 
     /* memory only: nothing on disk, every build compiles */
     f.fc.result = TC_OK;
@@ -677,7 +685,7 @@ TEST(test_jit_build_and_cache) {
     CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
     CHECK(b.compiled);
     rt_jit_build_free(&b);
-    CHECK_EQ_INT(count_files(dir, ""), 4);
+    CHECK_EQ_INT(count_files(dir, ""), 5);
 
     /* an unwritable cache is not an error: logged, the kernel still builds */
     char file[600], bad[700];
@@ -690,6 +698,125 @@ TEST(test_jit_build_and_cache) {
     CHECK(b.compiled);
     CHECK(f.lines.count == before + 2 && strstr(f.lines.last, "tilec: cache: cannot create") != NULL);
     rt_jit_build_free(&b);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* A stand-in for the driver's linker: refuses PTX containing `refuse`. */
+typedef struct FakeLinker {
+    int calls;
+    const char *refuse;
+} FakeLinker;
+
+static tc_status fake_link(void *user, const char *ptx, size_t len, RtBytes *cubin) {
+    FakeLinker *l = user;
+    l->calls++;
+    if (l->refuse && strstr(ptx, l->refuse))
+        return rt_fail(TC_ERROR_CUDA, "cuLinkAddData: CUDA_ERROR_INVALID_PTX (fake)");
+    return rt_bytes_append(cubin, "CUBIN:", 6) && rt_bytes_append(cubin, ptx, len)
+               ? TC_OK
+               : rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* Replaces the cached PTX of key with `text`, a valid entry (checksum and all). */
+static void plant_ptx(const char *dir, const uint8_t key[32], const char *text) {
+    RtCacheEntry e;
+    bool hit = false;
+    char why[128];
+    CHECK_EQ_INT(rt_cache_load(dir, key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why), TC_OK);
+    CHECK(hit);
+    if (!hit)
+        return;
+    CHECK_EQ_INT(rt_cache_store(dir, key, RT_PAYLOAD_PTX, e.meta, e.meta_len, text, strlen(text)), TC_OK);
+    rt_cache_entry_free(&e);
+}
+
+TEST(test_jit_rebuilds_unlinkable_ptx) {
+    char *dir = make_temp_dir();
+    JitFixture f;
+    jit_setup(&f, dir);
+    FakeLinker fl = {0, "broken"};
+    RtJitBuild b;
+    RtBytes cubin = {0};
+
+    /* cold: compiled, linked once */
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_OK);
+    CHECK(b.compiled && f.fc.calls == 1 && fl.calls == 1);
+    CHECK(has(cubin.data, "CUBIN:// fake PTX for softmax"));
+    uint8_t key[32];
+    memcpy(key, b.key, 32);
+    rt_jit_build_free(&b);
+    rt_bytes_free(&cubin);
+
+    /* cached PTX that passes its checksum but does not link: deleted,
+     * compiled afresh, stored, linked; logged once */
+    plant_ptx(dir, key, "// broken PTX\n");
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_OK);
+    CHECK(b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 2);
+    CHECK_EQ_INT(fl.calls, 3);
+    CHECK(has(cubin.data, "CUBIN:// fake PTX for softmax"));
+    CHECK_EQ_INT(f.lines.unlinkable, 1);
+    rt_jit_build_free(&b);
+    rt_bytes_free(&cubin);
+    /* ... so the next build loads the fresh PTX from the disk */
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_OK);
+    CHECK(!b.compiled);
+    CHECK_EQ_INT(f.fc.calls, 2);
+    CHECK(has(cubin.data, "CUBIN:// fake PTX for softmax"));
+    rt_jit_build_free(&b);
+    rt_bytes_free(&cubin);
+
+    /* fresh PTX that does not link either: one retry, then the error */
+    plant_ptx(dir, key, "// broken PTX\n");
+    fl.refuse = "PTX";
+    fl.calls = 0;
+    LogLines before = f.lines;
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_ERROR_CUDA);
+    CHECK(strstr(tc_last_error(), "INVALID_PTX") != NULL);
+    CHECK_EQ_INT(f.fc.calls, 3);
+    CHECK_EQ_INT(fl.calls, 2);
+    CHECK_EQ_INT(f.lines.compiled, before.compiled + 1);
+    CHECK_EQ_INT(f.lines.unlinkable, 2);
+    rt_bytes_free(&cubin);
+    /* compiled PTX that does not link is not retried */
+    fl.calls = 0;
+    f.in.cache_dir = NULL;
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_ERROR_CUDA);
+    CHECK_EQ_INT(f.fc.calls, 4);
+    CHECK_EQ_INT(fl.calls, 1);
+    rt_bytes_free(&cubin);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* A cache directory others can write: tc_jit's choice is memory only, with
+ * one warning, and the build still works. */
+TEST(test_jit_refused_cache_dir) {
+    char *dir = make_temp_dir();
+    char *old = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    chmod(dir, 0777);
+    JitFixture f;
+    jit_setup(&f, NULL);
+    bool warned = false;
+    char path[4096];
+    for (int i = 0; i < 3; i++) {
+        RtJitBuild b;
+        f.in.cache_dir = rt_jit_disk_cache(&f.log, &warned, path, sizeof path) ? path : NULL;
+        CHECK(f.in.cache_dir == NULL);
+        CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+        CHECK(b.compiled);
+        rt_jit_build_free(&b);
+    }
+    CHECK_EQ_INT(f.fc.calls, 3);
+    CHECK_EQ_INT(f.lines.count, 4); /* the warning, then three compiles */
+    CHECK_EQ_INT(count_files(dir, ""), 2);
+    if (old)
+        setenv("TILEC_CACHE_DIR", old, 1);
+    else
+        unsetenv("TILEC_CACHE_DIR");
+    free(old);
     remove_tree(dir);
     free(dir);
 }
@@ -927,5 +1054,6 @@ TEST(test_aot_errors) {
 
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
-           test_signature, test_jit_keys, test_jit_build_and_cache, test_log_env, test_no_driver, test_null_arguments,
+           test_signature, test_jit_keys, test_jit_build_and_cache,
+           test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_aot_emit, test_aot_errors)
