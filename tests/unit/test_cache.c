@@ -285,7 +285,7 @@ TEST(test_jit_disk_cache_choice) {
         saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
     char *dir = make_temp_dir();
     Warnings w = {0};
-    RtLogger log = {warn_line, &w};
+    RtLogger log = {warn_line, &w, NULL};
     bool warned = false;
     char out[4096];
 
