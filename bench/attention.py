@@ -26,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (JitVariant, arg_parser, find_lib, load_baselines, load_tilec, relerr,  # noqa: E402
+from common import (JitVariant, attention_reference, arg_parser, find_lib, load_baselines, load_tilec, relerr,  # noqa: E402
                     stdlib_source, tc_check, tc_context_from_torch, write_json)
 
 PROG = "attention.py"
@@ -106,23 +106,6 @@ SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"]): "even" sets EVEN_N w
 }
 
 
-def reference(q, k, v, causal, scale):
-    """q [B, H, M, D], k/v [B, KH, N, D] -> O [B, H, M, D] f32, LSE [B, H, M] (natural log)."""
-    import torch
-    h, kh = q.shape[1], k.shape[1]
-    k = k.float().repeat_interleave(h // kh, dim=1)
-    v = v.float().repeat_interleave(h // kh, dim=1)
-    s = torch.matmul(q.float(), k.transpose(-1, -2)) * scale
-    m, n = q.shape[2], k.shape[2]
-    if causal:
-        i = torch.arange(m, device=q.device)[:, None]
-        j = torch.arange(n, device=q.device)[None, :]
-        s = s.masked_fill(j > i + (n - m), float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
-    return torch.matmul(p, v), lse
-
-
 def run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, layout):
     """layout 'bhsd': tensors [B, H, S, D]; 'bshd': [B, S, H, D] (q, k, v, o given as such)."""
     hd = (1, 2) if layout == "bhsd" else (2, 1)  # the (heads, sequence) dimensions
@@ -177,7 +160,7 @@ def main():
         k = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
         v = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
         scale = 1.0 / math.sqrt(D)
-        ref_o, ref_lse = reference(q, k, v, causal, scale)
+        ref_o, ref_lse = attention_reference(q, k, v, causal, scale)
         if layout == "bshd":
             qa, ka, va = (t.transpose(1, 2).contiguous() for t in (q, k, v))
             o = torch.full((B, M, H, D), float("nan"), device="cuda", dtype=tdt[dt])

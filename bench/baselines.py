@@ -43,6 +43,9 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import attention_reference  # noqa: E402,F401  (the float32 reference, shared with attention.py)
+
 # ---------------------------------------------------------------- attention forward
 #
 # One program computes BLOCK_M query rows of one (batch, head). It keeps Q in shared memory and
@@ -162,24 +165,6 @@ def triton_attention(q, k, v, causal, scale, cfg, out=None, lse=None):
     _attn_fwd[grid](desc_q, desc_k, desc_v, desc_o, lse, scale, n_q, n_kv,
                     HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, CAUSAL=bool(causal), num_stages=stages, num_warps=warps)
     return out
-
-
-def attention_reference(q, k, v, causal, scale):
-    """softmax(q kᵀ * scale) v in float32: q [B, H, n_q, D], k and v [B, KH, n_kv, D] with KH
-    dividing H. Causal: bottom-right aligned (query i sees keys j <= i + n_kv - n_q); a row that
-    sees no key gets O = 0 and LSE = -inf. Returns (o [B, H, n_q, D], lse [B, H, n_q], natural log)."""
-    rep = q.shape[1] // k.shape[1]
-    kf = k.float().repeat_interleave(rep, dim=1)
-    vf = v.float().repeat_interleave(rep, dim=1)
-    s = torch.matmul(q.float(), kf.transpose(-1, -2)) * scale
-    n_q, n_kv = q.shape[2], k.shape[2]
-    if causal:
-        i = torch.arange(n_q, device=q.device)[:, None]
-        j = torch.arange(n_kv, device=q.device)[None, :]
-        s = s.masked_fill(j > i + (n_kv - n_q), float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
-    return torch.matmul(p, vf), lse
 
 
 # ---------------------------------------------------------------- row-wise kernels

@@ -189,3 +189,22 @@ def relerr(out, ref):
 def write_json(path, **data):
     with open(path, "w") as fh:
         json.dump(data, fh, indent=1)
+
+
+def attention_reference(q, k, v, causal, scale):
+    """softmax(q kᵀ * scale) v in float32: q [B, H, n_q, D], k and v [B, KH, n_kv, D] with KH
+    dividing H. Causal: bottom-right aligned (query i sees keys j <= i + n_kv - n_q); a row that
+    sees no key gets O = 0 and LSE = -inf. Returns (o [B, H, n_q, D], lse [B, H, n_q], natural log)."""
+    import torch
+    rep = q.shape[1] // k.shape[1]
+    kf = k.float().repeat_interleave(rep, dim=1)
+    vf = v.float().repeat_interleave(rep, dim=1)
+    s = torch.matmul(q.float(), kf.transpose(-1, -2)) * scale
+    n_q, n_kv = q.shape[2], k.shape[2]
+    if causal:
+        i = torch.arange(n_q, device=q.device)[:, None]
+        j = torch.arange(n_kv, device=q.device)[None, :]
+        s = s.masked_fill(j > i + (n_kv - n_q), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    return torch.matmul(p, vf), lse

@@ -9,7 +9,7 @@ add_custom_command(
   OUTPUT ${TILEC_STDLIB_C}
   COMMAND ${CMAKE_COMMAND} -DOUTPUT=${TILEC_STDLIB_C} "-DSOURCES=${_tilec_stdlib_list}"
           -P ${CMAKE_SOURCE_DIR}/cmake/embed_tile_sources.cmake
-  DEPENDS ${TILEC_STDLIB_TILES} ${CMAKE_SOURCE_DIR}/cmake/embed_tile_sources.cmake
+  DEPENDS ${TILEC_STDLIB_TILES} ${CMAKE_SOURCE_DIR}/cmake/embed_tile_sources.cmake ${CMAKE_SOURCE_DIR}/cmake/embed_common.cmake
   COMMENT "Embedding lib/*.tile into libtilec"
   VERBATIM)
 target_sources(tilec_objs PRIVATE ${TILEC_STDLIB_C})
@@ -20,7 +20,7 @@ add_custom_command(
   OUTPUT ${TILEC_AOT_LOADER_C}
   COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_SOURCE_DIR}/driver/aot/loader.c -DOUTPUT=${TILEC_AOT_LOADER_C}
           -DSYMBOL=cg_aot_loader_text -P ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
-  DEPENDS ${CMAKE_SOURCE_DIR}/driver/aot/loader.c ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
+  DEPENDS ${CMAKE_SOURCE_DIR}/driver/aot/loader.c ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake ${CMAKE_SOURCE_DIR}/cmake/embed_common.cmake
   COMMENT "Embedding driver/aot/loader.c into libtilec"
   VERBATIM)
 target_sources(tilec_objs PRIVATE ${TILEC_AOT_LOADER_C})

@@ -135,6 +135,16 @@ void ir_func_remove(IrModule *m, IrFunc *f) {
     m->func_index_stale = true;
 }
 
+size_t ir_block_count_ops(const IrBlock *b) {
+    size_t n = 0;
+    for (const IrOp *op = b->first; op; op = op->next) {
+        n++;
+        for (int r = 0; r < op->num_regions; r++)
+            n += ir_block_count_ops(op->regions[r]);
+    }
+    return n;
+}
+
 IrValue *ir_func_add_param(IrFunc *f, const IrType *t, const char *name) {
     return ir_block_add_arg(f->module, f->body, t, name);
 }

@@ -390,6 +390,8 @@ IrModule *ir_module_create(void);
 void ir_module_destroy(IrModule *m);
 IrFunc *ir_func_create(IrModule *m, IrFuncKind kind, const char *name);
 IrFunc *ir_module_find_func(const IrModule *m, const char *name);
+/* Ops in b and in every region nested in it. */
+size_t ir_block_count_ops(const IrBlock *b);
 void ir_func_remove(IrModule *m, IrFunc *f); /* unlinks */
 IrValue *ir_func_add_param(IrFunc *f, const IrType *t, const char *name);
 void ir_func_set_results(IrFunc *f, int n, const IrType *const *types);

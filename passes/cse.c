@@ -205,23 +205,13 @@ static void cse_block(Cse *c, IrBlock *b) {
     pop_to(c, mark);
 }
 
-static size_t count_ops(const IrBlock *b) {
-    size_t n = 0;
-    for (const IrOp *op = b->first; op; op = op->next) {
-        n++;
-        for (int r = 0; r < op->num_regions; r++)
-            n += count_ops(op->regions[r]);
-    }
-    return n;
-}
-
 bool pass_cse(IrModule *m, const PassOptions *opts) {
     Cse c;
     memset(&c, 0, sizeof c);
     c.m = m;
     ir_map_init(&c.subst, &m->arena);
     for (IrFunc *f = m->first; f; f = f->next) {
-        size_t n = count_ops(f->body), nb = 16;
+        size_t n = ir_block_count_ops(f->body), nb = 16;
         while (nb < 2 * n)
             nb *= 2;
         c.buckets = ARENA_ARRAY(&m->arena, Entry *, nb);

@@ -167,20 +167,10 @@ static bool check_call_graph(Inliner *in, IrFunc **post) {
     return true;
 }
 
-static size_t count_ops(const IrBlock *b) {
-    size_t n = 0;
-    for (const IrOp *op = b->first; op; op = op->next) {
-        n++;
-        for (int r = 0; r < op->num_regions; r++)
-            n += count_ops(op->regions[r]);
-    }
-    return n;
-}
-
 static size_t body_size(Inliner *in, IrFunc *f) {
     uintptr_t s = (uintptr_t)ir_map_get(&in->sizes, f);
     if (!s) {
-        s = count_ops(f->body) + 1;
+        s = ir_block_count_ops(f->body) + 1;
         ir_map_put(&in->sizes, f, (void *)s);
     }
     return s - 1;

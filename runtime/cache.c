@@ -275,9 +275,10 @@ void rt_cache_entry_free(RtCacheEntry *e) {
 
 /* ---- trust ---- */
 
-bool rt_cache_dir_trusted(const struct stat *st, uid_t uid, char *why, size_t why_cap) {
-    if (!S_ISDIR(st->st_mode))
-        snprintf(why, why_cap, "not a directory");
+/* Owned by uid and writable by no one else, and of the kind wanted. */
+static bool owned_privately(const struct stat *st, bool want_dir, uid_t uid, char *why, size_t why_cap) {
+    if (want_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+        snprintf(why, why_cap, want_dir ? "not a directory" : "not a regular file");
     else if (st->st_uid != uid)
         snprintf(why, why_cap, "owned by uid %u, not by this user (uid %u)", (unsigned)st->st_uid, (unsigned)uid);
     else if (st->st_mode & (S_IWGRP | S_IWOTH))
@@ -287,16 +288,12 @@ bool rt_cache_dir_trusted(const struct stat *st, uid_t uid, char *why, size_t wh
     return false;
 }
 
+bool rt_cache_dir_trusted(const struct stat *st, uid_t uid, char *why, size_t why_cap) {
+    return owned_privately(st, true, uid, why, why_cap);
+}
+
 bool rt_cache_entry_trusted(const struct stat *st, uid_t uid, char *why, size_t why_cap) {
-    if (!S_ISREG(st->st_mode))
-        snprintf(why, why_cap, "not a regular file");
-    else if (st->st_uid != uid)
-        snprintf(why, why_cap, "owned by uid %u, not by this user (uid %u)", (unsigned)st->st_uid, (unsigned)uid);
-    else if (st->st_mode & (S_IWGRP | S_IWOTH))
-        snprintf(why, why_cap, "writable by group or others (mode %04o)", (unsigned)(st->st_mode & 07777));
-    else
-        return true;
-    return false;
+    return owned_privately(st, false, uid, why, why_cap);
 }
 
 /* ---- the directory ---- */

@@ -12,6 +12,7 @@
 #include "codegen/aot.h"
 #include "runtime/runtime.h"
 #include "tilec/aot.h"
+#include "fs_util.h"
 #include "unit.h"
 
 #include <dirent.h>
@@ -22,34 +23,6 @@
 #include <unistd.h>
 
 /* ---- helpers ---- */
-
-static char *make_temp_dir(void) {
-    const char *tmp = getenv("TMPDIR");
-    char tmpl[512];
-    snprintf(tmpl, sizeof tmpl, "%s/tilec-unit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    char *d = mkdtemp(tmpl);
-    return d ? strdup(d) : NULL;
-}
-
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[1024];
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(path);
-        else
-            unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 /* Files in dir whose name starts with prefix. */
 static int count_files(const char *dir, const char *prefix) {
