@@ -14,7 +14,7 @@ add_custom_command(
   VERBATIM)
 target_sources(tilec_objs PRIVATE ${TILEC_STDLIB_C})
 
-# The AOT launchers' loader (driver/aot/loader.c), as text for codegen/aot.c.
+# The AOT launchers' loader (driver/aot/loader.c), as text for driver/aot.c.
 set(TILEC_AOT_LOADER_C ${CMAKE_BINARY_DIR}/generated/aot_loader_text.c)
 add_custom_command(
   OUTPUT ${TILEC_AOT_LOADER_C}

@@ -34,7 +34,7 @@
  * an internal error and makes cg_compile_module return false.
  */
 #include "lower.h"
-#include "target.h"
+#include "emit.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,17 +147,6 @@ LLVMValueRef cg_contract(LLVMValueRef inst) {
 
 /* ---- thread coordinates ---- */
 
-static bool is_pow2(int64_t v) {
-    return v > 0 && (v & (v - 1)) == 0;
-}
-
-static int log2i(int64_t v) {
-    int n = 0;
-    while (((int64_t)1 << n) < v)
-        n++;
-    return n;
-}
-
 static CgThreadMap *thread_map(Cg *cg, const LinearLayout *ll) {
     for (CgThreadMap *t = cg->thread_maps; t; t = t->next)
         if (ll_equal(&t->ll, ll))
@@ -187,7 +176,7 @@ LLVMValueRef cg_thread_coord(Cg *cg, const LinearLayout *ll, int dim) {
             int64_t c = ll->bases[in][k][dim];
             if (!c)
                 continue;
-            if (!is_pow2(c) || (seen & c))
+            if (!tc_is_pow2(c) || (seen & c))
                 disjoint = false;
             seen |= c;
         }
@@ -200,7 +189,7 @@ LLVMValueRef cg_thread_coord(Cg *cg, const LinearLayout *ll, int dim) {
                 continue;
             LLVMValueRef t = LLVMBuildAnd(b, src, cg_i32(cg, (int64_t)1 << k), "");
             if (disjoint) {
-                int s = log2i(c);
+                int s = tc_log2i(c);
                 if (s > k)
                     t = LLVMBuildShl(b, t, cg_i32(cg, s - k), "");
                 else if (s < k)
@@ -258,7 +247,7 @@ LLVMValueRef cg_linear_index(Cg *cg, int rank, const int64_t *shape, LLVMValueRe
     for (int d = rank - 1; d >= 0; d--) {
         LLVMValueRef t = c[d];
         if (stride > 1) {
-            t = LLVMBuildShl(cg->b, t, cg_i32(cg, log2i(stride)), "");
+            t = LLVMBuildShl(cg->b, t, cg_i32(cg, tc_log2i(stride)), "");
             if (LLVMIsAInstruction(t)) {
                 LLVMSetNUW(t, 1);
                 LLVMSetNSW(t, 1);
@@ -340,8 +329,8 @@ int64_t cg_scratch_base(const IrOp *op) {
     return ir_op_get_int(op, "scratch_offset", 0);
 }
 
-LLVMValueRef cg_padded(Cg *cg, CgPadding p, LLVMValueRef offset) {
-    LLVMValueRef rows = LLVMBuildLShr(cg->b, offset, cg_i32(cg, log2i(p.interval)), "");
+LLVMValueRef cg_padded(Cg *cg, TgPadding p, LLVMValueRef offset) {
+    LLVMValueRef rows = LLVMBuildLShr(cg->b, offset, cg_i32(cg, tc_log2i(p.interval)), "");
     LLVMValueRef pad = LLVMBuildMul(cg->b, rows, cg_i32(cg, p.pad), "");
     LLVMValueRef r = LLVMBuildAdd(cg->b, offset, pad, "");
     if (LLVMIsAInstruction(r)) {
@@ -355,12 +344,12 @@ void cg_smem_store(Cg *cg, LLVMValueRef v, const IrType *elem, LLVMValueRef offs
     if (elem->kind == IR_I1)
         v = LLVMBuildZExt(cg->b, v, cg->t_i8, "");
     LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
-    LLVMSetAlignment(st, (unsigned)cg_elem_bytes(elem));
+    LLVMSetAlignment(st, (unsigned)tg_elem_bytes(elem));
 }
 
 LLVMValueRef cg_smem_load(Cg *cg, const IrType *elem, LLVMValueRef offset) {
     LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_mem_type(cg, elem), cg_smem_ptr(cg, offset), "");
-    LLVMSetAlignment(v, (unsigned)cg_elem_bytes(elem));
+    LLVMSetAlignment(v, (unsigned)tg_elem_bytes(elem));
     if (elem->kind == IR_I1)
         v = LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "");
     return v;
@@ -379,7 +368,7 @@ void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LL
         cg_smem_store(cg, vals[0], elem, offset);
         return;
     }
-    int bytes = g * cg_elem_bytes(elem);
+    int bytes = g * tg_elem_bytes(elem);
     bool pairs = bytes == 2 * g;
     for (int j = 0; pairs && j < g; j += 2)
         pairs = is_convert_pair(cg, vals[j], vals[j + 1]);
@@ -405,7 +394,7 @@ void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVM
         out[0] = cg_smem_load(cg, elem, offset);
         return;
     }
-    int bytes = g * cg_elem_bytes(elem);
+    int bytes = g * tg_elem_bytes(elem);
     LLVMValueRef v = LLVMBuildLoad2(cg->b, access_type(cg, bytes), cg_smem_ptr(cg, offset), "");
     LLVMSetAlignment(v, (unsigned)bytes);
     v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg_type(cg, elem), (unsigned)g), "");
@@ -801,7 +790,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
+bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
                        CgStats *stats) {
     const char *why = NULL;
     if (!cg_target_init(&why)) {
@@ -824,7 +813,7 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_
         cg.target = t;
         cg.diags = diags;
         arena_init(&cg.arena);
-        cg.num_warps = cg_kernel_num_warps(f, default_num_warps);
+        cg.num_warps = tg_kernel_num_warps(f, default_num_warps);
         cg.loop_regs = -1;
         cg.ctx = ctx;
         cg.mod = mod;
@@ -834,13 +823,13 @@ bool cg_compile_module(IrModule *m, const CgTarget *t, CgEmit emit, int default_
         ir_map_init(&cg.vals, &cg.arena);
         ir_map_init(&cg.lls, &cg.arena);
         ir_map_init(&cg.used, &cg.arena);
-        int64_t shared = cg_kernel_shared_bytes(f, cg.num_warps);
-        int64_t limit = cg_shared_limit(t);
+        int64_t shared = tg_kernel_shared_bytes(f, cg.num_warps);
+        int64_t limit = tg_shared_limit(t);
         if (shared > limit) { /* allocate-shared reports this to the user; IR that skipped it lands here */
             diag_error(diags, f->loc,
                        "internal error: kernel @%s needs %lld bytes of shared memory, more than %s's %lld (run "
                        "allocate-shared)",
-                       f->name, (long long)shared, cg_target_cpu(t), (long long)limit);
+                       f->name, (long long)shared, tg_target_cpu(t), (long long)limit);
             ok = false;
         } else {
             if (!smem) {
@@ -877,8 +866,8 @@ CgKernelInfo *cg_kernel_infos(IrModule *m, int default_num_warps, int *count) {
             continue;
         CgKernelInfo *ki = &k[i++];
         ki->name = f->name;
-        ki->num_warps = cg_kernel_num_warps(f, default_num_warps);
-        ki->shared_bytes = cg_kernel_shared_bytes(f, ki->num_warps);
+        ki->num_warps = tg_kernel_num_warps(f, default_num_warps);
+        ki->shared_bytes = tg_kernel_shared_bytes(f, ki->num_warps);
         ki->num_params = f->body->num_args;
         ki->param_types = ARENA_ARRAY(&m->arena, const IrType *, ki->num_params ? ki->num_params : 1);
         ki->param_names = ARENA_ARRAY(&m->arena, const char *, ki->num_params ? ki->num_params : 1);

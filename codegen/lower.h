@@ -57,7 +57,7 @@ struct CgOffsetMemo {
 struct Cg {
     IrModule *m;
     IrFunc *f;
-    const CgTarget *target;
+    const TgTarget *target;
     DiagList *diags;
     Arena arena; /* CgVals, maps; freed after the kernel */
     int num_warps;
@@ -139,7 +139,7 @@ LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset);
 /* Byte offset of op's scratch (its scratch_offset, default 0). */
 int64_t cg_scratch_base(const IrOp *op);
 /* offset + offset / interval * pad, on an i32 byte offset. */
-LLVMValueRef cg_padded(Cg *cg, CgPadding p, LLVMValueRef offset);
+LLVMValueRef cg_padded(Cg *cg, TgPadding p, LLVMValueRef offset);
 /* Stores / loads one element of IR type elem at a byte offset of shared
  * memory (i1 as a byte). */
 void cg_smem_store(Cg *cg, LLVMValueRef v, const IrType *elem, LLVMValueRef offset);

@@ -5,7 +5,7 @@
  * With linear layouts these are one question: does every thread already
  * hold, in some register, each element its result registers need? The
  * operand's layout is first viewed in the result's coordinates
- * (cg_shape_op_views: expand_dims inserts a zero coordinate, trans permutes
+ * (tg_shape_op_views: expand_dims inserts a zero coordinate, trans permutes
  * the dimensions, reshape compares both as 1-D row-major maps, broadcast
  * ignores the widened dimensions), then ll_same_thread_map answers and gives
  * the register permutation. That costs no instruction at all.
@@ -13,12 +13,12 @@
  * Otherwise the elements go through scratch shared memory, the same way for
  * every op: barrier (the scratch may still be read by the previous user);
  * each thread stores every operand register at the padded row-major offset
- * of its coordinates in the operand's shape (cg_exchange_padding: see
+ * of its coordinates in the operand's shape (tg_exchange_padding: see
  * scratch.c); barrier; each thread loads every result register from the
  * operand coordinates that its result coordinates come from. Copies (lanes
  * or warps with zero bases) store identical values to identical addresses,
  * which is harmless. The passes normally insert convert_layout and keep it
- * out of loops; cg_scratch_bytes sizes this path for allocate-shared.
+ * out of loops; tg_scratch_bytes sizes this path for allocate-shared.
  */
 #include "lower.h"
 
@@ -46,7 +46,7 @@ bool cg_lower_arange(Cg *cg, IrOp *op) {
 }
 
 
-static int64_t reg_offset(const CgScratchSum *s, int r) {
+static int64_t reg_offset(const TgScratchSum *s, int r) {
     int64_t o = 0;
     for (int k = 0; r >> k; k++)
         if ((r >> k) & 1)
@@ -58,13 +58,13 @@ static int64_t reg_offset(const CgScratchSum *s, int r) {
 static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *from, const LinearLayout *to, CgVal *res) {
     const IrType *st = op->operands[0]->type;
     const IrType *elem = st->elem;
-    int eb = cg_elem_bytes(elem);
-    CgPadding pad = cg_exchange_padding(op, from, to);
+    int eb = tg_elem_bytes(elem);
+    TgPadding pad = tg_exchange_padding(op, from, to);
     int64_t base = cg_scratch_base(op);
     LLVMBuilderRef b = cg->b;
-    CgScratchSum ss, ls;
-    bool fast = base % 16 == 0 && cg_scratch_sum(op, from, from, false, eb, pad, src->n, elem, &ss) &&
-                cg_scratch_sum(op, from, to, true, eb, pad, res->n, elem, &ls);
+    TgScratchSum ss, ls;
+    bool fast = base % 16 == 0 && tg_scratch_sum(op, from, from, false, eb, pad, src->n, elem, &ss) &&
+                tg_scratch_sum(op, from, to, true, eb, pad, res->n, elem, &ls);
     cg_barrier(cg);
     if (fast) {
         LLVMValueRef t = LLVMBuildAdd(b, cg_thread_offset(cg, ss.thread, false), cg_i32(cg, base), "");
@@ -95,7 +95,7 @@ static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *fro
             lin = cg_linear_index(cg, to->rank, to->shape, c); /* row-major order is what reshape keeps */
         } else {
             int src[IR_MAX_RANK];
-            cg_operand_dims(op, from, to, src);
+            tg_operand_dims(op, from, to, src);
             for (int d = 0; d < from->rank; d++)
                 oc[d] = src[d] < 0 ? cg_i32(cg, 0) : c[src[d]];
             lin = cg_linear_index(cg, from->rank, from->shape, oc);
@@ -125,7 +125,7 @@ bool cg_lower_shape(Cg *cg, IrOp *op) {
         return false;
     LinearLayout view, to_view;
     bool keep[IR_MAX_RANK];
-    cg_shape_op_views(op, from, to, &view, &to_view, keep);
+    tg_shape_op_views(op, from, to, &view, &to_view, keep);
     int *map = ARENA_ARRAY(&cg->arena, int, n);
     if (ll_same_thread_map(&view, &to_view, keep, map)) {
         for (int r = 0; r < n; r++)

@@ -38,10 +38,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_pow2(int64_t v) {
-    return v > 0 && (v & (v - 1)) == 0;
-}
-
 /* True when register bases 0..log2(v)-1 step 1, 2, ... along one dimension
  * and every other basis moves that dimension by a multiple of v. */
 static bool contiguous(const LinearLayout *ll, int v) {
@@ -69,7 +65,7 @@ static bool contiguous(const LinearLayout *ll, int v) {
 
 int cg_vec_width(const IrOp *op, const LinearLayout *ll, int eb) {
     int64_t v = ir_op_get_int(op, "vec", 1);
-    if (!ll || v < 1 || !is_pow2(v))
+    if (!ll || v < 1 || !tc_is_pow2(v))
         return 1;
     while (v > 1 && (v * eb > 16 || !contiguous(ll, (int)v)))
         v /= 2;
@@ -103,7 +99,7 @@ static Words words_of(Cg *cg, int bytes) {
 
 /* The element as an integer of its memory width. */
 static LLVMValueRef to_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)cg_elem_bytes(elem) * 8);
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)tg_elem_bytes(elem) * 8);
     if (elem->kind == IR_I1)
         return LLVMBuildZExt(cg->b, v, it, "");
     if (elem->kind == IR_PTR)
@@ -123,7 +119,7 @@ static LLVMValueRef from_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
  * 16-bit accesses), element j at bytes j*eb .. of the access. */
 static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w, LLVMValueRef *words) {
     LLVMBuilderRef b = cg->b;
-    int eb = cg_elem_bytes(elem);
+    int eb = tg_elem_bytes(elem);
     if (eb == 8) { /* each element is two words, low first */
         for (int j = 0; j < n; j++) {
             LLVMValueRef x = to_bits(cg, vals[j], elem);
@@ -152,7 +148,7 @@ static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w,
 
 static void unpack(Cg *cg, LLVMValueRef *words, int n, const IrType *elem, Words w, LLVMValueRef *out) {
     LLVMBuilderRef b = cg->b;
-    int eb = cg_elem_bytes(elem);
+    int eb = tg_elem_bytes(elem);
     if (eb == 8) {
         for (int j = 0; j < n; j++) {
             LLVMValueRef lo = LLVMBuildZExt(b, words[2 * j], cg->t_i64, "");
@@ -494,7 +490,7 @@ static bool affine_of(const IrValue *x, Affine *a, int depth, const Assumed *as)
         Affine off;
         if (!affine_of(def->operands[0], a, depth + 1, as) || !affine_of(def->operands[1], &off, depth + 1, as))
             return false;
-        affine_scale(&off, NULL, cg_elem_bytes(e->elem));
+        affine_scale(&off, NULL, tg_elem_bytes(e->elem));
         return affine_add(a, &off, 1);
     }
     default: return false;
@@ -562,7 +558,7 @@ static LLVMValueRef first_thread(Cg *cg) {
 }
 
 LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMValueRef pred, LLVMValueRef other) {
-    int eb = cg_elem_bytes(elem);
+    int eb = tg_elem_bytes(elem);
     Words w = words_of(cg, eb);
     LLVMValueRef words[4], ow[4], out;
     if (!pred) {
@@ -585,7 +581,7 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     CgVal *ptrs = cg_get(cg, op->operands[0]);
     CgVal *mask = op->num_operands > 1 ? cg_get(cg, op->operands[1]) : NULL;
     CgVal *other = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
-    int eb = cg_elem_bytes(elem);
+    int eb = tg_elem_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     CgVal *res = cg_new_val(cg, n, ll);
@@ -620,7 +616,7 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     CgVal *ptrs = cg_get(cg, op->operands[0]);
     CgVal *vals = cg_get(cg, op->operands[1]);
     CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
-    int eb = cg_elem_bytes(elem);
+    int eb = tg_elem_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     LLVMValueRef owner = NULL;
@@ -749,7 +745,7 @@ bool cg_lower_atomic(Cg *cg, IrOp *op) {
     }
     if (copies && cg_is_used(cg, op->results[0])) {
         /* Owners publish the old values; every copy reads them back. */
-        int eb = cg_elem_bytes(elem);
+        int eb = tg_elem_bytes(elem);
         int64_t base = cg_scratch_base(op);
         for (int pass = 0; pass < 2; pass++) {
             LLVMBasicBlockRef st = NULL, cont = NULL;

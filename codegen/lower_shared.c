@@ -92,17 +92,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool is_pow2(int64_t v) {
-    return v > 0 && (v & (v - 1)) == 0;
-}
-
-static int log2i(int64_t v) {
-    int n = 0;
-    while (((int64_t)1 << n) < v)
-        n++;
-    return n;
-}
-
 static CgVal *scalar(Cg *cg, LLVMValueRef v) {
     CgVal *r = cg_new_val(cg, 1, NULL);
     r->v[0] = v;
@@ -126,15 +115,15 @@ static const char *swizzle_check(const IrType *t, Swizzle *s) {
         return "shared memory without a #shared layout of its rank";
     s->layout = l;
     s->rank = t->rank;
-    s->eb = cg_elem_bytes(t->elem);
+    s->eb = tg_elem_bytes(t->elem);
     for (int d = 0; d < t->rank; d++) {
         s->shape[d] = t->shape[d];
         s->order[d] = l->shared.order[d];
-        if (!is_pow2(t->shape[d]))
+        if (!tc_is_pow2(t->shape[d]))
             return "shared-memory dimensions must be powers of two";
     }
     s->vec = l->shared.vec;
-    if (!is_pow2(s->vec) || !is_pow2(l->shared.per_phase) || !is_pow2(l->shared.max_phase))
+    if (!tc_is_pow2(s->vec) || !tc_is_pow2(l->shared.per_phase) || !tc_is_pow2(l->shared.max_phase))
         return "#shared vec, per_phase and max_phase must be powers of two";
     s->max_phase = ll_shared_max_phase(l, t->rank, t->shape);
     return NULL;
@@ -191,7 +180,7 @@ static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int6
     } else if (o) {
         e = LLVMBuildXor(b, e, cg_i32(cg, o), "");
     }
-    e = LLVMBuildShl(b, e, cg_i32(cg, log2i(s->eb)), "");
+    e = LLVMBuildShl(b, e, cg_i32(cg, tc_log2i(s->eb)), "");
     if (LLVMIsAInstruction(e)) {
         LLVMSetNUW(e, 1);
         LLVMSetNSW(e, 1);
@@ -202,7 +191,7 @@ static LLVMValueRef address(Cg *cg, const Swizzle *s, ThreadOffset t, const int6
 /* Byte offset of the thread part alone: base + t (the row address that
  * constant offsets of registers are added to or XORed into). */
 static LLVMValueRef row_address(Cg *cg, const Swizzle *s, ThreadOffset t, LLVMValueRef base) {
-    return LLVMBuildAdd(cg->b, base, LLVMBuildShl(cg->b, t.v, cg_i32(cg, log2i(s->eb)), ""), "");
+    return LLVMBuildAdd(cg->b, base, LLVMBuildShl(cg->b, t.v, cg_i32(cg, tc_log2i(s->eb)), ""), "");
 }
 
 /* The address of register r of layout ll (thread part t of ll). */
@@ -221,7 +210,7 @@ static int64_t buffer_align(const IrValue *buf) {
     const IrOp *def = buf->def;
     if (def && def->opc == IR_OP_MEMDESC_INDEX) {
         const IrType *stage = def->results[0]->type;
-        int64_t bytes = ir_type_numel(stage) * cg_elem_bytes(stage->elem);
+        int64_t bytes = ir_type_numel(stage) * tg_elem_bytes(stage->elem);
         a = (bytes & -bytes) < a ? bytes & -bytes : a;
         def = def->operands[0]->def;
     }
@@ -293,7 +282,7 @@ static bool touches_shared(const IrOp *op, int num_warps) {
     case IR_OP_BARRIER: return true;
     default: break;
     }
-    if (cg_scratch_bytes(op, num_warps) > 0)
+    if (tg_scratch_bytes(op, num_warps) > 0)
         return true;
     for (int i = 0; i < op->num_regions; i++)
         for (const IrOp *o = op->regions[i]->first; o; o = o->next)
@@ -458,13 +447,13 @@ struct CgDeferred {
 };
 
 /* The most registers per thread that one loop of block b, or of a region in
- * it, carries (cg_value_regs of its results). */
+ * it, carries (tg_value_regs of its results). */
 static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
     int64_t most = 0;
     for (const IrOp *op = b->first; op; op = op->next) {
         int64_t n = 0;
         for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++)
-            n += cg_value_regs(op->results[i]->type, cg->num_warps);
+            n += tg_value_regs(op->results[i]->type, cg->num_warps);
         most = n > most ? n : most;
         for (int r = 0; r < op->num_regions; r++) {
             int64_t inner = carried_regs(cg, op->regions[r]);
@@ -502,7 +491,7 @@ static bool xor_addresses(Cg *cg) {
 static LLVMValueRef ldmatrix_address(Cg *cg, const CgDeferred *d, int r0, int64_t *imm) {
     int64_t c[IR_MAX_RANK];
     ll_apply_in(d->ll, LL_REG, r0, c);
-    int64_t o = const_offset(&d->s, c), e = log2i(d->s.eb);
+    int64_t o = const_offset(&d->s, c), e = tc_log2i(d->s.eb);
     int64_t x = (o & d->t.bits) << e, a = (o & ~d->t.bits) << e;
     *imm = 0;
     if (!d->row || x >= d->align)
@@ -598,14 +587,14 @@ static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
         return false;
     const IrType *t = def->results[0]->type;
     *lo = off->i;
-    *hi = off->i + ir_type_numel(t) * cg_elem_bytes(t->elem);
+    *hi = off->i + ir_type_numel(t) * tg_elem_bytes(t->elem);
     return true;
 }
 
 /* May the reads of buffer `buf` move past op? Not when op may write it. */
 static bool keeps_buffer(const IrOp *op, const IrValue *buf, int num_warps) {
     if (op->num_regions || op->opc == IR_OP_LOCAL_STORE || op->opc == IR_OP_ASYNC_COPY ||
-        cg_scratch_bytes(op, num_warps) > 0)
+        tg_scratch_bytes(op, num_warps) > 0)
         return false;
     if (is_init_alloc(op)) {
         int64_t lo, hi, olo, ohi;
@@ -634,7 +623,7 @@ bool cg_local_load_deferred(Cg *cg, const IrOp *op) {
             used |= o->operands[i] == v;
         if (used)
             return o->opc == IR_OP_DOT && (o->operands[0] == v || o->operands[1] == v) &&
-                   cg_dot_uses_mma(o, cg->num_warps);
+                   tg_dot_uses_mma(o, cg->num_warps);
         if (!keeps_buffer(o, op->operands[0], cg->num_warps))
             return false;
     }
@@ -679,7 +668,7 @@ static bool lower_load(Cg *cg, IrOp *op) {
 
 static bool lower_index(Cg *cg, IrOp *op) {
     const IrType *stage = op->results[0]->type;
-    int64_t bytes = ir_type_numel(stage) * cg_elem_bytes(stage->elem);
+    int64_t bytes = ir_type_numel(stage) * tg_elem_bytes(stage->elem);
     LLVMValueRef base = cg_get(cg, op->operands[0])->v[0];
     LLVMValueRef i = cg_get(cg, op->operands[1])->v[0];
     i = LLVMBuildIntCast2(cg->b, i, cg->t_i32, 1, "");
@@ -756,7 +745,7 @@ static bool lower_async_copy(Cg *cg, IrOp *op) {
         } else {
             dst = cg_smem_ptr(cg, row);
             if (o)
-                snprintf(off, sizeof off, "+%lld", (long long)(o << log2i(s.eb)));
+                snprintf(off, sizeof off, "+%lld", (long long)(o << tc_log2i(s.eb)));
         }
         snprintf(text, sizeof text, "cp.async.%s.shared.global [$0%s], [$1], %d, $2;", bytes == 16 ? "cg" : "ca", off,
                  bytes);

@@ -26,7 +26,7 @@
  *   - dot: 2-D operands of one dtype among f16, bf16, f32, K equal, M, N and
  *     K at least 16; the accumulator is f32, zeros when absent.
  */
-#include "lower.h"
+#include "ast_to_ir.h"
 
 #include <math.h>
 #include <stdio.h>

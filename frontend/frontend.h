@@ -179,7 +179,7 @@ const char *ast_op_spelling(AstOp op); /* "+", "<=", "&&", ... */
 /* Readable indented tree, for `tilec --emit=ast`. */
 void fe_dump_ast(const AstFile *f, Buf *out);
 
-/* ==== lower.c: semantic analysis and lowering to IR ==== */
+/* ==== ast_to_ir.c: semantic analysis and lowering to IR ==== */
 
 /* A constexpr value from -D NAME=VALUE or the API. */
 struct FeConstexpr {

@@ -19,6 +19,7 @@
 #ifndef TILEC_IR_H
 #define TILEC_IR_H
 
+#include "base/base.h"
 #include "tilec/tilec.h"
 
 #include <setjmp.h>

@@ -48,15 +48,6 @@
 
 #include <string.h>
 
-static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-
-static int log2i(int64_t v) {
-    int n = 0;
-    while (((int64_t)1 << n) < v)
-        n++;
-    return n;
-}
-
 /* Appends a basis to input `in`; false if too many bits. */
 static bool push(LinearLayout *ll, int in, const int32_t *coord) {
     if (ll->num_bits[in] >= LL_MAX_BITS)
@@ -114,7 +105,7 @@ static bool blocked(const Layout *l, LinearLayout *ll, int num_warps, const char
     int64_t cover[IR_MAX_RANK];
     int lanes = 1, warps = 1;
     for (int d = 0; d < rank; d++) {
-        if (!is_pow2(l->blocked.spt[d]) || !is_pow2(l->blocked.tpw[d]) || !is_pow2(l->blocked.wpc[d]))
+        if (!tc_is_pow2(l->blocked.spt[d]) || !tc_is_pow2(l->blocked.tpw[d]) || !tc_is_pow2(l->blocked.wpc[d]))
             return fail(why, "blocked layout sizes must be powers of two");
         lanes *= l->blocked.tpw[d];
         warps *= l->blocked.wpc[d];
@@ -151,7 +142,7 @@ static bool mma(const Layout *l, LinearLayout *ll, int num_warps, const char **w
     if (l->rank != 2)
         return fail(why, "mma layouts are 2-D");
     int wm = l->mma.wpc[0], wn = l->mma.wpc[1];
-    if (!is_pow2(wm) || !is_pow2(wn) || wm * wn != num_warps)
+    if (!tc_is_pow2(wm) || !tc_is_pow2(wn) || wm * wn != num_warps)
         return fail(why, "mma warps per CTA do not multiply to the kernel's num_warps");
     int32_t c[IR_MAX_RANK] = {0};
     c[1] = 1, push(ll, LL_REG, c);
@@ -178,7 +169,7 @@ static bool dot_op(const Layout *l, LinearLayout *ll, int num_warps, const char 
     if (p->kind != LAYOUT_MMA || p->mma.version != 2)
         return fail(why, "dot_op layouts need an mma version 2 parent here");
     int kw = l->dot_op.kwidth;
-    if (!is_pow2(kw) || kw > 8)
+    if (!tc_is_pow2(kw) || kw > 8)
         return fail(why, "dot_op kwidth must be 1, 2, 4 or 8");
     int wm = p->mma.wpc[0], wn = p->mma.wpc[1];
     if (wm * wn != num_warps)
@@ -197,9 +188,9 @@ static bool dot_op(const Layout *l, LinearLayout *ll, int num_warps, const char 
     ok &= push_range(ll, LL_LANE, o, 1, 8);                   /* lane / 4 picks the row (A) or column (B) */
     /* Warp bits in the parent's order: N first, then M; copies across the
      * warps of the dimension this operand does not have. */
-    for (int i = 0; i < log2i(wn); i++)
+    for (int i = 0; i < tc_log2i(wn); i++)
         ok &= a ? push(ll, LL_WARP, zero) : push_range(ll, LL_WARP, 1, (int64_t)8 << i, 2);
-    for (int i = 0; i < log2i(wm); i++)
+    for (int i = 0; i < tc_log2i(wm); i++)
         ok &= a ? push_range(ll, LL_WARP, 0, (int64_t)16 << i, 2) : push(ll, LL_WARP, zero);
     int64_t o_cover = a ? 16 * wm : 8 * wn;
     if (ll->shape[k] > instr_k)
@@ -219,11 +210,11 @@ bool ll_from_layout(const Layout *l, int rank, const int64_t *shape, int num_war
         return fail(why, "bad rank");
     if (l->rank != rank)
         return fail(why, "layout rank differs from the tile's rank");
-    if (!is_pow2(num_warps) || num_warps > 32)
+    if (!tc_is_pow2(num_warps) || num_warps > 32)
         return fail(why, "num_warps must be a power of two up to 32");
     out->rank = rank;
     for (int d = 0; d < rank; d++) {
-        if (!is_pow2(shape[d]) || shape[d] > ((int64_t)1 << 24))
+        if (!tc_is_pow2(shape[d]) || shape[d] > ((int64_t)1 << 24))
             return fail(why, "tile dimensions must be powers of two");
         out->shape[d] = shape[d];
     }

@@ -69,10 +69,6 @@ typedef struct Accel {
     IrMap taint; /* IrValue* -> bitmask of the dots (index % 64) whose result reaches it */
 } Accel;
 
-static bool is_pow2(int64_t v) {
-    return v > 0 && (v & (v - 1)) == 0;
-}
-
 static bool layout_fits(const Layout *l, const IrType *t, int num_warps) {
     LinearLayout ll;
     return ll_from_layout(l, t->rank, t->shape, num_warps, &ll, NULL);
@@ -94,7 +90,7 @@ static bool eligible(const Accel *a, const IrOp *op) {
     if ((ek != IR_F16 && ek != IR_BF16) || tb->elem != ta->elem || tc->elem->kind != IR_F32)
         return false;
     int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
-    return is_pow2(M) && is_pow2(N) && is_pow2(K) && M >= 16 && N >= 8 && K >= 16;
+    return tc_is_pow2(M) && tc_is_pow2(N) && tc_is_pow2(K) && M >= 16 && N >= 8 && K >= 16;
 }
 
 /* ---- chained dots ---- */

@@ -3,7 +3,7 @@
  * memory for every buffer and every op's scratch, and the kernel's total.
  *
  * Precondition: every tile has a layout (scratch sizes depend on layouts).
- * Afterwards every op with cg_scratch_bytes > 0 carries `scratch_offset`,
+ * Afterwards every op with tg_scratch_bytes > 0 carries `scratch_offset`,
  * every local_alloc carries `offset`, and every kernel `shared_size` (bytes;
  * 0 when it uses none). A kernel that needs more than the target gives one
  * program (pass_shared_memory_limit) is an error.
@@ -29,7 +29,7 @@
  */
 #include "passes.h"
 
-#include "codegen/codegen.h"
+#include "target/target.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +53,8 @@ typedef struct Alloc {
 } Alloc;
 
 int64_t pass_shared_memory_limit(int sm) {
-    CgTarget t = {sm, false, false};
-    return cg_shared_limit(&t); /* the number codegen asserts */
+    TgTarget t = {sm, false, false};
+    return tg_shared_limit(&t); /* the number codegen asserts */
 }
 
 static int64_t align16(int64_t v) {
@@ -152,7 +152,7 @@ static void collect(Alloc *a, IrBlock *b) {
                 alias(a, op->results[i], op->operands[3 + i]);
             }
         }
-        int64_t scratch = cg_scratch_bytes(op, a->num_warps);
+        int64_t scratch = tg_scratch_bytes(op, a->num_warps);
         if (scratch > 0)
             add_occupant(a, op, true, scratch);
         for (int r = 0; r < op->num_regions; r++)

@@ -65,16 +65,6 @@ bool pass_run(IrModule *m, const char *name, const PassOptions *opts);
  * names. Stops at the first pass that fails. */
 bool pass_run_list(IrModule *m, const char *names, const PassOptions *opts);
 
-/* ==== pipeline.c: the default pipelines ==== */
-
-/* The generic clean-up (inline, canonicalize, cse, dce): what --emit=ir shows. */
-bool pass_run_pipeline(IrModule *m, const PassOptions *opts);
-/* The whole pipeline for codegen: the generic one, then layouts (assign,
- * coalesce, remove conversions), clean-up, and shared-memory allocation.
- * Afterwards every tile has a distributed layout, memory ops carry `vec`,
- * scratch ops `scratch_offset`, kernels `num_warps` and `shared_size`. */
-bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts);
-
 /* ==== axis_info.c: contiguity, divisibility and constancy (an analysis) ==== */
 
 /*

@@ -57,7 +57,7 @@
  */
 #include "passes.h"
 
-#include "codegen/codegen.h"
+#include "target/target.h"
 
 #include <string.h>
 
@@ -137,9 +137,9 @@ enum { RELOAD_BUDGET = 192 };
 static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *operand) {
     const IrBlock *body = loop->regions[0];
     const IrOp *yield = body->last;
-    int64_t regs = cg_value_regs(operand->type, s->num_warps);
+    int64_t regs = tg_value_regs(operand->type, s->num_warps);
     for (int i = 0; i < loop->num_results; i++)
-        regs += cg_value_regs(loop->results[i]->type, s->num_warps);
+        regs += tg_value_regs(loop->results[i]->type, s->num_warps);
     for (const IrOp *op = body->first; op; op = op->next) {
         if (op->opc != IR_OP_DOT)
             continue;
@@ -147,7 +147,7 @@ static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *oper
         for (int i = 0; yield && i < yield->num_operands; i++)
             carried |= yield->operands[i] == op->results[0];
         if (!carried)
-            regs += cg_value_regs(op->results[0]->type, s->num_warps);
+            regs += tg_value_regs(op->results[0]->type, s->num_warps);
     }
     return regs > RELOAD_BUDGET;
 }
@@ -231,7 +231,7 @@ static bool can_sink_past(Stage *s, const IrOp *alloc, const IrOp *op) {
         return false;
     if (!(ir_op_info[op->opc].flags & OPF_PURE) && op->opc != IR_OP_LOAD)
         return false;
-    return cg_scratch_bytes(op, s->num_warps) == 0 && !op_uses(op, alloc->results[0]);
+    return tg_scratch_bytes(op, s->num_warps) == 0 && !op_uses(op, alloc->results[0]);
 }
 
 static void sink(Stage *s, IrOp *alloc) {

@@ -14,6 +14,8 @@
 
 #include "tilec/runtime.h"
 
+#include "base/base.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,7 +23,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-typedef struct RtBytes RtBytes;
 typedef struct RtCuda RtCuda;
 typedef struct RtSha256 RtSha256;
 typedef struct RtCacheEntry RtCacheEntry;
@@ -34,27 +35,7 @@ typedef struct RtRawKernel RtRawKernel;
 typedef struct RtJitTable RtJitTable;
 typedef struct RtStdlibMemo RtStdlibMemo;
 
-/* ==== error.c: the thread's last error, bytes, logging ==== */
-
-/* Records the message as this thread's tc_last_error() and returns st. */
-tc_status rt_fail(tc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends to the last error (e.g. the driver's JIT log after the headline). */
-void rt_fail_append(const char *text, size_t len);
-/* Empties the last error (tests use it to see that a call set one). */
-void rt_last_error_clear(void);
-
-/* A growable byte buffer whose appends report failure instead of jumping. */
-struct RtBytes {
-    uint8_t *data; /* malloc-owned; NUL-terminated after any append */
-    size_t len;
-    size_t cap;
-};
-bool rt_bytes_append(RtBytes *b, const void *p, size_t n);
-bool rt_bytes_u8(RtBytes *b, uint8_t v);
-bool rt_bytes_u32(RtBytes *b, uint32_t v);    /* little-endian */
-bool rt_bytes_u64(RtBytes *b, uint64_t v);    /* little-endian */
-bool rt_bytes_str(RtBytes *b, const char *s); /* u32 length + bytes */
-void rt_bytes_free(RtBytes *b);
+/* ==== error.c: the compile log (the last error and RtBytes: base/base.h) ==== */
 
 /* Where compile events go: the callback if set, else stderr when
  * TILEC_LOG >= level (1: compiles and rejected cache entries, 2: cache hits).
@@ -305,13 +286,6 @@ tc_status rt_signature(const tc_source *src, const char *kernel, const tc_conste
 /* Bytes of an argument of this scalar type (1 for i1). */
 size_t rt_dtype_size(tc_dtype t);
 const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
-
-/* The checks tc_compile makes of its options and constexpr values
- * (codegen/compile.c), for the entry points that pass them on: TC_OK, or
- * TC_ERROR_INVALID_ARGUMENT with a message that starts with fn and names
- * the argument and the rule. */
-tc_status rt_check_options(const char *fn, const tc_options *opt);
-tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx);
 
 /* The options a JIT or AOT request compiles with: a copy of *opt (NULL:
  * tc_options_init's defaults), num_warps 0 made 4 (other values are

@@ -5,7 +5,7 @@
  *
  * It is written here as C and compiled as C (tests/aot/loader_harness.c
  * compiles and runs it under the fake driver); the build embeds it into
- * libtilec as text (cmake/embed_text.cmake), and codegen/aot.c copies it
+ * libtilec as text (cmake/embed_text.cmake), and driver/aot.c copies it
  * into each generated NAME.c from the marker line below on, with every
  * "tcaot" replaced by NAME. What it uses, the generated code defines before
  * it: tilec/runtime.h (tc_status, tc_dim3, the CUDA handle types), the

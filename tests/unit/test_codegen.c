@@ -65,36 +65,36 @@ TEST(scratch_sizes) {
     if (!m)
         return;
     /* axis 1: lanes and registers only. */
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "r1"), 4), 0);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "r1"), 4), 0);
     /* axis 0: warps (2,0) (4,0) move along it: 4 x 64 x 4 bytes. */
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "r0"), 4), 4 * 64 * 4);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "r0"), 4), 4 * 64 * 4);
     /* 64x64 f32 with 256-byte rows: + 4 bytes per row. */
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "c"), 4), 64 * 64 * 4 + 64 * 4);
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "same"), 4), 0);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "c"), 4), 64 * 64 * 4 + 64 * 4);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "same"), 4), 0);
     /* A^T [32][64] f16: 4096 bytes, rows of 128: + 32 pads of 4; B [32][64]
      * f16 the same. */
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "d"), 4), 2 * (4096 + 32 * 4));
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "d"), 4), 2 * (4096 + 32 * 4));
     /* Scalar atomic: one element; a 64-element tile on 128 threads has warp
      * copies: every element. */
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "a"), 4), 16);
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "b"), 4), 64 * 4);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "a"), 4), 16);
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "b"), 4), 64 * 4);
     /* The kernel: the largest offset + size (the convert at 1024). */
-    CHECK_EQ_INT(cg_kernel_shared_bytes(m->first, 4), 1024 + 64 * 64 * 4 + 64 * 4);
+    CHECK_EQ_INT(tg_kernel_shared_bytes(m->first, 4), 1024 + 64 * 64 * 4 + 64 * 4);
     ir_module_destroy(m);
 }
 
 TEST(padding) {
     /* The worked example of scratch.c: 64x64 f32, (r, c) at 4c + 260r. */
-    CgPadding p = cg_scratch_padding(64 * 4, 4);
+    TgPadding p = tg_scratch_padding(64 * 4, 4);
     CHECK_EQ_INT(p.interval, 256);
     CHECK_EQ_INT(p.pad, 4);
-    CHECK_EQ_INT(cg_padded_offset(p, (1 * 64 + 0) * 4), 260);
-    CHECK_EQ_INT(cg_padded_offset(p, (31 * 64 + 5) * 4), 31 * 260 + 20);
+    CHECK_EQ_INT(tg_padded_offset(p, (1 * 64 + 0) * 4), 260);
+    CHECK_EQ_INT(tg_padded_offset(p, (31 * 64 + 5) * 4), 31 * 260 + 20);
     /* Short rows and 8-byte elements: 128-byte intervals, 8-byte pads. */
-    p = cg_scratch_padding(16, 8);
+    p = tg_scratch_padding(16, 8);
     CHECK_EQ_INT(p.interval, 128);
     CHECK_EQ_INT(p.pad, 8);
-    CHECK_EQ_INT(cg_padded_offset(p, 128), 136);
+    CHECK_EQ_INT(tg_padded_offset(p, 128), 136);
 }
 
 static const char *META_IR =
@@ -307,18 +307,18 @@ TEST(mma_dots) {
         return;
     static const char *const mma[] = {"f16", "bf16", "w22", "tf32"};
     for (int i = 0; i < 4; i++) {
-        CHECK(cg_dot_uses_mma(find_op(m, mma[i]), 4));
-        CHECK_EQ_INT(cg_scratch_bytes(find_op(m, mma[i]), 4), 0);
+        CHECK(tg_dot_uses_mma(find_op(m, mma[i]), 4));
+        CHECK_EQ_INT(tg_scratch_bytes(find_op(m, mma[i]), 4), 0);
     }
     /* The same layouts with 8 warps do not describe the tiles: not mma. */
-    CHECK(!cg_dot_uses_mma(find_op(m, "f16"), 8));
+    CHECK(!tg_dot_uses_mma(find_op(m, "f16"), 8));
     /* kwidth 4 with f16 and kwidth 2 with f32 are not the instructions'
      * fragments; #blocked never is. FMA, with A^T and B in scratch. */
-    CHECK(!cg_dot_uses_mma(find_op(m, "kw4"), 4));
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "kw4"), 4), (64 * 128 * 2 + 64 * 4) + (64 * 64 * 2 + 64 * 4));
-    CHECK(!cg_dot_uses_mma(find_op(m, "f32kw2"), 4));
-    CHECK(!cg_dot_uses_mma(find_op(m, "fma"), 4));
-    CHECK_EQ_INT(cg_scratch_bytes(find_op(m, "fma"), 4), 2 * (32 * 64 * 2 + 32 * 4));
+    CHECK(!tg_dot_uses_mma(find_op(m, "kw4"), 4));
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "kw4"), 4), (64 * 128 * 2 + 64 * 4) + (64 * 64 * 2 + 64 * 4));
+    CHECK(!tg_dot_uses_mma(find_op(m, "f32kw2"), 4));
+    CHECK(!tg_dot_uses_mma(find_op(m, "fma"), 4));
+    CHECK_EQ_INT(tg_scratch_bytes(find_op(m, "fma"), 4), 2 * (32 * 64 * 2 + 32 * 4));
     ir_module_destroy(m);
 }
 

@@ -1,5 +1,5 @@
 /*
- * test_lower.c — the front end's lowering (frontend/lower*.c, builtins.c):
+ * test_lower.c — the front end's lowering (frontend/ast_to_ir*.c, builtins.c):
  * source strings go through fe_parse and fe_lower, and the tests look at the
  * IR through the IR API or the printer. The lit tests under
  * tests/lit/frontend/ check each language feature's IR and each diagnostic;

@@ -5,7 +5,7 @@
  * verification after a pass, internal errors), the default pipeline, and
  * the helpers the passes share (IrMap, ir_op_clone).
  */
-#include "passes/passes.h"
+#include "driver/driver.h"
 #include "unit.h"
 
 #include <math.h>
@@ -329,7 +329,7 @@ TEST(pipeline_inlines_and_folds) {
     PassOptions o;
     pass_options_init(&o, &d);
     o.verify_each = true;
-    CHECK(pass_run_pipeline(m, &o));
+    CHECK(drv_run_cleanup_passes(m, &o));
     CHECK_EQ_INT(d.num_errors, 0);
     CHECK(m->first == k && m->last == k); /* @sq is gone */
     int64_t v;

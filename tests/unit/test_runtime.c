@@ -9,7 +9,7 @@
  * that records the launch); and the AOT emitter. Every test that touches
  * the disk uses its own temporary TILEC_CACHE_DIR.
  */
-#include "codegen/aot.h"
+#include "driver/aot.h"
 #include "runtime/runtime.h"
 #include "tilec/aot.h"
 #include "fs_util.h"

@@ -1,13 +1,13 @@
 /*
- * pipeline.c — the default pipelines, as literal lists.
+ * pass_list.c — the default pass lists, literally.
  *
  * Read top to bottom, this is what `tilec` does to a kernel after the front
  * end: each line names a pass and what it may assume on entry. The pass
  * manager verifies the IR after each one (debug builds, --verify-each) and
  * prints it when asked (--print-after, --print-after-all).
  *
- * pass_run_pipeline is the target-independent clean-up (`--emit=ir`);
- * pass_run_gpu_pipeline continues with the GPU stages in the order and for
+ * drv_run_cleanup_passes is the target-independent clean-up (`--emit=ir`);
+ * drv_run_gpu_passes continues with the GPU stages in the order and for
  * the reasons docs/design.md ("Pass order") gives, which is Triton's order
  * (docs/passes.md, "Triton's order"): layouts for memory,
  * then tensor cores, layouts again around them, then shared memory
@@ -15,17 +15,17 @@
  * pipeliner goes right after stage-shared, which makes the local_allocs
  * it turns into rings of asynchronous copies.
  */
-#include "passes.h"
+#include "driver/driver.h"
 
-bool pass_run_pipeline(IrModule *m, const PassOptions *opts) {
+bool drv_run_cleanup_passes(IrModule *m, const PassOptions *opts) {
     return pass_run(m, "inline", opts)          /* verified module; funcs may call funcs, not recursively */
            && pass_run(m, "canonicalize", opts) /* no calls left: fold constants and constant control flow */
            && pass_run(m, "cse", opts)          /* canonical operand order, so commuted duplicates match */
            && pass_run(m, "dce", opts);         /* last: removes what folding and CSE left unused */
 }
 
-bool pass_run_gpu_pipeline(IrModule *m, const PassOptions *opts) {
-    return pass_run_pipeline(m, opts)                        /* clean, inlined, no layouts yet */
+bool drv_run_gpu_passes(IrModule *m, const PassOptions *opts) {
+    return drv_run_cleanup_passes(m, opts)                        /* clean, inlined, no layouts yet */
            && pass_run(m, "assign-layouts", opts)            /* every tile gets a default #blocked or #slice layout */
            && pass_run(m, "coalesce", opts)                  /* memory accesses get coalesced layouts and `vec` */
            && pass_run(m, "remove-layout-conversions", opts) /* the kernel moves into the accesses' layouts */

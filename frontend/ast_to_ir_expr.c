@@ -1,8 +1,8 @@
 /*
- * lower_expr.c — expressions: values, types, promotion, broadcasting,
+ * ast_to_ir_expr.c — expressions: values, types, promotion, broadcasting,
  * operators, indexing.
  *
- * Lowering an expression gives a Val (lower.h): a compile-time scalar or an
+ * Lowering an expression gives a Val (ast_to_ir.h): a compile-time scalar or an
  * IR value. Everything that can be folded in the front end is: constexpr
  * parameters and every operator whose operands are constants, so that shapes
  * (`arange(0, 2 * BLOCK)`), constexpr `if`s, ternaries and static_asserts
@@ -37,7 +37,7 @@
  * VAL_ERROR, which every later operation passes through silently, so one
  * mistake gives one message.
  */
-#include "lower.h"
+#include "ast_to_ir.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /*
- * lower.c — semantic analysis and lowering to IR: the driver.
+ * ast_to_ir.c — semantic analysis and lowering to IR: the driver.
  *
  * fe_lower() turns an AST into one IR module. It specializes each kernel
  * (or the one asked for) by binding its constexpr parameters to values —
@@ -33,7 +33,7 @@
  * next statement; fe_lower returns NULL when any error was reported. A guard
  * turns internal errors into a diagnostic rather than an abort.
  */
-#include "lower.h"
+#include "ast_to_ir.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * pipeline_loops.c — `pipeline`: software pipelining of the global loads
+ * software_pipeline.c — the pass `pipeline`: software pipelining of the global loads
  * that feed dots through shared memory (docs/passes.md, "Software
  * pipelining": the cp.async form).
  *
@@ -99,7 +99,7 @@
  */
 #include "passes.h"
 
-#include "codegen/codegen.h"
+#include "target/target.h"
 
 #include <math.h>
 #include <string.h>
@@ -337,7 +337,7 @@ static bool can_hoist_past(Pipe *p, const IrOp *op, const IrOp *first, const IrO
     if (op->num_regions || (ir_op_info[op->opc].flags & OPF_TERMINATOR))
         return false;
     bool init_alloc = op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1;
-    bool pure = (ir_op_info[op->opc].flags & OPF_PURE) && cg_scratch_bytes(op, p->num_warps) == 0;
+    bool pure = (ir_op_info[op->opc].flags & OPF_PURE) && tg_scratch_bytes(op, p->num_warps) == 0;
     if (!init_alloc && !pure && op->opc != IR_OP_LOAD && op->opc != IR_OP_LOCAL_LOAD)
         return false;
     for (const IrOp *q = first;; q = q->next) {
@@ -394,7 +394,7 @@ static bool shared_used_before(Pipe *p, const IrOp *op) {
     if (op->parent->parent_op)
         return true;
     for (const IrOp *q = op->prev; q; q = q->prev) {
-        if (q->num_regions || cg_scratch_bytes(q, p->num_warps) > 0)
+        if (q->num_regions || tg_scratch_bytes(q, p->num_warps) > 0)
             return true;
         switch (q->opc) {
         case IR_OP_LOCAL_ALLOC:

@@ -1,5 +1,5 @@
 /*
- * target.c — LLVM's NVPTX back end: initialization, -O3, PTX emission.
+ * emit.c — LLVM's NVPTX back end: initialization, -O3, PTX emission.
  *
  * Target: triple nvptx64-nvidia-cuda, CPU sm_80 / sm_90 / sm_90a, and the
  * lowest PTX ISA version each needs (+ptx70, +ptx78, +ptx80), so the PTX
@@ -31,7 +31,7 @@
  * them into an internal error of the current compile (tc_fatal, caught by the
  * driver's TcGuard).
  */
-#include "target.h"
+#include "emit.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -108,22 +108,6 @@ bool cg_target_init(const char **why) {
     return nvptx != NULL;
 }
 
-int64_t cg_shared_limit(const CgTarget *t) {
-    return t->sm >= 90 ? 227 * 1024 : 163 * 1024;
-}
-
-const char *cg_target_cpu(const CgTarget *t) {
-    if (t->sm >= 90)
-        return t->arch_a ? "sm_90a" : "sm_90";
-    return "sm_80";
-}
-
-const char *cg_target_features(const CgTarget *t) {
-    if (t->sm >= 90)
-        return t->arch_a ? "+ptx80" : "+ptx78";
-    return "+ptx70";
-}
-
 /* The pipeline run unless llvm_o3: value numbering, then instcombine for
  * the lowering's index arithmetic and element packing (one round: no second
  * one that only checks for a fixpoint). No loop passes: ptxas hoists loop
@@ -138,7 +122,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats) {
+bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats) {
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         diag_error(diags, srcloc_none(), "internal error: codegen produced invalid LLVM IR: %s", msg ? msg : "?");
@@ -147,7 +131,7 @@ bool cg_emit_module(LLVMModuleRef mod, const CgTarget *t, CgEmit emit, Buf *out,
     }
     LLVMDisposeMessage(msg);
     double t0 = now_ms();
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(nvptx, TRIPLE, cg_target_cpu(t), cg_target_features(t),
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(nvptx, TRIPLE, tg_target_cpu(t), tg_target_features(t),
                                                       t->llvm_o3 ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelDefault,
                                                       LLVMRelocDefault, LLVMCodeModelDefault);
     LLVMSetTarget(mod, TRIPLE);

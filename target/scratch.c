@@ -13,10 +13,10 @@
  * Every scratch user brackets its use with barriers (before writing, between
  * writing and reading), so the scratch of one op is dead once the next op
  * that uses scratch reaches its first barrier. That is why offset 0 for every
- * op is always a correct allocation, and what cg_kernel_shared_bytes assumes
+ * op is always a correct allocation, and what tg_kernel_shared_bytes assumes
  * when the IR carries no offsets.
  *
- * Padding (cg_scratch_padding): a tile is stored row-major with `pad` bytes
+ * Padding (tg_scratch_padding): a tile is stored row-major with `pad` bytes
  * (4, or the element size if larger) after every `interval` bytes, where
  * interval is one row of the tile's last dimension, at least 128 bytes (the
  * 32 banks of 4 bytes). Worked example: a 64x64 f32 tile; row = 256 bytes,
@@ -26,12 +26,12 @@
  * puts all 32 reads in one bank. A warp reading 32 consecutive elements of a
  * row is unaffected (one pad at most falls between them).
  */
-#include "codegen.h"
+#include "target.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int cg_elem_bytes(const IrType *t) {
+int tg_elem_bytes(const IrType *t) {
     if (t->kind == IR_PTR)
         return 8;
     int bits = ir_type_bits(t);
@@ -46,8 +46,8 @@ static int64_t max64(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
-CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes) {
-    CgPadding p;
+TgPadding tg_scratch_padding(int64_t row_bytes, int elem_bytes) {
+    TgPadding p;
     p.interval = 128;
     while (p.interval < row_bytes)
         p.interval *= 2;
@@ -55,25 +55,25 @@ CgPadding cg_scratch_padding(int64_t row_bytes, int elem_bytes) {
     return p;
 }
 
-int64_t cg_padded_offset(CgPadding p, int64_t offset) {
+int64_t tg_padded_offset(TgPadding p, int64_t offset) {
     return offset + offset / p.interval * p.pad;
 }
 
 /* Bytes of a padded row-major tile of `bytes` with rows of `row_bytes`. */
 static int64_t padded_size(int64_t bytes, int64_t row_bytes, int elem_bytes) {
-    CgPadding p = cg_scratch_padding(row_bytes, elem_bytes);
-    return round16(cg_padded_offset(p, bytes));
+    TgPadding p = tg_scratch_padding(row_bytes, elem_bytes);
+    return round16(tg_padded_offset(p, bytes));
 }
 
 /* Row bytes used to pad a tile of this type: its last dimension (rank >= 2),
  * or 128 bytes for 1-D tiles (rows of 32 banks). */
 static int64_t row_bytes_of(const IrType *t) {
-    int eb = cg_elem_bytes(t->elem);
+    int eb = tg_elem_bytes(t->elem);
     return t->rank >= 2 ? t->shape[t->rank - 1] * eb : 128;
 }
 
-CgPadding cg_tile_padding(const IrType *t) {
-    return cg_scratch_padding(row_bytes_of(t), cg_elem_bytes(t->elem));
+TgPadding tg_tile_padding(const IrType *t) {
+    return tg_scratch_padding(row_bytes_of(t), tg_elem_bytes(t->elem));
 }
 
 /* A 1-D row-major view of ll (coordinates linearized). With power-of-two
@@ -97,7 +97,7 @@ static void linearize(const LinearLayout *ll, LinearLayout *out) {
     }
 }
 
-void cg_shape_op_views(const IrOp *op, const LinearLayout *from, const LinearLayout *to, LinearLayout *view,
+void tg_shape_op_views(const IrOp *op, const LinearLayout *from, const LinearLayout *to, LinearLayout *view,
                        LinearLayout *to_view, bool *keep) {
     *to_view = *to;
     for (int d = 0; d < IR_MAX_RANK; d++)
@@ -147,7 +147,7 @@ void cg_shape_op_views(const IrOp *op, const LinearLayout *from, const LinearLay
 static bool shape_op_in_thread(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
     LinearLayout view, to_view;
     bool keep[IR_MAX_RANK];
-    cg_shape_op_views(op, from, to, &view, &to_view, keep);
+    tg_shape_op_views(op, from, to, &view, &to_view, keep);
     int *map = malloc(sizeof(int) * (size_t)ll_num_regs(&to_view));
     if (!map)
         tc_oom();
@@ -159,7 +159,7 @@ static bool shape_op_in_thread(const IrOp *op, const LinearLayout *from, const L
 /* Where each operand coordinate (in `from`'s shape) comes from: result
  * coordinate src[d], or 0 where src[d] is -1 (broadcast dimensions). Reshape
  * is handled by its callers (row-major order is what it keeps). */
-void cg_operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src) {
+void tg_operand_dims(const IrOp *op, const LinearLayout *from, const LinearLayout *to, int *src) {
     switch (op->opc) {
     case IR_OP_BROADCAST:
         for (int d = 0; d < from->rank; d++)
@@ -195,12 +195,12 @@ static int64_t const_linear(int rank, const int64_t *shape, const int64_t *c) {
 
 /* Byte offsets of ll's bases, mapped to operand coordinates by op when
  * `result` (the load side), in the operand's padded row-major scratch. */
-bool cg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
-                    CgPadding pad, int num_regs, const IrType *elem, CgScratchSum *out) {
+bool tg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout *ll, bool result, int eb,
+                    TgPadding pad, int num_regs, const IrType *elem, TgScratchSum *out) {
     memset(out, 0, sizeof *out);
     int src[IR_MAX_RANK];
     if (result)
-        cg_operand_dims(op, from, ll, src);
+        tg_operand_dims(op, from, ll, src);
     else
         for (int d = 0; d < from->rank; d++)
             src[d] = d;
@@ -221,7 +221,7 @@ bool cg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout
             if (bytes & seen)
                 return false;
             seen |= bytes;
-            int64_t padded = cg_padded_offset(pad, bytes);
+            int64_t padded = tg_padded_offset(pad, bytes);
             if (in == LL_REG)
                 out->reg[k] = padded;
             else
@@ -270,7 +270,7 @@ bool cg_scratch_sum(const IrOp *op, const LinearLayout *from, const LinearLayout
  * same way and loads 16 bytes per lane in 4 wavefronts (16 accesses): 192
  * against 128.
  */
-static int64_t lane_offset(const CgScratchSum *s, int lane) {
+static int64_t lane_offset(const TgScratchSum *s, int lane) {
     int64_t o = 0;
     for (int k = 0; k < 5; k++)
         if ((lane >> k) & 1)
@@ -278,7 +278,7 @@ static int64_t lane_offset(const CgScratchSum *s, int lane) {
     return o;
 }
 
-static int64_t warp_wavefronts(const CgScratchSum *s, int bytes) {
+static int64_t warp_wavefronts(const TgScratchSum *s, int bytes) {
     int per_phase = bytes >= 16 ? 8 : bytes == 8 ? 16 : 32;
     int words = bytes >= 4 ? bytes / 4 : 1;
     int64_t total = 0;
@@ -303,24 +303,24 @@ static int64_t warp_wavefronts(const CgScratchSum *s, int bytes) {
     return total;
 }
 
-static int64_t side_cost(const CgScratchSum *s, int eb, int num_regs) {
+static int64_t side_cost(const TgScratchSum *s, int eb, int num_regs) {
     return warp_wavefronts(s, s->group * eb) * ((num_regs + s->group - 1) / s->group);
 }
 
-CgPadding cg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
+TgPadding tg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
     const IrType *st = op->operands[0]->type;
-    int eb = cg_elem_bytes(st->elem);
-    CgPadding tile = cg_tile_padding(st), best = tile;
+    int eb = tg_elem_bytes(st->elem);
+    TgPadding tile = tg_tile_padding(st), best = tile;
     int64_t best_cost = -1;
     const int64_t pads[] = {tile.pad, 8, 16};
     for (int i = 0; i < 3; i++) {
         if (i > 0 && pads[i] <= tile.pad)
             continue;
-        CgPadding p = tile;
+        TgPadding p = tile;
         p.pad = pads[i];
-        CgScratchSum ss, ls;
-        if (!cg_scratch_sum(op, from, from, false, eb, p, ll_num_regs(from), st->elem, &ss) ||
-            !cg_scratch_sum(op, from, to, true, eb, p, ll_num_regs(to), st->elem, &ls))
+        TgScratchSum ss, ls;
+        if (!tg_scratch_sum(op, from, from, false, eb, p, ll_num_regs(from), st->elem, &ss) ||
+            !tg_scratch_sum(op, from, to, true, eb, p, ll_num_regs(to), st->elem, &ls))
             return tile;
         int64_t cost = side_cost(&ss, eb, ll_num_regs(from)) + side_cost(&ls, eb, ll_num_regs(to));
         if (best_cost < 0 || cost < best_cost) {
@@ -335,14 +335,14 @@ static bool ll_of(const IrType *t, int num_warps, LinearLayout *ll) {
     return t && t->kind == IR_TILE && t->layout && ll_of_type(t, num_warps, ll, NULL);
 }
 
-int64_t cg_value_regs(const IrType *t, int num_warps) {
+int64_t tg_value_regs(const IrType *t, int num_warps) {
     if (t->kind != IR_TILE)
         return 1;
     int64_t words = (ir_type_numel(t) * ir_type_bits(t->elem) + 31) / 32, threads = 32 * (int64_t)num_warps;
     return (words + threads - 1) / threads;
 }
 
-int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
+int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
     LinearLayout a, b;
     switch (op->opc) {
     case IR_OP_REDUCE: {
@@ -356,7 +356,7 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
         if (!along)
             return 0;
         int64_t out = ir_type_numel(t) / t->shape[axis];
-        return round16(((int64_t)1 << along) * out * cg_elem_bytes(t->elem));
+        return round16(((int64_t)1 << along) * out * tg_elem_bytes(t->elem));
     }
     case IR_OP_CONVERT_LAYOUT:
     case IR_OP_BROADCAST:
@@ -368,17 +368,17 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
             return 0;
         if (shape_op_in_thread(op, &a, &b))
             return 0;
-        int eb = cg_elem_bytes(s->elem);
-        return round16(cg_padded_offset(cg_exchange_padding(op, &a, &b), ir_type_numel(s) * eb));
+        int eb = tg_elem_bytes(s->elem);
+        return round16(tg_padded_offset(tg_exchange_padding(op, &a, &b), ir_type_numel(s) * eb));
     }
     case IR_OP_DOT: {
         const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type;
         if (ta->kind != IR_TILE || tb->kind != IR_TILE || ta->rank != 2 || tb->rank != 2)
             return 0;
-        if (cg_dot_uses_mma(op, num_warps))
+        if (tg_dot_uses_mma(op, num_warps))
             return 0;
         int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
-        int ea = cg_elem_bytes(ta->elem), eb = cg_elem_bytes(tb->elem);
+        int ea = tg_elem_bytes(ta->elem), eb = tg_elem_bytes(tb->elem);
         return padded_size(K * M * ea, M * ea, ea) + padded_size(K * N * eb, N * eb, eb);
     }
     case IR_OP_ATOMIC: {
@@ -387,12 +387,12 @@ int64_t cg_scratch_bytes(const IrOp *op, int num_warps) {
         if (!e)
             return 0;
         if (p->kind != IR_TILE)
-            return round16(cg_elem_bytes(e));
+            return round16(tg_elem_bytes(e));
         if (!ll_of(p, num_warps, &a))
             return 0;
         if (!ll_broadcast_mask(&a, LL_LANE) && !ll_broadcast_mask(&a, LL_WARP))
             return 0;
-        return round16(ir_type_numel(p) * cg_elem_bytes(e));
+        return round16(ir_type_numel(p) * tg_elem_bytes(e));
     }
     default: return 0;
     }
@@ -405,17 +405,17 @@ typedef struct {
 
 static void shared_walk(IrOp *op, void *ctx) {
     SharedWalk *w = ctx;
-    int64_t bytes = cg_scratch_bytes(op, w->num_warps);
+    int64_t bytes = tg_scratch_bytes(op, w->num_warps);
     if (bytes > 0)
         w->max = max64(w->max, ir_op_get_int(op, "scratch_offset", 0) + bytes);
 }
 
-int cg_kernel_num_warps(const IrFunc *f, int dflt) {
+int tg_kernel_num_warps(const IrFunc *f, int dflt) {
     int64_t n = ir_func_get_int(f, "num_warps", dflt > 0 ? dflt : 4);
     return n > 0 && n <= 32 ? (int)n : 4;
 }
 
-int64_t cg_kernel_shared_bytes(const IrFunc *f, int num_warps) {
+int64_t tg_kernel_shared_bytes(const IrFunc *f, int num_warps) {
     SharedWalk w = {num_warps, ir_func_get_int(f, "shared_size", 0)};
     ir_walk_func((IrFunc *)f, shared_walk, &w);
     return w.max;

@@ -19,8 +19,8 @@
 #include "codegen/codegen.h"
 #include "frontend/frontend.h"
 #include "ir/ir.h"
-#include "passes/passes.h"
-#include "runtime/runtime.h"
+#include "driver/driver.h"
+#include "base/base.h"
 
 #include <llvm-c/Core.h>
 
@@ -385,64 +385,6 @@ static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps) {
 
 /* ---- argument checks (shared with the JIT: runtime/runtime.h) ---- */
 
-static bool is_pow2(int64_t v) {
-    return v >= 1 && (v & (v - 1)) == 0;
-}
-
-tc_status rt_check_options(const char *fn, const tc_options *o) {
-    if ((int)o->emit < (int)TC_EMIT_AST || (int)o->emit > (int)TC_EMIT_PTX)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->emit %d is not a tc_emit value (TC_EMIT_AST .. TC_EMIT_PTX)",
-                       fn, (int)o->emit);
-    if (o->num_warps != 0 && (!is_pow2(o->num_warps) || o->num_warps > TC_MAX_NUM_WARPS))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: opt->num_warps %d must be 0 (the default, 4) or a power of two from 1 to %d", fn,
-                       o->num_warps, TC_MAX_NUM_WARPS);
-    if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, 3) to %d", fn,
-                       o->num_stages, TC_MAX_NUM_STAGES);
-    if (o->num_params && !o->params)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params is NULL with opt->num_params %zu", fn,
-                       o->num_params);
-    for (size_t i = 0; i < o->num_params; i++) {
-        if (!o->params[i].name)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params[%zu].name is NULL", fn, i);
-        if (!is_pow2(o->params[i].divisibility))
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                           "%s: opt->params[%zu].divisibility %lld (%s) must be a power of two >= 1", fn, i,
-                           (long long)o->params[i].divisibility, o->params[i].name);
-    }
-    return TC_OK;
-}
-
-tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx) {
-    if (num_cx && !cx)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: the constexpr array is NULL with a count of %zu", fn, num_cx);
-    for (size_t i = 0; i < num_cx; i++) {
-        const char *name = cx[i].name ? cx[i].name : "";
-        if (!cx[i].name)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %zu has a NULL name", fn, i);
-        switch (cx[i].kind) {
-        case TC_CONSTEXPR_INT:
-        case TC_CONSTEXPR_FLOAT: break;
-        case TC_CONSTEXPR_BOOL:
-            if (cx[i].i != 0 && cx[i].i != 1)
-                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: a TC_CONSTEXPR_BOOL is 0 or 1, not %lld",
-                               fn, name, (long long)cx[i].i);
-            break;
-        case TC_CONSTEXPR_DTYPE:
-            if (cx[i].i < TC_DTYPE_I1 || cx[i].i > TC_DTYPE_F64)
-                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: %lld is not a tc_dtype", fn, name,
-                               (long long)cx[i].i);
-            break;
-        default:
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                           "%s: constexpr %s: kind %d is not a tc_constexpr_kind (INT, FLOAT, BOOL, DTYPE)", fn, name,
-                           (int)cx[i].kind);
-        }
-    }
-    return TC_OK;
-}
-
 static tc_status check_source(const char *fn, const char *what, const tc_source *src) {
     if (!src)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
@@ -560,8 +502,8 @@ static double clock_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static CgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
-    CgTarget t;
+static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
+    TgTarget t;
     t.sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
     t.arch_a = strcmp(cc->arch, "sm_90a") == 0;
     t.llvm_o3 = opt->llvm_o3 != 0;
@@ -570,7 +512,7 @@ static CgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
 
 /* Lowers the module to LLVM IR or PTX into the binary's text. */
 static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
-    CgTarget t = target_of(cc, opt);
+    TgTarget t = target_of(cc, opt);
     CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
     int num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
     CgStats st = {0};
@@ -667,7 +609,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         ir_print_module(j.module, &j.bin->text);
     }
     bool gpu = opt.emit != TC_EMIT_IR;
-    if (!(gpu ? pass_run_gpu_pipeline(j.module, &po) : pass_run_pipeline(j.module, &po))) {
+    if (!(gpu ? drv_run_gpu_passes(j.module, &po) : drv_run_cleanup_passes(j.module, &po))) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }

@@ -31,7 +31,7 @@
  */
 #include "tilec/aot.h"
 
-#include "codegen/aot.h"
+#include "driver/aot.h"
 
 #include <errno.h>
 #include <fcntl.h>

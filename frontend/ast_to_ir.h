@@ -1,9 +1,9 @@
 /*
- * lower.h — private interface between the files of the lowering:
+ * ast_to_ir.h — private interface between the files of the lowering:
  *
- *   lower.c       the driver: kernels and their specialization, funcs and
+ *   ast_to_ir.c   the driver: kernels and their specialization, funcs and
  *                 their instantiation, scopes, statements, control flow;
- *   lower_expr.c  values, types, promotion, broadcasting, operators;
+ *   ast_to_ir_expr.c  values, types, promotion, broadcasting, operators;
  *   builtins.c    the type rule and the lowering of every builtin.
  *
  * The central type is Val, what lowering an expression produces: either a
@@ -139,7 +139,7 @@ struct Lower {
     const IrType *scalars[IR_F64 + 1]; /* interned scalar types, filled on first use */
 };
 
-/* ==== lower.c ==== */
+/* ==== ast_to_ir.c ==== */
 
 /* False, with an error at n reported once, when the lowering's recursion has
  * used up its stack (nested calls inside nested expressions...): the caller
@@ -151,7 +151,7 @@ Symbol *lower_lookup(Lower *L, const char *name);
 Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d);
 DeclInfo *lower_find_decl(Lower *L, const char *name);
 
-/* ==== lower_expr.c ==== */
+/* ==== ast_to_ir_expr.c ==== */
 
 Val val_error(void);
 Val val_void(const char *what);

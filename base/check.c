@@ -1,0 +1,61 @@
+/*
+ * check.c — the checks of the public API's option records that every entry
+ * point taking them makes (tc_compile, tc_opt, tc_jit, tc_aot_generate), so
+ * that each bad value is refused once, with one message.
+ */
+#include "base/base.h"
+
+tc_status rt_check_options(const char *fn, const tc_options *o) {
+    if ((int)o->emit < (int)TC_EMIT_AST || (int)o->emit > (int)TC_EMIT_PTX)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->emit %d is not a tc_emit value (TC_EMIT_AST .. TC_EMIT_PTX)",
+                       fn, (int)o->emit);
+    if (o->num_warps != 0 && (!tc_is_pow2(o->num_warps) || o->num_warps > TC_MAX_NUM_WARPS))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: opt->num_warps %d must be 0 (the default, 4) or a power of two from 1 to %d", fn,
+                       o->num_warps, TC_MAX_NUM_WARPS);
+    if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, 3) to %d", fn,
+                       o->num_stages, TC_MAX_NUM_STAGES);
+    if (o->num_params && !o->params)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params is NULL with opt->num_params %zu", fn,
+                       o->num_params);
+    for (size_t i = 0; i < o->num_params; i++) {
+        if (!o->params[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params[%zu].name is NULL", fn, i);
+        if (!tc_is_pow2(o->params[i].divisibility))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: opt->params[%zu].divisibility %lld (%s) must be a power of two >= 1", fn, i,
+                           (long long)o->params[i].divisibility, o->params[i].name);
+    }
+    return TC_OK;
+}
+
+tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx) {
+    if (num_cx && !cx)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: the constexpr array is NULL with a count of %zu", fn, num_cx);
+    for (size_t i = 0; i < num_cx; i++) {
+        const char *name = cx[i].name ? cx[i].name : "";
+        if (!cx[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %zu has a NULL name", fn, i);
+        switch (cx[i].kind) {
+        case TC_CONSTEXPR_INT:
+        case TC_CONSTEXPR_FLOAT: break;
+        case TC_CONSTEXPR_BOOL:
+            if (cx[i].i != 0 && cx[i].i != 1)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: a TC_CONSTEXPR_BOOL is 0 or 1, not %lld",
+                               fn, name, (long long)cx[i].i);
+            break;
+        case TC_CONSTEXPR_DTYPE:
+            if (cx[i].i < TC_DTYPE_I1 || cx[i].i > TC_DTYPE_F64)
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: %lld is not a tc_dtype", fn, name,
+                               (long long)cx[i].i);
+            break;
+        default:
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: constexpr %s: kind %d is not a tc_constexpr_kind (INT, FLOAT, BOOL, DTYPE)", fn, name,
+                           (int)cx[i].kind);
+        }
+    }
+    return TC_OK;
+}
+

@@ -1,0 +1,18 @@
+/*
+ * emit.h — the NVPTX back end as lower.c uses it (internal to codegen/): LLVM's
+ * NVPTX target, tilec's LLVM pipeline, and PTX emission (emit.c).
+ */
+#ifndef TILEC_CODEGEN_EMIT_H
+#define TILEC_CODEGEN_EMIT_H
+
+#include "codegen.h"
+
+#include <llvm-c/Core.h>
+
+/* Initializes LLVM's NVPTX target once per process (thread-safe); false and
+ * *why when this LLVM has no NVPTX back end. */
+bool cg_target_init(const char **why);
+/* Verifies the module, optimizes it and prints LLVM IR or PTX into out. */
+bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * driver.h — the compile driver's internals: the pass lists that tc_compile
+ * and tc_opt run (pass_list.c). The driver sits above the compiler's layers
+ * (frontend, passes, codegen) and below the runtime: docs/design.md.
+ */
+#ifndef TILEC_DRIVER_H
+#define TILEC_DRIVER_H
+
+#include "passes/passes.h"
+
+/* The generic clean-up (inline, canonicalize, cse, dce): what --emit=ir shows. */
+bool drv_run_cleanup_passes(IrModule *m, const PassOptions *opts);
+/* The whole list for codegen: the clean-up, then layouts (assign, coalesce,
+ * remove conversions), tensor cores, shared-memory staging, software
+ * pipelining, clean-up, and shared-memory allocation. Afterwards every tile
+ * has a distributed layout, memory ops carry `vec`, scratch ops
+ * `scratch_offset`, kernels `num_warps` and `shared_size`. */
+bool drv_run_gpu_passes(IrModule *m, const PassOptions *opts);
+
+#endif
