@@ -11,11 +11,11 @@ tc_status rt_check_options(const char *fn, const tc_options *o) {
                        fn, (int)o->emit);
     if (o->num_warps != 0 && (!tc_is_pow2(o->num_warps) || o->num_warps > TC_MAX_NUM_WARPS))
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: opt->num_warps %d must be 0 (the default, 4) or a power of two from 1 to %d", fn,
-                       o->num_warps, TC_MAX_NUM_WARPS);
+                       "%s: opt->num_warps %d must be 0 (the default, %d) or a power of two from 1 to %d", fn,
+                       o->num_warps, TC_DEFAULT_NUM_WARPS, TC_MAX_NUM_WARPS);
     if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, 3) to %d", fn,
-                       o->num_stages, TC_MAX_NUM_STAGES);
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, %d) to %d", fn,
+                       o->num_stages, TC_DEFAULT_NUM_STAGES, TC_MAX_NUM_STAGES);
     if (o->num_params && !o->params)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params is NULL with opt->num_params %zu", fn,
                        o->num_params);

@@ -56,7 +56,7 @@ struct CgStats {
  * requested text to out. Errors are reported at op locations (user-facing:
  * shared memory over the target's limit; internal: IR the passes should not
  * have produced) and return false. stats may be NULL. */
-bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
+bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags,
                        CgStats *stats);
 
 /* The launch metadata of every kernel of m, in order, allocated in m's arena. */

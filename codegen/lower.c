@@ -790,7 +790,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, int default_num_warps, Buf *out, DiagList *diags,
+bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags,
                        CgStats *stats) {
     const char *why = NULL;
     if (!cg_target_init(&why)) {
@@ -813,7 +813,7 @@ bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, int default_
         cg.target = t;
         cg.diags = diags;
         arena_init(&cg.arena);
-        cg.num_warps = tg_kernel_num_warps(f, default_num_warps);
+        cg.num_warps = tg_kernel_num_warps(f, t->num_warps);
         cg.loop_regs = -1;
         cg.ctx = ctx;
         cg.mod = mod;

@@ -32,6 +32,7 @@
 #include "tilec/aot.h"
 
 #include "driver/aot.h"
+#include "target/target.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,18 +51,12 @@ struct tc_aot_output {
 };
 
 int cg_aot_arch_cc(const char *arch, bool *exact) {
+    TgTarget t;
     *exact = false;
-    if (!arch)
+    if (!arch || !tg_target_init(&t, arch))
         return 0;
-    if (strcmp(arch, "sm_80") == 0)
-        return 80;
-    if (strcmp(arch, "sm_90") == 0)
-        return 90;
-    if (strcmp(arch, "sm_90a") == 0) {
-        *exact = true;
-        return 90;
-    }
-    return 0;
+    *exact = t.arch_a; /* sm_90a code runs on compute capability 9.0 only */
+    return t.sm;
 }
 
 static bool is_identifier(const char *s) {

@@ -100,7 +100,7 @@ const char *tc_version(void) {
 void tc_options_init(tc_options *opt) {
     memset(opt, 0, sizeof *opt);
     opt->emit = TC_EMIT_IR;
-    opt->num_warps = 4;
+    opt->num_warps = TC_DEFAULT_NUM_WARPS;
 }
 
 /* ---- sources ---- */
@@ -209,8 +209,9 @@ tc_status tc_compiler_create(const tc_target *target, tc_compiler **out) {
     if (!out)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_compiler_create: out is NULL");
     *out = NULL;
-    const char *arch = target && target->arch ? target->arch : "sm_90a";
-    if (strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90") != 0 && strcmp(arch, "sm_90a") != 0)
+    const char *arch = target && target->arch ? target->arch : TC_DEFAULT_ARCH;
+    TgTarget t;
+    if (!tg_target_init(&t, arch))
         return rt_fail(TC_ERROR_UNSUPPORTED, "tc_compiler_create: target arch '%.64s' is not sm_80, sm_90 or sm_90a",
                        arch);
     tc_compiler *cc = calloc(1, sizeof *cc);
@@ -484,16 +485,22 @@ static tc_status guard_status(const TcGuard *g, Job *j) {
     return TC_ERROR_INTERNAL;
 }
 
+/* The one target record of a compile: the compiler's arch and the options'
+ * choices, every default applied here (target/target.h). */
+static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
+    TgTarget t;
+    tg_target_init(&t, cc->arch); /* checked by tc_compiler_create */
+    tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
+    return t;
+}
+
 static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_options *opt, Job *j) {
     pass_options_init(po, &j->diags);
-    po->sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
-    po->sm_arch_a = strcmp(cc->arch, "sm_90a") == 0;
+    po->target = target_of(cc, opt);
     po->verify_each = opt->verify_each != 0;
     po->print_after = opt->print_after;
     po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
     po->print_out = opt->emit == TC_EMIT_IR_AFTER_ALL ? &j->bin->text : &j->bin->log;
-    po->num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
-    po->num_stages = opt->num_stages > 0 ? opt->num_stages : 3;
 }
 
 static double clock_ms(void) {
@@ -502,21 +509,12 @@ static double clock_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
-    TgTarget t;
-    t.sm = strncmp(cc->arch, "sm_90", 5) == 0 ? 90 : 80;
-    t.arch_a = strcmp(cc->arch, "sm_90a") == 0;
-    t.llvm_o3 = opt->llvm_o3 != 0;
-    return t;
-}
-
 /* Lowers the module to LLVM IR or PTX into the binary's text. */
 static bool emit_code(Job *j, const tc_compiler *cc, const tc_options *opt) {
     TgTarget t = target_of(cc, opt);
     CgEmit e = opt->emit == TC_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
-    int num_warps = opt->num_warps > 0 ? opt->num_warps : 4;
     CgStats st = {0};
-    bool ok = cg_compile_module(j->module, &t, e, num_warps, &j->bin->text, &j->diags, &st);
+    bool ok = cg_compile_module(j->module, &t, e, &j->bin->text, &j->diags, &st);
     j->bin->times.lower_ms = st.lower_ms;
     j->bin->times.llvm_opt_ms = st.opt_ms;
     j->bin->times.ptx_emit_ms = st.emit_ms;
@@ -583,7 +581,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fps[i].name = opt.params[i].name;
         fps[i].divisibility = opt.params[i].divisibility;
     }
-    FeOptions fo = {kernel, fcx, (int)num_cx, opt.num_warps > 0 ? opt.num_warps : 4, fps, (int)opt.num_params};
+    FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params};
     j.module = fe_lower(ast, &fo, &j.diags);
     if (!j.module || diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);
@@ -614,7 +612,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     j.bin->times.passes_ms = clock_ms() - t1;
-    record_kernels(j.bin, j.module, opt.num_warps);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps);
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);
     if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
@@ -666,7 +664,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    record_kernels(j.bin, j.module, opt.num_warps);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps);
     if (opt.emit == TC_EMIT_IR) {
         ir_print_module(j.module, &j.bin->text);
     } else if (!emit_code(&j, cc, &opt)) {

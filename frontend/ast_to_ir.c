@@ -878,7 +878,7 @@ static int64_t lower_param_divisibility(Lower *L, const AstNode *p) {
 static void lower_kernel(Lower *L, const AstNode *k) {
     IrFunc *fn = ir_func_create(L->m, IR_FUNC_KERNEL, k->name);
     fn->loc = k->loc;
-    ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : 4);
+    ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : TC_DEFAULT_NUM_WARPS);
     L->fn = fn;
     L->fn_decl = k;
     pop_symbols(L, 0);

@@ -76,7 +76,7 @@ static bool layout_fits(const Layout *l, const IrType *t, int num_warps) {
 
 /* Can mma.sync (version 2, m16n8k16) compute this dot? */
 static bool eligible(const Accel *a, const IrOp *op) {
-    if (a->opts->sm && a->opts->sm < 80)
+    if (a->opts->target.sm < 80)
         return false;
     const IrType *ta = op->operands[0]->type, *tb = op->operands[1]->type;
     const IrType *tc = op->operands[2]->type, *tr = op->results[0]->type;

@@ -6,7 +6,7 @@
  * Afterwards every op with tg_scratch_bytes > 0 carries `scratch_offset`,
  * every local_alloc carries `offset`, and every kernel `shared_size` (bytes;
  * 0 when it uses none). A kernel that needs more than the target gives one
- * program (pass_shared_memory_limit) is an error.
+ * program (tg_shared_limit) is an error.
  *
  * Two kinds of occupants, each with a live interval over the op numbering
  * of a pre-order walk (an op's regions are numbered inside its own span):
@@ -51,11 +51,6 @@ typedef struct Alloc {
     int num_occ, cap_occ;
     IrMap buffer_of; /* smem IrValue* -> Occupant index + 1 (as a pointer-sized int) */
 } Alloc;
-
-int64_t pass_shared_memory_limit(int sm) {
-    TgTarget t = {sm, false, false};
-    return tg_shared_limit(&t); /* the number codegen asserts */
-}
 
 static int64_t align16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
@@ -212,7 +207,7 @@ bool pass_allocate_shared(IrModule *m, const PassOptions *opts) {
         for (int i = 0; i < a.num_occ; i++)
             ir_op_set_int(m, a.occ[i].op, a.occ[i].scratch ? "scratch_offset" : "offset", a.occ[i].offset);
         ir_func_set_int(f, "shared_size", total);
-        int64_t limit = pass_shared_memory_limit(opts->sm);
+        int64_t limit = tg_shared_limit(&opts->target); /* the number codegen asserts */
         if (total > limit) {
             diag_error(opts->diags, f->loc, "kernel @%s needs %lld bytes of shared memory, the target has %lld",
                        f->name, (long long)total, (long long)limit);

@@ -182,7 +182,7 @@ static void substitute(IrOp *op, void *ctx) {
 bool pass_coalesce(IrModule *m, const PassOptions *opts) {
     for (IrFunc *f = m->first; f; f = f->next) {
         int num_warps = pass_func_num_warps(f, opts);
-        int threads = num_warps * (opts->threads_per_warp > 0 ? opts->threads_per_warp : 32);
+        int threads = num_warps * opts->target.threads_per_warp;
         Coalesce c;
         memset(&c, 0, sizeof c);
         c.m = m;

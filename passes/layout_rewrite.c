@@ -50,7 +50,7 @@ void pass_layout_rewrite_init(LayoutRewrite *rw, IrModule *m, IrFunc *f, int num
 }
 
 int pass_func_num_warps(const IrFunc *f, const PassOptions *opts) {
-    int64_t n = ir_func_get_int(f, "num_warps", opts->num_warps > 0 ? opts->num_warps : 4);
+    int64_t n = ir_func_get_int(f, "num_warps", opts->target.num_warps);
     return n >= 1 && n <= 32 && (n & (n - 1)) == 0 ? (int)n : 4;
 }
 

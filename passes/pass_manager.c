@@ -34,10 +34,7 @@ static const PassInfo registry[] = {
 void pass_options_init(PassOptions *opts, DiagList *diags) {
     memset(opts, 0, sizeof *opts);
     opts->diags = diags;
-    opts->num_warps = 4;
-    opts->threads_per_warp = 32;
-    opts->num_stages = 3;
-    opts->sm = 80;
+    tg_target_init(&opts->target, "sm_80");
 }
 
 const PassInfo *pass_all(int *count) {

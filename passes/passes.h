@@ -19,6 +19,7 @@
 #define TILEC_PASSES_H
 
 #include "ir/ir.h"
+#include "target/target.h"
 
 typedef struct PassOptions PassOptions;
 typedef struct PassInfo PassInfo;
@@ -31,14 +32,10 @@ struct PassOptions {
     bool print_after_all;    /* dump the IR after every pass */
     Buf *print_out;          /* where dumps and timings go; NULL = stderr */
     bool time_passes;        /* report each pass's wall time to print_out */
-    int num_warps;           /* warps per CTA for kernels without a num_warps attribute */
-    int threads_per_warp;    /* 32 on NVIDIA */
-    int num_stages;          /* software pipelining depth */
-    int sm;                  /* target compute capability: 80, 90 (90a is sm = 90, sm_arch_a) */
-    bool sm_arch_a;          /* sm_90a features (wgmma, TMA) */
+    TgTarget target;         /* the GPU, num_warps and num_stages of kernels without those attributes */
 };
 
-/* Defaults: no dumps, 4 warps of 32 threads, 3 stages, sm_80. */
+/* Defaults: no dumps, the target's defaults on sm_80. */
 void pass_options_init(PassOptions *opts, DiagList *diags);
 
 struct PassInfo {
@@ -124,7 +121,7 @@ typedef struct LayoutRewrite {
 } LayoutRewrite;
 
 void pass_layout_rewrite_init(LayoutRewrite *rw, IrModule *m, IrFunc *f, int num_warps);
-/* The function's warps: its num_warps attribute, else opts->num_warps. */
+/* The function's warps: its num_warps attribute, else opts->target.num_warps. */
 int pass_func_num_warps(const IrFunc *f, const PassOptions *opts);
 /* Triton's default #blocked layout for a tile type of this shape. */
 const Layout *pass_default_layout(LayoutRewrite *rw, const IrType *t);
@@ -163,7 +160,6 @@ int pass_loop_depth(const IrBlock *b);
 
 /* Bytes of shared memory the target gives one program (sm 80: 166912, sm
  * 90: 232448). */
-int64_t pass_shared_memory_limit(int sm);
 
 /* ==== one file per pass (passes.def lists them) ==== */
 

@@ -462,7 +462,7 @@ bool pass_remove_layout_conversions(IrModule *m, const PassOptions *opts) {
         memset(&r, 0, sizeof r);
         r.m = m;
         r.f = f;
-        r.threads = num_warps * (opts->threads_per_warp > 0 ? opts->threads_per_warp : 32);
+        r.threads = num_warps * opts->target.threads_per_warp;
         pass_layout_rewrite_init(&r.rw, m, f, num_warps);
         ir_map_init(&r.uses, &m->arena);
         ir_map_init(&r.cand, &m->arena);

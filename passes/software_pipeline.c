@@ -617,7 +617,7 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         Pipe p;
         memset(&p, 0, sizeof p);
         p.m = m;
-        p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->num_stages);
+        p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->target.num_stages);
         p.num_warps = pass_func_num_warps(f, opts);
         if (p.num_stages <= 1)
             continue;

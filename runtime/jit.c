@@ -83,8 +83,8 @@ void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
     }
     /* options that change the code (emit and the print options do not) */
     const tc_options *o = in->options;
-    rt_sha256_field_i64(&h, "num_warps", o->num_warps > 0 ? o->num_warps : 4);
-    rt_sha256_field_i64(&h, "num_stages", o->num_stages > 0 ? o->num_stages : 3);
+    rt_sha256_field_i64(&h, "num_warps", o->num_warps > 0 ? o->num_warps : TC_DEFAULT_NUM_WARPS);
+    rt_sha256_field_i64(&h, "num_stages", o->num_stages > 0 ? o->num_stages : TC_DEFAULT_NUM_STAGES);
     rt_sha256_field_i64(&h, "llvm_o3", o->llvm_o3 != 0);
     rt_sha256_field_i64(&h, "option-params", (int64_t)o->num_params);
     for (size_t i = 0; i < o->num_params && o->params; i++) {

@@ -408,7 +408,7 @@ void rt_request_options(const tc_options *opt, tc_options *out) {
         *out = *opt;
     else
         tc_options_init(out);
-    out->num_warps = out->num_warps != 0 ? out->num_warps : 4;
+    out->num_warps = out->num_warps != 0 ? out->num_warps : TC_DEFAULT_NUM_WARPS;
 }
 
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {

@@ -411,7 +411,7 @@ static void shared_walk(IrOp *op, void *ctx) {
 }
 
 int tg_kernel_num_warps(const IrFunc *f, int dflt) {
-    int64_t n = ir_func_get_int(f, "num_warps", dflt > 0 ? dflt : 4);
+    int64_t n = ir_func_get_int(f, "num_warps", dflt > 0 ? dflt : TC_DEFAULT_NUM_WARPS);
     return n > 0 && n <= 32 ? (int)n : 4;
 }
 

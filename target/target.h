@@ -15,12 +15,28 @@
 typedef struct TgTarget TgTarget;
 typedef struct TgPadding TgPadding;
 
-/* The GPU a compile is for, and the code generator's choices for it. */
+/* The GPU a compile is for, and the choices every layer reads for it: the
+ * one record of the target and its defaults. The driver fills it once from
+ * the public options (tc_target, tc_options) and hands it to the front end,
+ * the passes (PassOptions.target) and the code generator; nothing below the
+ * driver applies a default of its own. */
 struct TgTarget {
-    int sm;      /* 80 or 90 */
-    bool arch_a; /* sm_90a */
-    bool llvm_o3; /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
+    int sm;               /* 80 or 90 */
+    bool arch_a;          /* sm_90a: wgmma, TMA */
+    int num_warps;        /* warps per program of kernels without a num_warps attribute */
+    int num_stages;       /* software pipelining depth of kernels without a num_stages attribute */
+    int threads_per_warp; /* 32 on NVIDIA */
+    bool llvm_o3;         /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
 };
+
+/* ==== target.c: the targets ==== */
+
+/* The defaults (tilec.h's TC_DEFAULT_*) on `arch`; false, *t untouched, if
+ * arch is not one of sm_80, sm_90, sm_90a (NULL: TC_DEFAULT_ARCH). */
+bool tg_target_init(TgTarget *t, const char *arch);
+/* num_warps and num_stages as the public options give them: 0 keeps the
+ * default. */
+void tg_target_set_options(TgTarget *t, int num_warps, int num_stages, bool llvm_o3);
 
 /* ==== scratch.c: shared-memory scratch each op needs (used by allocate-shared) ==== */
 
@@ -126,8 +142,6 @@ int tg_kernel_num_warps(const IrFunc *f, int dflt);
  * m16n8k16, kwidth 2; f32: tf32 m16n8k8, kwidth 1). Such a dot needs no
  * scratch; every other dot takes the FMA path through scratch. */
 bool tg_dot_uses_mma(const IrOp *op, int num_warps);
-
-/* ==== target.c: the targets ==== */
 
 /* Shared memory a program may use on the target (163 KB on sm_80, 227 KB
  * on sm_90). */

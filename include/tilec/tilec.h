@@ -146,6 +146,10 @@ typedef struct tc_param_spec {
  * the IR verifier for the kernel attributes num_warps and num_stages. */
 #define TC_MAX_NUM_WARPS 32  /* num_warps: 0 (the default, 4) or a power of two 1..32 */
 #define TC_MAX_NUM_STAGES 16 /* num_stages: 0 (the default, 3) .. 16 */
+/* The defaults, written once: what 0 (num_warps, num_stages) or NULL (arch) means. */
+#define TC_DEFAULT_NUM_WARPS 4
+#define TC_DEFAULT_NUM_STAGES 3
+#define TC_DEFAULT_ARCH "sm_90a"
 
 typedef struct tc_options {
     tc_emit emit;            /* one of the tc_emit values */
