@@ -1,5 +1,5 @@
 /*
- * test_stdlib_attention.c — tc_attention_fwd (runtime/stdlib.c) without a GPU:
+ * test_stdlib_attention.c — tc_attention_fwd (stdlib/) without a GPU:
  *
  *  - the plans (head-dim tile, BM, BN, warps, stages, grid) for each head dim;
  *  - every invalid argument is TC_ERROR_INVALID_ARGUMENT with a message
@@ -13,7 +13,7 @@
  *    found.
  */
 #include "runtime/runtime.h"
-#include "runtime/stdlib_internal.h"
+#include "stdlib/stdlib_internal.h"
 #include "stdlib_test_util.h"
 #include "unit.h"
 

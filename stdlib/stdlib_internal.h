@@ -1,10 +1,10 @@
 /*
  * stdlib_internal.h — internals of the standard library's C entry points
- * (include/tilec/stdlib.h, runtime/stdlib.c): the embedded sources, and the
+ * (include/tilec/stdlib.h, stdlib/stdlib.c): the embedded sources, and the
  * launch an entry point prepares, which the unit tests inspect without a GPU.
  */
-#ifndef TILEC_RUNTIME_STDLIB_INTERNAL_H
-#define TILEC_RUNTIME_STDLIB_INTERNAL_H
+#ifndef TILEC_STDLIB_STDLIB_INTERNAL_H
+#define TILEC_STDLIB_STDLIB_INTERNAL_H
 
 #include "tilec/stdlib.h"
 

@@ -41,7 +41,7 @@
 #include "tilec/stdlib.h"
 
 #include "runtime/runtime.h"
-#include "runtime/stdlib_internal.h"
+#include "stdlib/stdlib_internal.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -347,6 +347,7 @@ static void prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype 
 
 /* ---- the memo (stdlib_internal.h says why its keys are sound) ---- */
 
+typedef struct RtStdlibMemo RtStdlibMemo;
 struct RtStdlibMemo {
     RtStdlibKey key;
     tc_kernel *kernel;  /* tc_jit's result for the key; lives as long as the context */
@@ -412,33 +413,36 @@ static tc_kernel *memo_lookup(const RtStdlibMemo *m, const RtStdlibKey *key) {
     return NULL;
 }
 
+/* The context's attached_free: the memo is the context's attached state. */
+static void memo_free(void *attached) {
+    RtStdlibMemo *m = attached;
+    while (m) {
+        RtStdlibMemo *next = m->next;
+        free(m);
+        m = next;
+    }
+}
+
 tc_kernel *rt_stdlib_memo_find(tc_context *ctx, const RtStdlibKey *key) {
     if (!key->len)
         return NULL;
-    return memo_lookup(atomic_load_explicit(&ctx->stdlib_memo, memory_order_acquire), key);
+    return memo_lookup(atomic_load_explicit(&ctx->attached, memory_order_acquire), key);
 }
 
 void rt_stdlib_memo_add(tc_context *ctx, const RtStdlibKey *key, tc_kernel *k) {
     if (!key->len)
         return;
     pthread_mutex_lock(&ctx->jit_lock);
-    RtStdlibMemo *head = atomic_load_explicit(&ctx->stdlib_memo, memory_order_relaxed);
+    RtStdlibMemo *head = atomic_load_explicit(&ctx->attached, memory_order_relaxed);
     RtStdlibMemo *m = memo_lookup(head, key) ? NULL : malloc(sizeof *m);
     if (m) {
         m->key = *key;
         m->kernel = k;
         m->next = head;
-        atomic_store_explicit(&ctx->stdlib_memo, m, memory_order_release);
+        ctx->attached_free = memo_free;
+        atomic_store_explicit(&ctx->attached, m, memory_order_release);
     }
     pthread_mutex_unlock(&ctx->jit_lock);
-}
-
-void rt_stdlib_memo_free(RtStdlibMemo *m) {
-    while (m) {
-        RtStdlibMemo *next = m->next;
-        free(m);
-        m = next;
-    }
 }
 
 static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,
