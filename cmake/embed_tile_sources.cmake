@@ -8,7 +8,7 @@
 # add_custom_command.)
 # Each file becomes `static const char` bytes (hex, so no escaping can go
 # wrong) with a terminating NUL, and one entry of rt_stdlib_sources[]
-# (stdlib/stdlib_internal.h): its base name, text and length. The output is
+# (stdlib/stdlib_internal.h): its base name, text, length and path. The output is
 # rewritten only when its contents change, so an unchanged library does not
 # relink libtilec.
 
@@ -26,7 +26,7 @@ foreach(_src IN LISTS SOURCES)
   get_filename_component(_name "${_src}" NAME)
   tilec_hex_bytes("${_src}" _hex _size)
   string(APPEND _body "/* lib/${_name} */\nstatic const char source_${_index}[] = {\n    ${_hex}0x00};\n\n")
-  string(APPEND _table "    {\"${_name}\", source_${_index}, ${_size}},\n")
+  string(APPEND _table "    {\"${_name}\", source_${_index}, ${_size}, \"lib/${_name}\"},\n")
   math(EXPR _index "${_index} + 1")
 endforeach()
 

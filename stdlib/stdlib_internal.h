@@ -1,7 +1,39 @@
 /*
- * stdlib_internal.h — internals of the standard library's C entry points
- * (include/tilec/stdlib.h, stdlib/stdlib.c): the embedded sources, and the
- * launch an entry point prepares, which the unit tests inspect without a GPU.
+ * stdlib_internal.h — the C side of the standard library (stdlib/): what its
+ * files share, and what the unit tests inspect without a GPU.
+ *
+ * One file per family of kernels, each with its kernels in lib/ (embedded
+ * into libtilec at build time, installed to share/tilec/lib):
+ *
+ *   rowwise.c    tc_softmax_fwd/bwd, tc_rmsnorm_fwd/bwd   lib/softmax.tile, lib/rmsnorm.tile
+ *   matmul.c     tc_matmul, tc_blockdiag_matmul           lib/matmul.tile, lib/blockdiag_matmul.tile
+ *   attention.c  tc_attention_fwd                         lib/attention.tile
+ *
+ * and stdlib.c, what they all use: the embedded sources (tc_stdlib_source),
+ * the argument checkers (rt_stdlib_check_*), the JIT request, and the launch
+ * through the context's memo of kernels.
+ *
+ * Every entry point takes the same steps:
+ *  1. check its arguments with the rt_stdlib_check_* functions: a failure is
+ *     TC_ERROR_INVALID_ARGUMENT with a message naming the entry point, the
+ *     argument and the rule, before anything is compiled or launched;
+ *  2. plan: the family's policy (tile sizes, warps, the constexprs), also
+ *     public as tc_*_plan_for so that tools and tests see the same choices;
+ *  3. fill its launch (Rt*Launch below): the arguments by kernel parameter,
+ *     the facts the compiler may use, the request (rt_stdlib_request); then
+ *     hand it to the family's test hook when one is set, else to
+ *     rt_stdlib_jit_launch.
+ *
+ * A new family is: its kernels in lib/NAME.tile; its entry points, plan and
+ * plan_for in include/tilec/stdlib.h; one file here, stdlib/NAME.c, with its
+ * launch struct and test hook declared below; and its tests
+ * (tests/unit/test_stdlib_NAME.c: plans, every invalid argument, the launch
+ * against the kernel's signature; tests/gpu/ against a reference).
+ *
+ * Layering: stdlib/ sits above runtime/. It includes runtime/runtime.h and
+ * the public headers; only stdlib/ and the tests include this header. The
+ * memo hangs off the context's `attached` slot, which runtime/ frees through
+ * the attached_free function stdlib.c sets, without knowing its type.
  */
 #ifndef TILEC_STDLIB_STDLIB_INTERNAL_H
 #define TILEC_STDLIB_STDLIB_INTERNAL_H
@@ -18,12 +50,140 @@ typedef struct RtStdlibSource {
     const char *name; /* the base name: "softmax.tile" */
     const char *text; /* the file's bytes, NUL-terminated */
     size_t len;       /* bytes, without the NUL */
+    const char *path; /* what diagnostics show: "lib/softmax.tile" */
 } RtStdlibSource;
 
 extern const RtStdlibSource rt_stdlib_sources[]; /* sorted by name */
 extern const size_t rt_stdlib_num_sources;
 
-/* ==== stdlib.c ==== */
+/* ==== stdlib.c: the argument checkers ====
+ *
+ * Each returns TC_OK, or TC_ERROR_INVALID_ARGUMENT with a message
+ * "ENTRY: ARGUMENT ... RULE" in tc_last_error(). */
+
+/* The largest element offset a kernel may compute: in bytes, for elements
+ * of up to 8 bytes, it still fits an int64. */
+#define RT_STDLIB_MAX_OFFSET (INT64_MAX / 8)
+
+size_t rt_stdlib_elem_bytes(tc_dtype t); /* 2, or 4 for f32 */
+
+static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+/* The smallest power of two >= v, clamped to [lo, hi]. */
+static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
+    int p = lo;
+    while (p < v && p < hi)
+        p *= 2;
+    return p;
+}
+
+/* p is not NULL ("ctx is NULL", "out is NULL"). */
+tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p);
+/* dtype is f16 or bf16, or also f32 when f32_too. */
+tc_status rt_stdlib_check_dtype(const char *entry, tc_dtype dtype, bool f32_too);
+/* A count (rows, an extent, a block count) in 1..max. */
+tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, int64_t max);
+/* A device pointer: not 0, aligned to its elem_bytes-byte elements. */
+tc_status rt_stdlib_check_ptr(const char *entry, const char *name, CUdeviceptr p, size_t elem_bytes);
+/* A row stride at least the row's width (min_name: "cols", "nblocks * bin"). */
+tc_status rt_stdlib_check_row_stride(const char *entry, const char *name, int64_t stride, const char *min_name,
+                                     int64_t min);
+/* A float that is finite, and >= 0 when nonnegative. */
+tc_status rt_stdlib_check_finite(const char *entry, const char *name, float v, bool nonnegative);
+
+/* Adds (count - 1) * stride (stride >= 0) to *used, the largest element
+ * offset so far; false, with *used unchanged, if the sum would pass
+ * RT_STDLIB_MAX_OFFSET. The products of all the checks below. */
+bool rt_stdlib_span_add(int64_t *used, int64_t count, int64_t stride);
+
+/* One dimension of a strided operand: count elements, stride apart. */
+typedef struct RtStdlibDim {
+    const char *stride_name; /* "stride_am"; NULL: a contiguous dimension (stride 1) the caller does not take */
+    int64_t count;
+    int64_t stride;
+} RtStdlibDim;
+
+/* The strides of an operand (what: "A", "q"): every named one >= 0, and its
+ * largest offset within RT_STDLIB_MAX_OFFSET. */
+tc_status rt_stdlib_check_strides(const char *entry, const char *what, const RtStdlibDim *dims, size_t num_dims);
+
+/* ==== stdlib.c: the request and the launch ==== */
+
+/* The embedded file `name`, or NULL. */
+const RtStdlibSource *rt_stdlib_find_source(const char *name);
+
+/* Fills *req for kernel `kernel` of the embedded lib/<file>, with the plan's
+ * constexprs, the options and one divisibility per argument; all its
+ * strings are static, as the memo's keys need. TC_ERROR_INTERNAL if this
+ * libtilec was built without the file. */
+tc_status rt_stdlib_request(const char *entry, const char *file, const char *kernel, const tc_constexpr *constexprs,
+                            size_t num_constexprs, const tc_options *options, const int64_t *divisibility,
+                            size_t num_args, tc_jit_request *req);
+
+/* The kernel for req from the context's memo, else from tc_jit (then
+ * memoized), launched on the stream. */
+tc_status rt_stdlib_jit_launch(tc_context *ctx, const tc_jit_request *req, tc_dim3 grid, CUstream stream, void **args,
+                               size_t num_args);
+
+/* Where a launch struct keeps its arguments by parameter, for the helpers
+ * below (matmul.c and attention.c fill theirs through them). */
+typedef struct RtStdlibArgs {
+    const char **names; /* the kernel's runtime parameters, in order */
+    CUdeviceptr *ptrs;  /* argument storage, by parameter index */
+    int64_t *i64s;
+    int32_t *i32s;
+    int64_t *divisibility; /* per parameter: 16 for a 16-byte aligned pointer, else 0 */
+    void **args;
+    size_t *num_args;
+    tc_param_spec *facts; /* integer facts */
+    size_t *num_facts;
+} RtStdlibArgs;
+
+/* Appends a pointer; its 16-byte alignment is a fact when `known`. */
+void rt_stdlib_arg_ptr(const RtStdlibArgs *a, const char *name, CUdeviceptr p, bool known);
+/* Appends an i32 (is_i32) or i64; a fact when it is a multiple of vector
+ * (0: never). */
+void rt_stdlib_arg_int(const RtStdlibArgs *a, const char *name, int64_t v, bool is_i32, int64_t vector);
+
+/* ==== stdlib.c: the memo ==== */
+
+/* The memo: each context keeps the kernels tc_jit returned for the entry
+ * points' requests, so that a later call with an equal request launches
+ * without tc_jit (whose lookup hashes the whole source).
+ *
+ * A key is everything in a JIT request that tc_jit's key reads
+ * (rt_jit_base_key, rt_jit_ptx_key), by value, except that the source,
+ * path, kernel name, constexpr names and fact names are held by address.
+ * That is sound only because they are all static: the sources and paths
+ * are rt_stdlib_sources' const arrays and string literals, the names string
+ * literals, never freed or changed for the life of the process, so one
+ * address always holds the same bytes. (A heap buffer could be freed and its address reused for
+ * another source: such requests must not be keyed here.) The context is
+ * the rest of the key (its arch), and the memo is freed with it, so a
+ * context allocated where a destroyed one was starts with an empty memo.
+ * Equal keys therefore mean equal tc_jit results; the unit tests check
+ * that on every specialization the entry points pick. */
+#define RT_STDLIB_KEY_WORDS 128
+
+typedef struct RtStdlibKey {
+    size_t len;                          /* words used; 0: not memoizable */
+    uint64_t words[RT_STDLIB_KEY_WORDS]; /* see rt_stdlib_key */
+} RtStdlibKey;
+
+/* The key of a request whose strings are all static (above). False, with
+ * key->len 0, for a request it cannot key: one that reads a file, gives
+ * launch arguments instead of divisibility, or has more fields than fit. */
+bool rt_stdlib_key(const tc_jit_request *req, RtStdlibKey *key);
+bool rt_stdlib_key_equal(const RtStdlibKey *a, const RtStdlibKey *b);
+/* The kernel memoized for key in ctx, or NULL. Lock-free. */
+tc_kernel *rt_stdlib_memo_find(tc_context *ctx, const RtStdlibKey *key);
+/* Memoizes k (tc_jit's result for the key's request) unless the key is
+ * there already (or len is 0); out of memory, nothing is memoized. */
+void rt_stdlib_memo_add(tc_context *ctx, const RtStdlibKey *key, tc_kernel *k);
+
+/* ==== rowwise.c: softmax and RMSNorm ==== */
 
 #define RT_STDLIB_MAX_PARAMS 10
 
@@ -53,41 +213,7 @@ typedef struct RtStdlibLaunch {
  * thread-safe; never set outside tests. */
 extern tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
 
-/* The memo: each context keeps the kernels tc_jit returned for the entry
- * points' requests, so that a later call with an equal request launches
- * without tc_jit (whose lookup hashes the whole source).
- *
- * A key is everything in a JIT request that tc_jit's key reads
- * (rt_jit_base_key, rt_jit_ptx_key), by value, except that the source,
- * path, kernel name, constexpr names and fact names are held by address.
- * That is sound only because they are all static: the sources are
- * rt_stdlib_sources' const arrays and the names string literals, never
- * freed or changed for the life of the process, so one address always holds
- * the same bytes. (A heap buffer could be freed and its address reused for
- * another source: such requests must not be keyed here.) The context is
- * the rest of the key (its arch), and the memo is freed with it, so a
- * context allocated where a destroyed one was starts with an empty memo.
- * Equal keys therefore mean equal tc_jit results; the unit tests check
- * that on every specialization the entry points pick. */
-#define RT_STDLIB_KEY_WORDS 128
-
-typedef struct RtStdlibKey {
-    size_t len;                          /* words used; 0: not memoizable */
-    uint64_t words[RT_STDLIB_KEY_WORDS]; /* see rt_stdlib_key */
-} RtStdlibKey;
-
-/* The key of a request whose strings are all static (above). False, with
- * key->len 0, for a request it cannot key: one that reads a file, gives
- * launch arguments instead of divisibility, or has more fields than fit. */
-bool rt_stdlib_key(const tc_jit_request *req, RtStdlibKey *key);
-bool rt_stdlib_key_equal(const RtStdlibKey *a, const RtStdlibKey *b);
-/* The kernel memoized for key in ctx, or NULL. Lock-free. */
-tc_kernel *rt_stdlib_memo_find(tc_context *ctx, const RtStdlibKey *key);
-/* Memoizes k (tc_jit's result for the key's request) unless the key is
- * there already (or len is 0); out of memory, nothing is memoized. */
-void rt_stdlib_memo_add(tc_context *ctx, const RtStdlibKey *key, tc_kernel *k);
-
-/* ==== stdlib.c: tc_matmul, tc_blockdiag_matmul ==== */
+/* ==== matmul.c: tc_matmul, tc_blockdiag_matmul ==== */
 
 #define RT_MATMUL_MAX_PARAMS 13
 
@@ -114,7 +240,7 @@ typedef struct RtMatmulLaunch {
 /* For tests, as rt_stdlib_launch_hook, for tc_matmul and tc_blockdiag_matmul. */
 extern tc_status (*rt_matmul_launch_hook)(const RtMatmulLaunch *launch);
 
-/* ==== stdlib.c: tc_attention_fwd ==== */
+/* ==== attention.c: tc_attention_fwd ==== */
 
 #define RT_ATTN_MAX_PARAMS 24
 

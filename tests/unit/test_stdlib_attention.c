@@ -142,13 +142,14 @@ TEST(test_attention_validation) {
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600000, 0, 0.125f),
                   "cu_seqlens_q and cu_seqlens_k must both be given");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600002, 0x700000, 0.125f),
-                  "must be aligned to their 4-byte elements");
+                  "cu_seqlens_q (0x600002) is not aligned to its 4-byte elements");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, INFINITY), "scale (inf)");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, NAN), "must be finite");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, 51200, -64, 512, QS, 0, 0, 0.125f),
                   "q's strides (stride_qb 51200, stride_qh -64, stride_qm 512) must be >= 0");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, (int64_t)1 << 61, 64, 512, QS, 0, 0, 0.125f),
-                  "q's strides overflow a 64-bit offset");
+                  "q's strides (stride_qb 2305843009213693952, stride_qh 64, stride_qm 512) with 2 x 8 x 100 x 64 "
+                  "elements overflow a 64-bit offset");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 64, 500, 0, 0, 0.125f),
                   "o's strides (stride_ob 51200, stride_oh 64, stride_om 500) give two of its elements the same");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 32, 512, 0, 0, 0.125f),
