@@ -67,6 +67,7 @@ extern const size_t rt_stdlib_num_sources;
 
 size_t rt_stdlib_elem_bytes(tc_dtype t); /* 2, or 4 for f32 */
 
+/* Arithmetic the planners share. */
 static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }

@@ -35,7 +35,7 @@ TEST(test_attention_plans) {
         {256, 256, 128, 32, 8},
     };
     /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N with whole
-     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib.c) */
+     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
