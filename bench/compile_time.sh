@@ -33,7 +33,7 @@ run() { # label, files (one argument), then tilec options
 }
 
 echo "tilec: $tilec ($("$tilec" --version))"
-# tc_attention_fwd's plans (runtime/stdlib.c attn_plan): BM 128, 3 stages, 4 warps up to head dim 128
+# tc_attention_fwd's plans (stdlib/attention.c attn_plan): BM 128, 3 stages, 4 warps up to head dim 128
 # (EVEN_N: whole key blocks, head dim up to 64, not causal)
 for spec in "64 64 false true" "64 64 false false" "64 64 true false" "128 64 false false" \
     "128 64 true false" "256 32 false false"; do

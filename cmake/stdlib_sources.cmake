@@ -1,5 +1,5 @@
 # stdlib_sources.cmake — builds lib/*.tile into libtilec as C strings
-# (runtime/stdlib_internal.h), for the C entry points of include/tilec/stdlib.h,
+# (stdlib/stdlib_internal.h), for the C entry points of include/tilec/stdlib.h,
 # and the AOT launchers' loader as text.
 # Included from the top-level CMakeLists.txt after tilec_objs is defined.
 file(GLOB TILEC_STDLIB_TILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/*.tile)

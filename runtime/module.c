@@ -20,6 +20,7 @@
  */
 #include "runtime/runtime.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,8 @@ tc_status tc_context_destroy(tc_context *ctx) {
     if (pushed)
         rt_ctx_pop(ctx);
     rt_jit_table_free(ctx->jit);
-    rt_stdlib_memo_free(ctx->stdlib_memo);
+    if (ctx->attached_free)
+        ctx->attached_free(atomic_load(&ctx->attached));
     if (ctx->owns_primary) {
         tc_status s = rt_cuda_check(rt_cu.cuDevicePrimaryCtxRelease(ctx->device), "cuDevicePrimaryCtxRelease");
         st = st ? st : s;

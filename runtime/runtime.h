@@ -33,7 +33,6 @@ typedef struct RtJitBuild RtJitBuild;
 typedef struct RtCompileRequest RtCompileRequest;
 typedef struct RtRawKernel RtRawKernel;
 typedef struct RtJitTable RtJitTable;
-typedef struct RtStdlibMemo RtStdlibMemo;
 
 /* ==== error.c: the compile log (the last error and RtBytes: base/base.h) ==== */
 
@@ -323,13 +322,17 @@ struct tc_context {
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
-    pthread_mutex_t jit_lock; /* guards jit, stdlib_memo's writers; held through a compile (taken before lock) */
+    pthread_mutex_t jit_lock; /* guards jit, attached's writers; held through a compile (taken before lock) */
     pthread_mutex_t log_lock; /* guards log; never held while a callback runs */
     RtLogger log;             /* the callback (tc_context_set_log); no queue */
     RtJitTable *jit; /* jit.c's in-memory table (NULL until the first tc_jit) */
-    /* stdlib.c's kernels by request (NULL until the first stdlib call): read
-     * without a lock, prepended to under jit_lock, freed with the context */
-    _Atomic(RtStdlibMemo *) stdlib_memo;
+    /* State a layer above runtime/ keeps per context (stdlib/'s memo of
+     * kernels), opaque here: NULL until that layer sets it, read without a
+     * lock, written under jit_lock. The layer sets attached_free (under
+     * jit_lock, before publishing attached), which tc_context_destroy calls
+     * on attached; so runtime/ frees it without knowing what it is. */
+    _Atomic(void *) attached;
+    void (*attached_free)(void *attached);
 };
 
 /* Everything tc_launch reads, precomputed at load time. */
@@ -431,10 +434,5 @@ tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_us
 bool rt_jit_disk_cache(const RtLogger *log, bool *warned, char *dir, size_t cap);
 /* Frees a context's JIT table (its modules are unloaded by the caller). */
 void rt_jit_table_free(RtJitTable *t);
-
-/* ==== stdlib.c: the context's memo of standard-library kernels ==== */
-
-/* Frees a context's memo (stdlib_internal.h has the rest). */
-void rt_stdlib_memo_free(RtStdlibMemo *m);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * test_stdlib.c — the standard library's C entry points (runtime/stdlib.c)
+ * test_stdlib.c — the standard library's C entry points (stdlib/)
  * without a GPU:
  *
  *  - the embedded sources are there and match the .tile files' kernels;
@@ -20,7 +20,7 @@
  *    and spills are reported.
  */
 #include "runtime/runtime.h"
-#include "runtime/stdlib_internal.h"
+#include "stdlib/stdlib_internal.h"
 #include "stdlib_test_util.h"
 #include "unit.h"
 
@@ -423,7 +423,8 @@ static void memo_context(tc_context *ctx) {
 }
 
 static void memo_context_free(tc_context *ctx) {
-    rt_stdlib_memo_free(ctx->stdlib_memo);
+    if (ctx->attached_free) /* as tc_context_destroy frees it */
+        ctx->attached_free(ctx->attached);
     pthread_mutex_destroy(&ctx->jit_lock);
 }
 

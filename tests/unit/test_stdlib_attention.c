@@ -1,5 +1,5 @@
 /*
- * test_stdlib_attention.c — tc_attention_fwd (runtime/stdlib.c) without a GPU:
+ * test_stdlib_attention.c — tc_attention_fwd (stdlib/) without a GPU:
  *
  *  - the plans (head-dim tile, BM, BN, warps, stages, grid) for each head dim;
  *  - every invalid argument is TC_ERROR_INVALID_ARGUMENT with a message
@@ -13,7 +13,7 @@
  *    found.
  */
 #include "runtime/runtime.h"
-#include "runtime/stdlib_internal.h"
+#include "stdlib/stdlib_internal.h"
 #include "stdlib_test_util.h"
 #include "unit.h"
 
@@ -35,7 +35,7 @@ TEST(test_attention_plans) {
         {256, 256, 128, 32, 8},
     };
     /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N with whole
-     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib.c) */
+     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
@@ -142,13 +142,14 @@ TEST(test_attention_validation) {
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600000, 0, 0.125f),
                   "cu_seqlens_q and cu_seqlens_k must both be given");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0x600002, 0x700000, 0.125f),
-                  "must be aligned to their 4-byte elements");
+                  "cu_seqlens_q (0x600002) is not aligned to its 4-byte elements");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, INFINITY), "scale (inf)");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, QS, 0, 0, NAN), "must be finite");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, 51200, -64, 512, QS, 0, 0, 0.125f),
                   "q's strides (stride_qb 51200, stride_qh -64, stride_qm 512) must be >= 0");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, (int64_t)1 << 61, 64, 512, QS, 0, 0, 0.125f),
-                  "q's strides overflow a 64-bit offset");
+                  "q's strides (stride_qb 2305843009213693952, stride_qh 64, stride_qm 512) with 2 x 8 x 100 x 64 "
+                  "elements overflow a 64-bit offset");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 64, 500, 0, 0, 0.125f),
                   "o's strides (stride_ob 51200, stride_oh 64, stride_om 500) give two of its elements the same");
     CHECK_INVALID(ATT(FAKE_CTX, F16, O_, L_, Q_, 2, 8, 2, 100, 100, 64, QS, 51200, 32, 512, 0, 0, 0.125f),

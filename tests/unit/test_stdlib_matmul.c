@@ -1,5 +1,5 @@
 /*
- * test_stdlib_matmul.c — tc_matmul and tc_blockdiag_matmul (runtime/stdlib.c)
+ * test_stdlib_matmul.c — tc_matmul and tc_blockdiag_matmul (stdlib/)
  * without a GPU:
  *
  *  - the plans (tile, K step, warps, program grid, which stride is 1) at
@@ -21,7 +21,7 @@
  * families can change independently; same conventions.)
  */
 #include "runtime/runtime.h"
-#include "runtime/stdlib_internal.h"
+#include "stdlib/stdlib_internal.h"
 #include "stdlib_test_util.h"
 #include "unit.h"
 

@@ -1,0 +1,326 @@
+/*
+ * rowwise.c — the row-wise kernels as C calls (include/tilec/stdlib.h):
+ * softmax and RMSNorm, forward and backward (lib/softmax.tile, lib/rmsnorm.tile).
+ *
+ * Every entry point is the same three steps (stdlib_internal.h), driven by a table that
+ * describes the kernel's runtime parameters (OpDesc):
+ *
+ *  1. Validate: ctx, dtype, rows and cols, every pointer (not 0, aligned to
+ *     its element), every stride (>= cols, and the last row's end addressable
+ *     in 64 bits). A failure is TC_ERROR_INVALID_ARGUMENT with a message that
+ *     names the entry point and the argument; nothing is compiled or launched.
+ *  2. Plan (plan_for): BLOCK, the tile width, is the next power of two of
+ *     cols (at least 32, the kernels' minimum). Up to MAX_SINGLE_TILE columns
+ *     the forward kernels keep the whole row in registers (SINGLE_TILE: one
+ *     read, one write); wider rows loop over tiles of LOOP_BLOCK. The
+ *     backward kernels always loop (they read each row twice), over tiles of
+ *     at most LOOP_BLOCK. num_warps grows with the tile (warps_for) so that a
+ *     thread holds 8 to 32 elements of a tile of 256 columns or more: enough
+ *     16-byte vectors to keep the memory system busy, few enough registers
+ *     not to spill; narrower tiles get one warp.
+ *  3. Specialize and launch: each pointer that is 16-byte aligned, and each
+ *     stride and cols that is a multiple of 16 / element bytes (so that every
+ *     row starts on a 16-byte boundary and a row's end does not split a
+ *     vector), is a fact the compiler may use to vectorize. Pointer facts go
+ *     through the JIT request's per-parameter divisibility (tc_jit keys its
+ *     variants on them); integer facts through tc_options.params with the
+ *     divisibility 16 / element bytes, which is all vectorization needs
+ *     (tc_jit itself only knows "divisible by 16", which an f16 row of 1000
+ *     columns is not). tc_jit compiles once per specialization and process
+ *     and caches on disk; one program per row is launched on the stream.
+ *
+ * The sources come from rt_stdlib_sources (built from the .tile files of
+ * lib/ at build time), so a program linked with libtilec needs no library
+ * files.
+ */
+#include "tilec/stdlib.h"
+
+#include "runtime/runtime.h"
+#include "stdlib/stdlib_internal.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+_Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_params) / sizeof(tc_param_spec),
+               "tc_stdlib_plan.aligned_params must hold a fact per parameter");
+
+/* Tile widths and warps: the policy of step 2. Tune with bench/rowwise.py. */
+enum {
+    MIN_BLOCK = 32,          /* lib kernels static_assert BLOCK >= 32 */
+    MAX_SINGLE_TILE = 16384, /* widest row kept in registers: 32 f32 values per thread at 16 warps */
+    LOOP_BLOCK = 8192,       /* tile of the loops over wider rows */
+    MAX_PARAMS = RT_STDLIB_MAX_PARAMS,
+};
+
+static int warps_for(int64_t block) {
+    if (block <= 256)
+        return 1;
+    if (block <= 512)
+        return 2;
+    if (block <= 1024)
+        return 4;
+    if (block <= 8192)
+        return 8; /* as Triton's tuned row-wise kernels: 16 warps measured slower at 8192 (bench/RESULTS.md) */
+    return 16;
+}
+
+/* ---- the kernels' runtime parameters ---- */
+
+typedef enum ParamKind {
+    PARAM_PTR_T,   /* T*: a matrix or the weight */
+    PARAM_PTR_F32, /* f32*: rstd, dweight */
+    PARAM_STRIDE,  /* i64 */
+    PARAM_COLS,    /* i32 n_cols */
+    PARAM_EPS,     /* f32 */
+} ParamKind;
+
+typedef struct OpParam {
+    const char *name; /* as in the .tile source, and in the entry point's messages */
+    ParamKind kind;
+} OpParam;
+
+typedef struct OpDesc {
+    const char *entry;  /* "tc_softmax_fwd": for messages */
+    const char *file;   /* embedded source */
+    const char *kernel; /* in the source */
+    bool has_single_tile;
+    int num_params;
+    OpParam params[MAX_PARAMS]; /* in the kernel's order */
+} OpDesc;
+
+static const OpDesc ops[] = {
+    [TC_STDLIB_SOFTMAX_FWD] = {"tc_softmax_fwd",
+                               "softmax.tile",
+                               "softmax_fwd",
+                               true,
+                               5,
+                               {{"out", PARAM_PTR_T},
+                                {"x", PARAM_PTR_T},
+                                {"stride_out", PARAM_STRIDE},
+                                {"stride_x", PARAM_STRIDE},
+                                {"n_cols", PARAM_COLS}}},
+    [TC_STDLIB_SOFTMAX_BWD] = {"tc_softmax_bwd",
+                               "softmax.tile",
+                               "softmax_bwd",
+                               false,
+                               7,
+                               {{"dx", PARAM_PTR_T},
+                                {"y", PARAM_PTR_T},
+                                {"dy", PARAM_PTR_T},
+                                {"stride_dx", PARAM_STRIDE},
+                                {"stride_y", PARAM_STRIDE},
+                                {"stride_dy", PARAM_STRIDE},
+                                {"n_cols", PARAM_COLS}}},
+    [TC_STDLIB_RMSNORM_FWD] = {"tc_rmsnorm_fwd",
+                               "rmsnorm.tile",
+                               "rmsnorm_fwd",
+                               true,
+                               8,
+                               {{"y", PARAM_PTR_T},
+                                {"rstd", PARAM_PTR_F32},
+                                {"x", PARAM_PTR_T},
+                                {"weight", PARAM_PTR_T},
+                                {"stride_y", PARAM_STRIDE},
+                                {"stride_x", PARAM_STRIDE},
+                                {"n_cols", PARAM_COLS},
+                                {"eps", PARAM_EPS}}},
+    [TC_STDLIB_RMSNORM_BWD] = {"tc_rmsnorm_bwd",
+                               "rmsnorm.tile",
+                               "rmsnorm_bwd",
+                               false,
+                               10,
+                               {{"dx", PARAM_PTR_T},
+                                {"dweight", PARAM_PTR_F32},
+                                {"dy", PARAM_PTR_T},
+                                {"x", PARAM_PTR_T},
+                                {"weight", PARAM_PTR_T},
+                                {"rstd", PARAM_PTR_F32},
+                                {"stride_dx", PARAM_STRIDE},
+                                {"stride_dy", PARAM_STRIDE},
+                                {"stride_x", PARAM_STRIDE},
+                                {"n_cols", PARAM_COLS}}},
+};
+
+/* One argument of an entry point, in the kernel's parameter order. */
+typedef union ArgValue {
+    CUdeviceptr ptr; /* PARAM_PTR_* */
+    int64_t i;       /* PARAM_STRIDE, PARAM_COLS */
+    float f;         /* PARAM_EPS */
+} ArgValue;
+
+/* ---- plans ---- */
+
+static int64_t block_for(int64_t cols) {
+    return rt_stdlib_pow2_clamped(cols, MIN_BLOCK, MAX_SINGLE_TILE);
+}
+
+static void plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_plan *p) {
+    const OpDesc *d = &ops[op];
+    memset(p, 0, sizeof *p);
+    p->file = d->file;
+    p->kernel = d->kernel;
+    int64_t block = block_for(cols);
+    p->single_tile = d->has_single_tile && cols <= block;
+    if (!p->single_tile && block > LOOP_BLOCK)
+        block = LOOP_BLOCK;
+    p->block = block;
+    p->num_warps = warps_for(block);
+    p->constexprs[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};
+    p->constexprs[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, block, 0};
+    p->num_constexprs = 2;
+    if (d->has_single_tile)
+        p->constexprs[p->num_constexprs++] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, p->single_tile, 0};
+    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    for (int i = 0; i < d->num_params; i++) {
+        const OpParam *q = &d->params[i];
+        if (q->kind == PARAM_PTR_T || q->kind == PARAM_PTR_F32)
+            p->aligned_params[p->num_aligned_params++] = (tc_param_spec){q->name, 16};
+        else if (q->kind == PARAM_STRIDE || q->kind == PARAM_COLS)
+            p->aligned_params[p->num_aligned_params++] = (tc_param_spec){q->name, vector};
+    }
+}
+
+tc_status tc_stdlib_plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_plan *out) {
+    const char *entry = "tc_stdlib_plan_for";
+    tc_status st = rt_stdlib_check_given(entry, "out", out);
+    if (st != TC_OK)
+        return st;
+    memset(out, 0, sizeof *out);
+    if ((int)op < 0 || (size_t)op >= sizeof ops / sizeof ops[0])
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: unknown op %d", entry, (int)op);
+    if ((st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        return st;
+    plan_for(op, dtype, cols, out);
+    return TC_OK;
+}
+
+/* ---- the common entry point ---- */
+
+static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols,
+                          const ArgValue *v) {
+    const char *entry = d->entry;
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        return st;
+    for (int i = 0; i < d->num_params && st == TC_OK; i++) {
+        const OpParam *q = &d->params[i];
+        switch (q->kind) {
+        case PARAM_PTR_T: st = rt_stdlib_check_ptr(entry, q->name, v[i].ptr, rt_stdlib_elem_bytes(dtype)); break;
+        case PARAM_PTR_F32: st = rt_stdlib_check_ptr(entry, q->name, v[i].ptr, 4); break;
+        case PARAM_STRIDE: {
+            st = rt_stdlib_check_row_stride(entry, q->name, v[i].i, "cols", cols);
+            /* one past the last row's end, rows * stride + cols elements,
+             * must be an offset the kernel can compute */
+            int64_t end = cols;
+            if (st == TC_OK && !rt_stdlib_span_add(&end, rows + 1, v[i].i))
+                st = rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (%lld) times rows (%lld) overflows a 64-bit offset",
+                             entry, q->name, (long long)v[i].i, (long long)rows);
+            break;
+        }
+        case PARAM_COLS: break;
+        case PARAM_EPS: st = rt_stdlib_check_finite(entry, q->name, v[i].f, true); break;
+        }
+    }
+    return st;
+}
+
+tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
+
+/* Step 3's inputs: the arguments in the kernel's C types, the facts about
+ * them, and the JIT request, all inside *l. */
+static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,
+                         const ArgValue *v, RtStdlibLaunch *l) {
+    const OpDesc *d = &ops[op];
+    memset(l, 0, sizeof *l);
+    l->op = op;
+    l->ctx = ctx;
+    l->stream = stream;
+    plan_for(op, dtype, cols, &l->plan);
+    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    size_t num_facts = 0;
+    for (int i = 0; i < d->num_params; i++) {
+        const OpParam *q = &d->params[i];
+        switch (q->kind) {
+        case PARAM_PTR_T:
+        case PARAM_PTR_F32:
+            l->ptrs[i] = v[i].ptr;
+            l->args[i] = &l->ptrs[i];
+            l->divisibility[i] = v[i].ptr % 16 == 0 ? 16 : 0;
+            break;
+        case PARAM_STRIDE:
+            l->ints[i] = v[i].i;
+            l->args[i] = &l->ints[i];
+            if (v[i].i % vector == 0)
+                l->facts[num_facts++] = (tc_param_spec){q->name, vector};
+            break;
+        case PARAM_COLS:
+            l->n_cols = (int32_t)cols;
+            l->args[i] = &l->n_cols;
+            if (cols % vector == 0)
+                l->facts[num_facts++] = (tc_param_spec){q->name, vector};
+            break;
+        case PARAM_EPS:
+            l->eps = v[i].f;
+            l->args[i] = &l->eps;
+            break;
+        }
+    }
+    l->num_args = (size_t)d->num_params;
+    l->grid = (tc_dim3){(unsigned)rows, 1, 1};
+
+    tc_options_init(&l->options);
+    l->options.num_warps = l->plan.num_warps;
+    l->options.params = num_facts ? l->facts : NULL;
+    l->options.num_params = num_facts;
+    return rt_stdlib_request(d->entry, d->file, d->kernel, l->plan.constexprs, l->plan.num_constexprs, &l->options,
+                             l->divisibility, l->num_args, &l->req);
+}
+
+static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,
+                     const ArgValue *v) {
+    tc_status st = validate(&ops[op], ctx, dtype, rows, cols, v);
+    if (st != TC_OK)
+        return st;
+    RtStdlibLaunch l;
+    if ((st = prepare(op, ctx, stream, dtype, rows, cols, v, &l)) != TC_OK)
+        return st;
+    if (rt_stdlib_launch_hook)
+        return rt_stdlib_launch_hook(&l);
+    return rt_stdlib_jit_launch(ctx, &l.req, l.grid, stream, l.args, l.num_args);
+}
+
+/* ---- the entry points ---- */
+
+tc_status tc_softmax_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr x, int64_t rows,
+                         int64_t cols, int64_t stride_out, int64_t stride_x) {
+    ArgValue v[] = {{.ptr = out}, {.ptr = x}, {.i = stride_out}, {.i = stride_x}, {.i = cols}};
+    return run(TC_STDLIB_SOFTMAX_FWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_softmax_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr y,
+                         CUdeviceptr dy, int64_t rows, int64_t cols, int64_t stride_dx, int64_t stride_y,
+                         int64_t stride_dy) {
+    ArgValue v[] = {{.ptr = dx},     {.ptr = y},       {.ptr = dy}, {.i = stride_dx},
+                    {.i = stride_y}, {.i = stride_dy}, {.i = cols}};
+    return run(TC_STDLIB_SOFTMAX_BWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_rmsnorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr rstd,
+                         CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t cols, int64_t stride_y,
+                         int64_t stride_x, float eps) {
+    ArgValue v[] = {{.ptr = y},      {.ptr = rstd},   {.ptr = x},  {.ptr = weight},
+                    {.i = stride_y}, {.i = stride_x}, {.i = cols}, {.f = eps}};
+    return run(TC_STDLIB_RMSNORM_FWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr dweight,
+                         CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr rstd, int64_t rows,
+                         int64_t cols, int64_t stride_dx, int64_t stride_dy, int64_t stride_x) {
+    ArgValue v[] = {{.ptr = dx},   {.ptr = dweight}, {.ptr = dy},      {.ptr = x},      {.ptr = weight},
+                    {.ptr = rstd}, {.i = stride_dx}, {.i = stride_dy}, {.i = stride_x}, {.i = cols}};
+    return run(TC_STDLIB_RMSNORM_BWD, ctx, stream, dtype, rows, cols, v);
+}
