@@ -344,12 +344,12 @@ void cg_smem_store(Cg *cg, LLVMValueRef v, const IrType *elem, LLVMValueRef offs
     if (elem->kind == IR_I1)
         v = LLVMBuildZExt(cg->b, v, cg->t_i8, "");
     LLVMValueRef st = LLVMBuildStore(cg->b, v, cg_smem_ptr(cg, offset));
-    LLVMSetAlignment(st, (unsigned)tg_elem_bytes(elem));
+    LLVMSetAlignment(st, (unsigned)ir_type_bytes(elem));
 }
 
 LLVMValueRef cg_smem_load(Cg *cg, const IrType *elem, LLVMValueRef offset) {
     LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_mem_type(cg, elem), cg_smem_ptr(cg, offset), "");
-    LLVMSetAlignment(v, (unsigned)tg_elem_bytes(elem));
+    LLVMSetAlignment(v, (unsigned)ir_type_bytes(elem));
     if (elem->kind == IR_I1)
         v = LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(cg->t_i8, 0, 0), "");
     return v;
@@ -368,7 +368,7 @@ void cg_smem_store_vec(Cg *cg, LLVMValueRef *vals, int g, const IrType *elem, LL
         cg_smem_store(cg, vals[0], elem, offset);
         return;
     }
-    int bytes = g * tg_elem_bytes(elem);
+    int bytes = g * ir_type_bytes(elem);
     bool pairs = bytes == 2 * g;
     for (int j = 0; pairs && j < g; j += 2)
         pairs = is_convert_pair(cg, vals[j], vals[j + 1]);
@@ -394,7 +394,7 @@ void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVM
         out[0] = cg_smem_load(cg, elem, offset);
         return;
     }
-    int bytes = g * tg_elem_bytes(elem);
+    int bytes = g * ir_type_bytes(elem);
     LLVMValueRef v = LLVMBuildLoad2(cg->b, access_type(cg, bytes), cg_smem_ptr(cg, offset), "");
     LLVMSetAlignment(v, (unsigned)bytes);
     v = LLVMBuildBitCast(cg->b, v, LLVMVectorType(cg_type(cg, elem), (unsigned)g), "");

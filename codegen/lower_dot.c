@@ -50,7 +50,7 @@ static int64_t round16(int64_t v) {
 /* Stores every register of an operand at scratch [k][x], x = m (A) or n (B). */
 static void store_operand(Cg *cg, const CgVal *v, const LinearLayout *ll, int kdim, int64_t row, const IrType *elem,
                           TgPadding pad, int64_t base) {
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     for (int r = 0; r < v->n; r++) {
         LLVMValueRef k = cg_coord(cg, ll, r, kdim), x = cg_coord(cg, ll, r, 1 - kdim);
         LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, k, cg_i32(cg, row), ""), x, "");
@@ -61,7 +61,7 @@ static void store_operand(Cg *cg, const CgVal *v, const LinearLayout *ll, int kd
 
 static LLVMValueRef load_f32(Cg *cg, LLVMValueRef k, LLVMValueRef x, int64_t row, const IrType *elem, TgPadding pad,
                              int64_t base) {
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     LLVMValueRef idx = LLVMBuildAdd(cg->b, LLVMBuildMul(cg->b, k, cg_i32(cg, row), ""), x, "");
     LLVMValueRef off = cg_padded(cg, pad, LLVMBuildMul(cg->b, idx, cg_i32(cg, eb), ""));
     LLVMValueRef v = cg_smem_load(cg, elem, LLVMBuildAdd(cg->b, off, cg_i32(cg, base), ""));
@@ -229,7 +229,7 @@ bool cg_lower_dot(Cg *cg, IrOp *op) {
     if (!lc)
         return false;
     int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
-    int ea = tg_elem_bytes(ta->elem), eb = tg_elem_bytes(tb->elem);
+    int ea = ir_type_bytes(ta->elem), eb = ir_type_bytes(tb->elem);
     TgPadding pa = tg_scratch_padding(M * ea, ea), pb = tg_scratch_padding(N * eb, eb);
     int64_t base_a = cg_scratch_base(op);
     int64_t base_b = base_a + round16(tg_padded_offset(pa, K * M * ea));

@@ -58,7 +58,7 @@ static int64_t reg_offset(const TgScratchSum *s, int r) {
 static bool exchange(Cg *cg, IrOp *op, const CgVal *src, const LinearLayout *from, const LinearLayout *to, CgVal *res) {
     const IrType *st = op->operands[0]->type;
     const IrType *elem = st->elem;
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     TgPadding pad = tg_exchange_padding(op, from, to);
     int64_t base = cg_scratch_base(op);
     LLVMBuilderRef b = cg->b;

@@ -99,7 +99,7 @@ static Words words_of(Cg *cg, int bytes) {
 
 /* The element as an integer of its memory width. */
 static LLVMValueRef to_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)tg_elem_bytes(elem) * 8);
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)ir_type_bytes(elem) * 8);
     if (elem->kind == IR_I1)
         return LLVMBuildZExt(cg->b, v, it, "");
     if (elem->kind == IR_PTR)
@@ -119,7 +119,7 @@ static LLVMValueRef from_bits(Cg *cg, LLVMValueRef v, const IrType *elem) {
  * 16-bit accesses), element j at bytes j*eb .. of the access. */
 static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w, LLVMValueRef *words) {
     LLVMBuilderRef b = cg->b;
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     if (eb == 8) { /* each element is two words, low first */
         for (int j = 0; j < n; j++) {
             LLVMValueRef x = to_bits(cg, vals[j], elem);
@@ -148,7 +148,7 @@ static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w,
 
 static void unpack(Cg *cg, LLVMValueRef *words, int n, const IrType *elem, Words w, LLVMValueRef *out) {
     LLVMBuilderRef b = cg->b;
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     if (eb == 8) {
         for (int j = 0; j < n; j++) {
             LLVMValueRef lo = LLVMBuildZExt(b, words[2 * j], cg->t_i64, "");
@@ -490,7 +490,7 @@ static bool affine_of(const IrValue *x, Affine *a, int depth, const Assumed *as)
         Affine off;
         if (!affine_of(def->operands[0], a, depth + 1, as) || !affine_of(def->operands[1], &off, depth + 1, as))
             return false;
-        affine_scale(&off, NULL, tg_elem_bytes(e->elem));
+        affine_scale(&off, NULL, ir_type_bytes(e->elem));
         return affine_add(a, &off, 1);
     }
     default: return false;
@@ -558,7 +558,7 @@ static LLVMValueRef first_thread(Cg *cg) {
 }
 
 LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMValueRef pred, LLVMValueRef other) {
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     Words w = words_of(cg, eb);
     LLVMValueRef words[4], ow[4], out;
     if (!pred) {
@@ -581,7 +581,7 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     CgVal *ptrs = cg_get(cg, op->operands[0]);
     CgVal *mask = op->num_operands > 1 ? cg_get(cg, op->operands[1]) : NULL;
     CgVal *other = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     CgVal *res = cg_new_val(cg, n, ll);
@@ -616,7 +616,7 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     CgVal *ptrs = cg_get(cg, op->operands[0]);
     CgVal *vals = cg_get(cg, op->operands[1]);
     CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
-    int eb = tg_elem_bytes(elem);
+    int eb = ir_type_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
     Words w = words_of(cg, v * eb);
     LLVMValueRef owner = NULL;
@@ -745,7 +745,7 @@ bool cg_lower_atomic(Cg *cg, IrOp *op) {
     }
     if (copies && cg_is_used(cg, op->results[0])) {
         /* Owners publish the old values; every copy reads them back. */
-        int eb = tg_elem_bytes(elem);
+        int eb = ir_type_bytes(elem);
         int64_t base = cg_scratch_base(op);
         for (int pass = 0; pass < 2; pass++) {
             LLVMBasicBlockRef st = NULL, cont = NULL;

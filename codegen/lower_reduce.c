@@ -102,7 +102,7 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     int64_t num_out = rt->kind == IR_TILE ? ir_type_numel(rt) : 1;
     if (along[LL_WARP]) {
         LLVMBuilderRef b = cg->b;
-        int eb = tg_elem_bytes(elem);
+        int eb = ir_type_bytes(elem);
         int64_t base = cg_scratch_base(op);
         LLVMValueRef k = cg_i32(cg, 0);
         int nk = 0;

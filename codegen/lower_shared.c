@@ -115,7 +115,7 @@ static const char *swizzle_check(const IrType *t, Swizzle *s) {
         return "shared memory without a #shared layout of its rank";
     s->layout = l;
     s->rank = t->rank;
-    s->eb = tg_elem_bytes(t->elem);
+    s->eb = ir_type_bytes(t->elem);
     for (int d = 0; d < t->rank; d++) {
         s->shape[d] = t->shape[d];
         s->order[d] = l->shared.order[d];
@@ -210,7 +210,7 @@ static int64_t buffer_align(const IrValue *buf) {
     const IrOp *def = buf->def;
     if (def && def->opc == IR_OP_MEMDESC_INDEX) {
         const IrType *stage = def->results[0]->type;
-        int64_t bytes = ir_type_numel(stage) * tg_elem_bytes(stage->elem);
+        int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
         a = (bytes & -bytes) < a ? bytes & -bytes : a;
         def = def->operands[0]->def;
     }
@@ -587,7 +587,7 @@ static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
         return false;
     const IrType *t = def->results[0]->type;
     *lo = off->i;
-    *hi = off->i + ir_type_numel(t) * tg_elem_bytes(t->elem);
+    *hi = off->i + ir_type_numel(t) * ir_type_bytes(t->elem);
     return true;
 }
 
@@ -668,7 +668,7 @@ static bool lower_load(Cg *cg, IrOp *op) {
 
 static bool lower_index(Cg *cg, IrOp *op) {
     const IrType *stage = op->results[0]->type;
-    int64_t bytes = ir_type_numel(stage) * tg_elem_bytes(stage->elem);
+    int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
     LLVMValueRef base = cg_get(cg, op->operands[0])->v[0];
     LLVMValueRef i = cg_get(cg, op->operands[1])->v[0];
     i = LLVMBuildIntCast2(cg->b, i, cg->t_i32, 1, "");

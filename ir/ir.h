@@ -207,6 +207,7 @@ bool ir_type_is_float(const IrType *t);   /* f16, bf16, f32, f64 (scalar only) *
 bool ir_type_is_scalar(const IrType *t);  /* int, float or ptr */
 bool ir_type_is_tile(const IrType *t);
 int ir_type_bits(const IrType *t);        /* scalar width; ptr = 64 */
+int ir_type_bytes(const IrType *t);       /* bytes of one element in memory: bits / 8, 1 for i1; ptr = 8 */
 const IrType *ir_type_elem(const IrType *t); /* element of a tile/smem, or t itself */
 int64_t ir_type_numel(const IrType *t);   /* 1 for scalars */
 const char *ir_scalar_name(IrTypeKind k); /* "i32", "bf16", ... */

@@ -123,6 +123,11 @@ bool ir_type_is_float(const IrType *t) { return t->kind >= IR_F16 && t->kind <= 
 bool ir_type_is_scalar(const IrType *t) { return t->kind <= IR_PTR; }
 bool ir_type_is_tile(const IrType *t) { return t->kind == IR_TILE; }
 
+int ir_type_bytes(const IrType *t) {
+    int bits = ir_type_bits(t);
+    return bits < 8 ? 1 : bits / 8;
+}
+
 int ir_type_bits(const IrType *t) {
     switch (t->kind) {
     case IR_I1: return 1;

@@ -179,11 +179,6 @@ static void put(Analysis *an, const IrValue *v, const AxisInfo *a) {
 
 /* ---- parameters ---- */
 
-static int elem_bytes(const IrType *scalar) {
-    int bits = ir_type_bits(scalar);
-    return bits >= 8 ? bits / 8 : 1;
-}
-
 static void param_facts(Analysis *an, IrValue *p) {
     AxisInfo a;
     set_unknown(&a, p->type);
@@ -192,7 +187,7 @@ static void param_facts(Analysis *an, IrValue *p) {
         if (div && div->kind == IR_ATTR_INT && div->i > 0)
             a.divisibility[0] = pow2_divisor(div->i);
         else if (p->type->kind == IR_PTR)
-            a.divisibility[0] = pow2_divisor(elem_bytes(p->type->elem)); /* natural alignment */
+            a.divisibility[0] = pow2_divisor(ir_type_bytes(p->type->elem)); /* natural alignment */
     }
     put(an, p, &a);
 }
@@ -204,7 +199,7 @@ static void visit_add(Analysis *an, IrOp *op, AxisInfo *r) {
     const AxisInfo *a = get(an, op->operands[0]), *b = get(an, op->operands[1]);
     const IrType *t = op->results[0]->type;
     bool is_ptr = op->opc == IR_OP_ADDPTR;
-    int64_t scale = is_ptr ? elem_bytes(ir_type_elem(t)->elem) : 1;
+    int64_t scale = is_ptr ? ir_type_bytes(ir_type_elem(t)->elem) : 1;
     for (int d = 0; d < ndims(r); d++) {
         int64_t c = gcd64(a->contiguity[d], b->constancy[d]);
         if (op->opc != IR_OP_SUB) /* constant - contiguous runs downwards */

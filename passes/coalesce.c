@@ -54,11 +54,6 @@ typedef struct Coalesce {
     IrMap subst; /* replaced load/atomic results -> conversions of the new ones */
 } Coalesce;
 
-static int elem_bytes(const IrType *ptr_tile) {
-    int bits = ir_type_bits(ptr_tile->elem->elem);
-    return bits >= 8 ? bits / 8 : 1;
-}
-
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
 }
@@ -95,7 +90,7 @@ static void collect(IrOp *op, void *ctx) {
             a->order[j - 1] = t;
         }
     int d = a->order[0];
-    int bytes = elem_bytes(p);
+    int bytes = ir_type_bytes(p->elem->elem);
     int64_t multiple = info->divisibility[d] / bytes;
     if (multiple < 1)
         multiple = 1;
@@ -138,7 +133,7 @@ static int vector_width(Coalesce *c, const Access *a, int spt) {
     const IrType *p = op->operands[0]->type;
     const AxisInfo *info = axis_info_get(c->info, op->operands[0]);
     int d = a->order[0];
-    int bytes = elem_bytes(p);
+    int bytes = ir_type_bytes(p->elem->elem);
     int64_t v = spt;
     v = min64(v, info->contiguity[d]);
     v = min64(v, info->divisibility[d] / bytes > 0 ? info->divisibility[d] / bytes : 1);

@@ -50,7 +50,7 @@ tc_status tc_stdlib_source(const char *name, const char **text, size_t *len) {
 /* ---- the argument checkers ---- */
 
 size_t rt_stdlib_elem_bytes(tc_dtype t) {
-    return t == TC_DTYPE_F32 ? 4 : 2;
+    return rt_dtype_size(t);
 }
 
 tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p) {

@@ -31,13 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tg_elem_bytes(const IrType *t) {
-    if (t->kind == IR_PTR)
-        return 8;
-    int bits = ir_type_bits(t);
-    return bits < 8 ? 1 : bits / 8;
-}
-
 static int64_t round16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
 }
@@ -68,12 +61,12 @@ static int64_t padded_size(int64_t bytes, int64_t row_bytes, int elem_bytes) {
 /* Row bytes used to pad a tile of this type: its last dimension (rank >= 2),
  * or 128 bytes for 1-D tiles (rows of 32 banks). */
 static int64_t row_bytes_of(const IrType *t) {
-    int eb = tg_elem_bytes(t->elem);
+    int eb = ir_type_bytes(t->elem);
     return t->rank >= 2 ? t->shape[t->rank - 1] * eb : 128;
 }
 
 TgPadding tg_tile_padding(const IrType *t) {
-    return tg_scratch_padding(row_bytes_of(t), tg_elem_bytes(t->elem));
+    return tg_scratch_padding(row_bytes_of(t), ir_type_bytes(t->elem));
 }
 
 /* A 1-D row-major view of ll (coordinates linearized). With power-of-two
@@ -309,7 +302,7 @@ static int64_t side_cost(const TgScratchSum *s, int eb, int num_regs) {
 
 TgPadding tg_exchange_padding(const IrOp *op, const LinearLayout *from, const LinearLayout *to) {
     const IrType *st = op->operands[0]->type;
-    int eb = tg_elem_bytes(st->elem);
+    int eb = ir_type_bytes(st->elem);
     TgPadding tile = tg_tile_padding(st), best = tile;
     int64_t best_cost = -1;
     const int64_t pads[] = {tile.pad, 8, 16};
@@ -356,7 +349,7 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
         if (!along)
             return 0;
         int64_t out = ir_type_numel(t) / t->shape[axis];
-        return round16(((int64_t)1 << along) * out * tg_elem_bytes(t->elem));
+        return round16(((int64_t)1 << along) * out * ir_type_bytes(t->elem));
     }
     case IR_OP_CONVERT_LAYOUT:
     case IR_OP_BROADCAST:
@@ -368,7 +361,7 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
             return 0;
         if (shape_op_in_thread(op, &a, &b))
             return 0;
-        int eb = tg_elem_bytes(s->elem);
+        int eb = ir_type_bytes(s->elem);
         return round16(tg_padded_offset(tg_exchange_padding(op, &a, &b), ir_type_numel(s) * eb));
     }
     case IR_OP_DOT: {
@@ -378,7 +371,7 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
         if (tg_dot_uses_mma(op, num_warps))
             return 0;
         int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
-        int ea = tg_elem_bytes(ta->elem), eb = tg_elem_bytes(tb->elem);
+        int ea = ir_type_bytes(ta->elem), eb = ir_type_bytes(tb->elem);
         return padded_size(K * M * ea, M * ea, ea) + padded_size(K * N * eb, N * eb, eb);
     }
     case IR_OP_ATOMIC: {
@@ -387,12 +380,12 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
         if (!e)
             return 0;
         if (p->kind != IR_TILE)
-            return round16(tg_elem_bytes(e));
+            return round16(ir_type_bytes(e));
         if (!ll_of(p, num_warps, &a))
             return 0;
         if (!ll_broadcast_mask(&a, LL_LANE) && !ll_broadcast_mask(&a, LL_WARP))
             return 0;
-        return round16(ir_type_numel(p) * tg_elem_bytes(e));
+        return round16(ir_type_numel(p) * ir_type_bytes(e));
     }
     default: return 0;
     }

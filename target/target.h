@@ -68,8 +68,6 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps);
  * stage-shared (reloading operands) and codegen (ldmatrix address form). */
 int64_t tg_value_regs(const IrType *t, int num_warps);
 
-/* Bytes of one element of this scalar type in scratch memory. */
-int tg_elem_bytes(const IrType *scalar);
 
 /*
  * The padding of a tile stored row-major in scratch memory: `pad` bytes are
