@@ -386,6 +386,15 @@ static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps) {
 
 /* ---- argument checks (shared with the JIT: runtime/runtime.h) ---- */
 
+/* *in (NULL: tc_options_init's defaults) into *out, checked. */
+static tc_status options_of(const char *fn, const tc_options *in, tc_options *out) {
+    if (in)
+        *out = *in;
+    else
+        tc_options_init(out);
+    return rt_check_options(fn, out);
+}
+
 static tc_status check_source(const char *fn, const char *what, const tc_source *src) {
     if (!src)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
@@ -531,12 +540,8 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
     if (st == TC_OK)
         st = rt_check_constexprs("tc_compile", cx, num_cx);
     tc_options opt;
-    if (opt_in)
-        opt = *opt_in;
-    else
-        tc_options_init(&opt);
     if (st == TC_OK)
-        st = rt_check_options("tc_compile", &opt);
+        st = options_of("tc_compile", opt_in, &opt);
     if (st != TC_OK)
         return st;
 
@@ -631,12 +636,8 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_opt: %s is NULL", !cc ? "the compiler" : "out");
     tc_status st = check_source("tc_opt", "ir", ir);
     tc_options opt;
-    if (opt_in)
-        opt = *opt_in;
-    else
-        tc_options_init(&opt);
     if (st == TC_OK)
-        st = rt_check_options("tc_opt", &opt);
+        st = options_of("tc_opt", opt_in, &opt);
     if (st != TC_OK)
         return st;
     if (opt.emit == TC_EMIT_IR_AFTER_ALL)

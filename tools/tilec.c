@@ -10,6 +10,7 @@
  */
 #include "tilec/aot.h"
 #include "tilec/tilec.h"
+#include "tool_output.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,21 +371,7 @@ int main(int argc, char **argv) {
     tc_diagnostics_create(&diags);
     tc_binary *bin = NULL;
     st = tc_compile(cc, &src, kernel, cx, num_cx, &opt, &bin, diags);
-    fputs(tc_diagnostics_text(diags), stderr);
-    int rc = 0;
-    if (st == TC_OK) {
-        size_t log_len;
-        const char *log = tc_binary_log(bin, &log_len);
-        fwrite(log, 1, log_len, stderr);
-        if (tc_binary_write(bin, output) != TC_OK) {
-            fprintf(stderr, "tilec: %s\n", tc_last_error());
-            rc = 2;
-        }
-    } else {
-        if (st != TC_ERROR_COMPILE)
-            fprintf(stderr, "tilec: %s: %s\n", tc_status_string(st), tc_last_error());
-        rc = st == TC_ERROR_COMPILE ? 1 : st == TC_ERROR_INVALID_ARGUMENT ? 2 : 3;
-    }
+    int rc = tool_finish("tilec", st, bin, diags, output);
     tc_binary_destroy(bin);
     tc_diagnostics_destroy(diags);
     tc_compiler_destroy(cc);
