@@ -442,21 +442,38 @@ TEST(test_signature) {
 
 typedef struct FakeCompiler {
     int calls;
+    int hook_calls; /* calls that ran the request's specialize hook */
     tc_status result;
 } FakeCompiler;
 
-/* "Compiles" by reading the signature; the PTX names the kernel and arch. */
+/* "Compiles" by reading the signature, which goes to the request's hook as
+ * a real compile's would; the PTX names the kernel, the arch and the number
+ * of facts. */
 static tc_status fake_compile(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
                               tc_diagnostics *diags) {
     FakeCompiler *fc = user;
     fc->calls++;
     if (fc->result != TC_OK)
         return fc->result;
+    tc_status st = rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs,
+                                req->options->num_warps, meta, diags);
+    size_t num_facts = req->num_specs;
+    if (st == TC_OK && req->specialize) {
+        const tc_param_spec *more = NULL;
+        size_t num_more = 0;
+        bool stop = false;
+        fc->hook_calls++;
+        st = req->specialize(req->specialize_user, meta, &more, &num_more, &stop);
+        if (st != TC_OK || stop) {
+            rt_meta_free(meta);
+            return st;
+        }
+        num_facts += num_more;
+    }
     char text[256];
-    snprintf(text, sizeof text, "// fake PTX for %s on %s, %zu facts\n", req->kernel, req->arch, req->num_specs);
+    snprintf(text, sizeof text, "// fake PTX for %s on %s, %zu facts\n", req->kernel, req->arch, num_facts);
     rt_bytes_append(ptx, text, strlen(text));
-    return rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs, req->options->num_warps, meta,
-                        diags);
+    return st;
 }
 
 typedef struct LogLines {
