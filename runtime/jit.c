@@ -169,8 +169,8 @@ static bool load_cached_ptx(const RtJitInputs *in, RtJitBuild *out) {
 typedef struct FactsHook {
     const RtJitInputs *in;
     RtJitInputs known; /* *in with the facts filled */
-    RtJitBuild *out;
-    bool stopped;      /* out holds the cached PTX, or out->done */
+    RtJitBuild found;  /* the key, and the cached PTX or done (the compile owns its own outputs until it returns) */
+    bool stopped;      /* found holds the cached PTX, or found.done */
 } FactsHook;
 
 static tc_status facts_hook(void *user, const RtMeta *sig, const tc_param_spec **specs, size_t *num_specs,
@@ -182,7 +182,7 @@ static tc_status facts_hook(void *user, const RtMeta *sig, const tc_param_spec *
     if (st != TC_OK)
         return st;
     if (done) {
-        h->out->done = h->stopped = *stop = true;
+        h->found.done = h->stopped = *stop = true;
         return TC_OK;
     }
     h->known.facts = NULL;
@@ -190,8 +190,8 @@ static tc_status facts_hook(void *user, const RtMeta *sig, const tc_param_spec *
     h->known.num_params = f.num_params;
     h->known.specs = f.specs;
     h->known.num_specs = f.num_specs;
-    ptx_key_of(&h->known, h->out->key);
-    if (load_cached_ptx(&h->known, h->out)) {
+    ptx_key_of(&h->known, h->found.key);
+    if (load_cached_ptx(&h->known, &h->found)) {
         h->stopped = *stop = true;
         return TC_OK;
     }
@@ -202,7 +202,7 @@ static tc_status facts_hook(void *user, const RtMeta *sig, const tc_param_spec *
 
 tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     memset(out, 0, sizeof *out);
-    FactsHook hook = {in, *in, out, false};
+    FactsHook hook = {.in = in, .known = *in};
     if (!in->facts) {
         ptx_key_of(in, out->key);
         if (load_cached_ptx(in, out))
@@ -224,12 +224,16 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     RtCompileFn compile = in->compile ? in->compile : rt_compile_ptx;
     double t0 = now_ms();
     tc_status st = compile(in->compile_user, &req, &out->ptx, &out->meta, in->diags);
-    if (st != TC_OK) {
+    if (st != TC_OK || hook.stopped) {
         rt_jit_build_free(out);
+        if (st == TC_OK)
+            *out = hook.found;
+        else
+            rt_jit_build_free(&hook.found);
         return st;
     }
-    if (hook.stopped)
-        return TC_OK;
+    if (in->facts)
+        memcpy(out->key, hook.found.key, 32);
     out->compiled = true;
     char hex[65];
     rt_hex(out->key, 32, hex);
