@@ -20,6 +20,14 @@
  *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
  *     driver's linker makes the cubin (cuLink*), stored too.
  *
+ * A family miss does not know the signature, which the argument facts and
+ * so the keys of levels 2 and 3 need: it starts the compile of level 3 at
+ * once, and the compile's specialize hook (family_miss_facts, through
+ * rt_jit_build_ptx's facts_hook) gets the signature right after the front
+ * end, keeps it for the family, derives the facts, and does the lookups of
+ * level 2; a hit there ends the compile, a miss lets it go on with the
+ * facts. Either way the source is parsed once per miss.
+ *
  * Every compile is logged ("tilec: compiled softmax_fwd (key 3fa4…) in 9.1
  * ms") to the context's callback, or to stderr with TILEC_LOG=1, so that no
  * recompile is silent; a rejected cache entry is logged the same way, and
