@@ -44,6 +44,9 @@ void rt_bytes_free(RtBytes *b);
  * a message that starts with fn and names the argument and the rule. */
 tc_status rt_check_options(const char *fn, const tc_options *opt);
 tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx);
+/* The rules for specialization facts (opt->params, or a specialize hook's):
+ * `what` names the array in the message. */
+tc_status rt_check_specs(const char *fn, const char *what, const tc_param_spec *specs, size_t n);
 /* ==== small integer helpers ==== */
 
 /* v >= 1 and a power of two. */

@@ -5,10 +5,23 @@
  */
 #include "base/base.h"
 
+tc_status rt_check_specs(const char *fn, const char *what, const tc_param_spec *specs, size_t n) {
+    if (n && !specs)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL with a count of %zu", fn, what, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!specs[i].name)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s[%zu].name is NULL", fn, what, i);
+        if (!tc_is_pow2(specs[i].divisibility))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s[%zu].divisibility %lld (%s) must be a power of two >= 1",
+                           fn, what, i, (long long)specs[i].divisibility, specs[i].name);
+    }
+    return TC_OK;
+}
+
 tc_status rt_check_options(const char *fn, const tc_options *o) {
-    if ((int)o->emit < (int)TC_EMIT_AST || (int)o->emit > (int)TC_EMIT_PTX)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->emit %d is not a tc_emit value (TC_EMIT_AST .. TC_EMIT_PTX)",
-                       fn, (int)o->emit);
+    if ((int)o->emit < (int)TC_EMIT_AST || (int)o->emit > (int)TC_EMIT_SIGNATURE)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: opt->emit %d is not a tc_emit value (TC_EMIT_AST .. TC_EMIT_SIGNATURE)", fn, (int)o->emit);
     if (o->num_warps != 0 && (!tc_is_pow2(o->num_warps) || o->num_warps > TC_MAX_NUM_WARPS))
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: opt->num_warps %d must be 0 (the default, %d) or a power of two from 1 to %d", fn,
@@ -16,18 +29,7 @@ tc_status rt_check_options(const char *fn, const tc_options *o) {
     if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, %d) to %d", fn,
                        o->num_stages, TC_DEFAULT_NUM_STAGES, TC_MAX_NUM_STAGES);
-    if (o->num_params && !o->params)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params is NULL with opt->num_params %zu", fn,
-                       o->num_params);
-    for (size_t i = 0; i < o->num_params; i++) {
-        if (!o->params[i].name)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->params[%zu].name is NULL", fn, i);
-        if (!tc_is_pow2(o->params[i].divisibility))
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                           "%s: opt->params[%zu].divisibility %lld (%s) must be a power of two >= 1", fn, i,
-                           (long long)o->params[i].divisibility, o->params[i].name);
-    }
-    return TC_OK;
+    return rt_check_specs(fn, "opt->params", o->params, o->num_params);
 }
 
 tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num_cx) {

@@ -562,6 +562,16 @@ static void job_free(AotJob *j) {
     free(j);
 }
 
+/* RtSpecializeFn that copies the signature into *user (an RtMeta) and lets
+ * the compile go on with no more facts. */
+static tc_status keep_signature(void *user, const RtMeta *sig, const tc_param_spec **specs, size_t *num_specs,
+                                bool *stop) {
+    (void)specs;
+    (void)num_specs;
+    (void)stop;
+    return rt_meta_copy(sig->kernels, sig->num_kernels, user);
+}
+
 /* The compiled kernels must be the ones the signature names, with as many parameters. */
 static bool meta_matches(const RtMeta *sig, const RtMeta *m) {
     if (sig->num_kernels != m->num_kernels)
@@ -615,13 +625,12 @@ tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_dia
     if (!j)
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
     snprintf(j->header_name, sizeof j->header_name, "%s.h", req->name);
-    tc_status st =
-        rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs, opt.num_warps, &j->sig, diags);
-    if (st == TC_OK && !describe_constexprs(req, &j->spec))
-        st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    tc_status st = describe_constexprs(req, &j->spec) ? TC_OK : rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < num_archs && st == TC_OK; i++) {
-        RtCompileRequest creq = {req->source, req->kernel, req->constexprs, req->num_constexprs,
-                                 &opt,        archs[i],    opt.params,      opt.num_params};
+        /* the first target's compile also gives the signature, from its front end */
+        RtCompileRequest creq = {req->source, req->kernel,    req->constexprs,       req->num_constexprs,
+                                 &opt,        archs[i],       opt.params,            opt.num_params,
+                                 i == 0 ? keep_signature : NULL, &j->sig};
         st = rt_compile_ptx(NULL, &creq, &j->ptx[i], &j->meta[i], diags);
         if (st == TC_OK && !meta_matches(&j->sig, &j->meta[i]))
             st = rt_fail(TC_ERROR_INTERNAL, "the %s compile produced other kernels than the source declares", archs[i]);

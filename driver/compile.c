@@ -2,9 +2,11 @@
  * compile.c — the compile driver behind the public API (include/tilec/tilec.h).
  *
  * tc_compile: source -> fe_parse -> fe_lower (one specialization) -> verify ->
- * the pass pipeline -> the requested text (IR, or LLVM IR / PTX from
- * codegen). tc_opt: IR text -> ir_parse -> verify -> the named passes -> IR
- * text, or LLVM IR / PTX. Both record every kernel's launch metadata
+ * the kernels' signatures (TC_EMIT_SIGNATURE ends here) -> the caller's
+ * specialize hook, whose facts are applied to the lowered IR -> the pass
+ * pipeline -> the requested text (IR, or LLVM IR / PTX from codegen).
+ * tc_opt: IR text -> ir_parse -> verify -> the named passes -> IR text, or
+ * LLVM IR / PTX. Both record every kernel's launch metadata
  * (cg_kernel_infos) in the binary. Both run under a TcGuard, so an
  * internal error or a failed malloc deep inside becomes a status, and both
  * render their diagnostics into the caller's tc_diagnostics while the source
@@ -27,6 +29,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,36 +351,111 @@ tc_status tc_binary_kernel_param(const tc_binary *b, size_t k, size_t p, tc_para
     return TC_OK;
 }
 
-/* Copies the launch metadata of every kernel of m into the binary. */
-static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps) {
+/* The source's declaration of kernel `name`, or NULL (tc_opt has no source). */
+static const AstNode *find_ast_kernel(const AstFile *ast, const char *name) {
+    for (int i = 0; ast && i < ast->num_decls; i++)
+        if (ast->decls[i]->kind == AST_KERNEL && ast->decls[i]->name && strcmp(ast->decls[i]->name, name) == 0)
+            return ast->decls[i];
+    return NULL;
+}
+
+/* Whether the kernel declares parameter `name` as `const T*`: the IR keeps
+ * the parameters' names but not `const`. Matched by name, not position, so
+ * that a pass that drops a parameter cannot shift the answer. */
+static bool param_is_const(const AstNode *decl, const char *name) {
+    for (int p = 0; decl && name && p < decl->num_items; p++) {
+        const AstNode *ap = decl->items[p];
+        if (ap && ap->kind == AST_PARAM && ap->name && strcmp(ap->name, name) == 0)
+            return ap->type.is_pointer && ap->type.is_const;
+    }
+    return false;
+}
+
+/* Fills one kernel's launch metadata, in the binary's arena. */
+static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, const char *name, int num_warps,
+                        size_t shared_bytes, int num_params, const IrType *const *types, const char *const *names) {
+    Arena *a = &bin->meta;
+    bk->name = arena_strdup(a, name);
+    bk->num_warps = num_warps;
+    bk->shared_bytes = shared_bytes;
+    bk->num_params = (size_t)num_params;
+    int np = num_params ? num_params : 1;
+    bk->param_names = ARENA_ARRAY(a, const char *, np);
+    bk->param_types = ARENA_ARRAY(a, const char *, np);
+    bk->params = ARENA_ARRAY(a, tc_param_desc, np);
+    for (int p = 0; p < num_params; p++) {
+        const IrType *t = types[p];
+        Buf tb;
+        buf_init(&tb);
+        ir_print_type(&tb, t);
+        bk->param_types[p] = arena_strdup(a, tb.data ? tb.data : "");
+        buf_free(&tb);
+        bk->param_names[p] = arena_strdup(a, names[p] ? names[p] : "");
+        tc_param_desc *d = &bk->params[p];
+        d->name = bk->param_names[p];
+        d->is_pointer = t->kind == IR_PTR;
+        d->dtype = (tc_dtype)(d->is_pointer ? t->elem->kind : t->kind);
+        d->is_const = param_is_const(decl, names[p]);
+    }
+}
+
+/* Copies the launch metadata of every kernel of m, as compiled, into the
+ * binary (`const` from ast when there is one). */
+static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps, const AstFile *ast) {
     int n = 0;
     CgKernelInfo *ki = cg_kernel_infos(m, default_num_warps, &n);
-    Arena *a = &bin->meta;
-    bin->kernels = ARENA_ARRAY(a, BinKernel, n ? n : 1);
+    bin->kernels = ARENA_ARRAY(&bin->meta, BinKernel, n ? n : 1);
     bin->num_kernels = (size_t)n;
-    for (int i = 0; i < n; i++) {
-        BinKernel *bk = &bin->kernels[i];
-        bk->name = arena_strdup(a, ki[i].name);
-        bk->num_warps = ki[i].num_warps;
-        bk->shared_bytes = (size_t)ki[i].shared_bytes;
-        bk->num_params = (size_t)ki[i].num_params;
-        int np = ki[i].num_params ? ki[i].num_params : 1;
-        bk->param_names = ARENA_ARRAY(a, const char *, np);
-        bk->param_types = ARENA_ARRAY(a, const char *, np);
-        bk->params = ARENA_ARRAY(a, tc_param_desc, np);
-        for (int p = 0; p < ki[i].num_params; p++) {
-            const IrType *t = ki[i].param_types[p];
-            Buf tb;
-            buf_init(&tb);
-            ir_print_type(&tb, t);
-            bk->param_types[p] = arena_strdup(a, tb.data ? tb.data : "");
-            buf_free(&tb);
-            bk->param_names[p] = arena_strdup(a, ki[i].param_names[p] ? ki[i].param_names[p] : "");
-            tc_param_desc *d = &bk->params[p];
-            d->name = bk->param_names[p];
-            d->is_pointer = t->kind == IR_PTR;
-            d->dtype = (tc_dtype)(d->is_pointer ? t->elem->kind : t->kind);
-            d->is_const = 0; /* the IR does not keep `const` */
+    for (int i = 0; i < n; i++)
+        fill_kernel(bin, &bin->kernels[i], find_ast_kernel(ast, ki[i].name), ki[i].name, ki[i].num_warps,
+                    (size_t)ki[i].shared_bytes, ki[i].num_params, ki[i].param_types,
+                    (const char *const *)ki[i].param_names);
+}
+
+/* The kernels' runtime signatures straight from the front end, before any
+ * pass: the parameters' types (type parameters resolved by this
+ * specialization), num_warps, and no shared memory yet. */
+static void record_signature(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast) {
+    int n = 0;
+    for (IrFunc *f = m->first; f; f = f->next)
+        n += f->kind == IR_FUNC_KERNEL;
+    bin->kernels = ARENA_ARRAY(&bin->meta, BinKernel, n ? n : 1);
+    bin->num_kernels = (size_t)n;
+    int k = 0;
+    for (IrFunc *f = m->first; f; f = f->next) {
+        if (f->kind != IR_FUNC_KERNEL)
+            continue;
+        int np = f->body->num_args;
+        const IrType **types = ARENA_ARRAY(&bin->meta, const IrType *, np ? np : 1);
+        const char **names = ARENA_ARRAY(&bin->meta, const char *, np ? np : 1);
+        for (int i = 0; i < np; i++) {
+            types[i] = f->body->args[i]->type;
+            names[i] = f->body->args[i]->name;
+        }
+        fill_kernel(bin, &bin->kernels[k++], find_ast_kernel(ast, f->name), f->name, num_warps, 0, np, types, names);
+    }
+}
+
+/* Adds divisibility facts to the lowered kernels' parameters, as fe_lower
+ * does for FeOptions.params: a parameter named by a fact gets the larger of
+ * its divisibility and the fact's, as an attribute when above 1. The
+ * front end reads no divisibility while lowering, so the IR is the same as
+ * lowering with these facts among FeOptions.params. */
+static void apply_param_specs(IrModule *m, const tc_param_spec *specs, size_t n) {
+    for (IrFunc *f = m->first; f; f = f->next) {
+        if (f->kind != IR_FUNC_KERNEL)
+            continue;
+        for (int i = 0; i < f->body->num_args; i++) {
+            IrValue *v = f->body->args[i];
+            const IrAttr *cur = ir_attr_get(v->num_attrs, v->attrs, "divisibility");
+            int64_t div = cur && cur->kind == IR_ATTR_INT ? cur->i : 1;
+            for (size_t s = 0; s < n; s++)
+                if (v->name && strcmp(v->name, specs[s].name) == 0 && specs[s].divisibility > div)
+                    div = specs[s].divisibility;
+            if (div > 1 && (!cur || cur->i != div)) {
+                IrAttr a = {.name = "divisibility", .kind = IR_ATTR_INT, .i = div};
+                ir_attrs_set(m, &v->num_attrs, &v->attrs, &a);
+            }
         }
     }
 }
@@ -419,6 +497,16 @@ static bool names_param(const AstFile *ast, const char *kernel, const char *name
                 return true;
     }
     return !seen;
+}
+
+/* Front-end runs of this process (tc_compile, tc_list_kernels), for the
+ * tests that check that a JIT miss parses its source once. */
+static atomic_size_t frontend_parses, frontend_lowers;
+
+RtFrontendRuns rt_frontend_runs(void) {
+    RtFrontendRuns r = {atomic_load_explicit(&frontend_parses, memory_order_relaxed),
+                        atomic_load_explicit(&frontend_lowers, memory_order_relaxed)};
+    return r;
 }
 
 /* State shared by tc_compile and tc_opt; released by finish(). */
@@ -555,6 +643,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, guard_status(&g, &j), diags, out);
 
     double t0 = clock_ms();
+    atomic_fetch_add_explicit(&frontend_parses, 1, memory_order_relaxed);
     AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
     if (diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);
@@ -564,6 +653,13 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fe_dump_ast(ast, &j.bin->text);
         tc_guard_pop(&g);
         return finish(&j, TC_OK, diags, out);
+    }
+    /* The JIT and the AOT generator name the kernel as an argument. */
+    bool kernel_is_argument = opt.emit == TC_EMIT_SIGNATURE || opt.specialize;
+    if (kernel && kernel_is_argument && !find_ast_kernel(ast, kernel)) {
+        tc_guard_pop(&g);
+        rt_fail(TC_ERROR_INVALID_ARGUMENT, "%.200s has no kernel named '%.200s'", j.src.name, kernel);
+        return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
     }
 
     FeConstexpr *fcx = ARENA_ARRAY(&j.ast_arena, FeConstexpr, num_cx ? num_cx : 1);
@@ -587,6 +683,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fps[i].divisibility = opt.params[i].divisibility;
     }
     FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params};
+    atomic_fetch_add_explicit(&frontend_lowers, 1, memory_order_relaxed);
     j.module = fe_lower(ast, &fo, &j.diags);
     if (!j.module || diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);
@@ -597,6 +694,35 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         diag_error(&j.diags, srcloc_none(), "internal error: the front end produced IR that does not verify");
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_INTERNAL, diags, out);
+    }
+    record_signature(j.bin, j.module, fo.num_warps, ast);
+    int stop = opt.emit == TC_EMIT_SIGNATURE;
+    if (!stop && opt.specialize) {
+        const tc_param_spec *more = NULL;
+        size_t num_more = 0;
+        tc_status hs = opt.specialize(opt.specialize_user, j.bin, &more, &num_more, &stop);
+        if (hs == TC_OK)
+            hs = rt_check_specs("tc_compile", "the specialize hook's specs", more, num_more);
+        for (size_t i = 0; hs == TC_OK && i < num_more; i++)
+            if (!names_param(ast, kernel, more[i].name))
+                hs = rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                             "tc_compile: the specialize hook's specs[%zu].name '%.200s' is not a parameter of %s%.200s",
+                             i, more[i].name, kernel ? "kernel " : "any kernel of ", kernel ? kernel : j.src.name);
+        if (hs != TC_OK) {
+            tc_guard_pop(&g);
+            /* finish() as for a refused argument, which keeps the hook's (or
+             * the check's) message in tc_last_error(): there are no
+             * diagnostics to summarize */
+            finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
+            return hs;
+        }
+        if (!stop)
+            apply_param_specs(j.module, more, num_more);
+    }
+    if (stop) {
+        j.bin->times.frontend_ms = clock_ms() - t0;
+        tc_guard_pop(&g);
+        return finish(&j, TC_OK, diags, out);
     }
     if (opt.emit == TC_EMIT_IR_RAW) {
         ir_print_module(j.module, &j.bin->text);
@@ -617,7 +743,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     j.bin->times.passes_ms = clock_ms() - t1;
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast);
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);
     if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
@@ -665,7 +791,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, NULL);
     if (opt.emit == TC_EMIT_IR) {
         ir_print_module(j.module, &j.bin->text);
     } else if (!emit_code(&j, cc, &opt)) {
@@ -691,6 +817,7 @@ tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc
     TcGuard g;
     if (TC_GUARD(g))
         return finish(&j, guard_status(&g, &j), diags, NULL);
+    atomic_fetch_add_explicit(&frontend_parses, 1, memory_order_relaxed);
     AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
     tc_guard_pop(&g);
     if (diag_has_errors(&j.diags))

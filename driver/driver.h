@@ -17,4 +17,12 @@ bool drv_run_cleanup_passes(IrModule *m, const PassOptions *opts);
  * `scratch_offset`, kernels `num_warps` and `shared_size`. */
 bool drv_run_gpu_passes(IrModule *m, const PassOptions *opts);
 
+/* How many times this process's compiles (tc_compile, tc_list_kernels;
+ * driver/compile.c) have parsed a source and lowered it to IR: what the tests read
+ * to see that a JIT miss runs the front end once. */
+typedef struct RtFrontendRuns {
+    size_t parses, lowers;
+} RtFrontendRuns;
+RtFrontendRuns rt_frontend_runs(void);
+
 #endif

@@ -20,6 +20,14 @@
  *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
  *     driver's linker makes the cubin (cuLink*), stored too.
  *
+ * A family miss does not know the signature, which the argument facts and
+ * so the keys of levels 2 and 3 need: it starts the compile of level 3 at
+ * once, and the compile's specialize hook (family_miss_facts, through
+ * rt_jit_build_ptx's facts_hook) gets the signature right after the front
+ * end, keeps it for the family, derives the facts, and does the lookups of
+ * level 2; a hit there ends the compile, a miss lets it go on with the
+ * facts. Either way the source is parsed once per miss.
+ *
  * Every compile is logged ("tilec: compiled softmax_fwd (key 3fa4…) in 9.1
  * ms") to the context's callback, or to stderr with TILEC_LOG=1, so that no
  * recompile is silent; a rejected cache entry is logged the same way, and
@@ -124,53 +132,120 @@ void rt_jit_build_free(RtJitBuild *b) {
     rt_meta_free(&b->meta);
 }
 
+/* The PTX key of inputs whose facts are known. */
+static void ptx_key_of(const RtJitInputs *in, uint8_t key[32]) {
+    uint8_t base[32];
+    rt_jit_base_key(in, base);
+    rt_jit_ptx_key(base, in->div16, in->num_params, key);
+}
+
+/* Level 2 for PTX: out->ptx and out->meta from the entry of out->key, if the
+ * disk has a good one (a bad one is logged and deleted). */
+static bool load_cached_ptx(const RtJitInputs *in, RtJitBuild *out) {
+    if (!in->cache_dir || in->no_cache_load)
+        return false;
+    char hex[65];
+    rt_hex(out->key, 32, hex);
+    RtCacheEntry e;
+    bool hit;
+    char why[256];
+    tc_status st = rt_cache_load(in->cache_dir, out->key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why);
+    if (st != TC_OK) {
+        rt_log(in->log, 1, "tilec: cache: %s", tc_last_error());
+        return false;
+    }
+    if (hit) {
+        if (rt_meta_decode(e.meta, e.meta_len, &out->meta) && rt_bytes_append(&out->ptx, e.payload, e.payload_len)) {
+            rt_cache_entry_free(&e);
+            rt_log(in->log, 2, "tilec: cache hit %s (key %.16s, PTX)", in->kernel, hex);
+            return true;
+        }
+        rt_bytes_free(&out->ptx);
+        rt_meta_free(&out->meta);
+        rt_cache_entry_free(&e);
+        snprintf(why, sizeof why, "bad kernel metadata");
+        rt_cache_remove(in->cache_dir, out->key);
+    }
+    if (why[0])
+        rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: %s; rebuilding", in->cache_dir, hex, why);
+    return false;
+}
+
+/* The compile's specialize hook when the facts wait for the signature:
+ * asks in->facts for them, then looks for the variant's PTX on the disk; a
+ * variant found either way ends the compile. */
+typedef struct FactsHook {
+    const RtJitInputs *in;
+    RtJitInputs known; /* *in with the facts filled */
+    RtJitBuild found;  /* the key, and the cached PTX or done (the compile owns its own outputs until it returns) */
+    bool stopped;      /* found holds the cached PTX, or found.done */
+} FactsHook;
+
+static tc_status facts_hook(void *user, const RtMeta *sig, const tc_param_spec **specs, size_t *num_specs,
+                            bool *stop) {
+    FactsHook *h = user;
+    RtJitFacts f = {0};
+    bool done = false;
+    tc_status st = h->in->facts(h->in->facts_user, sig, &f, &done);
+    if (st != TC_OK)
+        return st;
+    if (done) {
+        h->found.done = h->stopped = *stop = true;
+        return TC_OK;
+    }
+    h->known.facts = NULL;
+    h->known.div16 = f.div16;
+    h->known.num_params = f.num_params;
+    h->known.specs = f.specs;
+    h->known.num_specs = f.num_specs;
+    ptx_key_of(&h->known, h->found.key);
+    if (load_cached_ptx(&h->known, &h->found)) {
+        h->stopped = *stop = true;
+        return TC_OK;
+    }
+    *specs = f.specs;
+    *num_specs = f.num_specs;
+    return TC_OK;
+}
+
 tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     memset(out, 0, sizeof *out);
-    uint8_t base[32];
-    char hex[65];
-    rt_jit_base_key(in, base);
-    rt_jit_ptx_key(base, in->div16, in->num_params, out->key);
-    rt_hex(out->key, 32, hex);
-    if (in->cache_dir && !in->no_cache_load) {
-        RtCacheEntry e;
-        bool hit;
-        char why[256];
-        tc_status st = rt_cache_load(in->cache_dir, out->key, RT_PAYLOAD_PTX, &e, &hit, why, sizeof why);
-        if (st != TC_OK) {
-            rt_log(in->log, 1, "tilec: cache: %s", tc_last_error());
-        } else if (hit) {
-            if (rt_meta_decode(e.meta, e.meta_len, &out->meta) &&
-                rt_bytes_append(&out->ptx, e.payload, e.payload_len)) {
-                rt_cache_entry_free(&e);
-                rt_log(in->log, 2, "tilec: cache hit %s (key %.16s, PTX)", in->kernel, hex);
-                return TC_OK;
-            }
-            rt_jit_build_free(out);
-            rt_cache_entry_free(&e);
-            snprintf(why, sizeof why, "bad kernel metadata");
-            rt_cache_remove(in->cache_dir, out->key);
-        }
-        if (why[0])
-            rt_log(in->log, 1, "tilec: rejected cache entry %s/%s.entry: %s; rebuilding", in->cache_dir, hex, why);
+    FactsHook hook = {.in = in, .known = *in};
+    if (!in->facts) {
+        ptx_key_of(in, out->key);
+        if (load_cached_ptx(in, out))
+            return TC_OK;
     }
-    RtCompileRequest req = {in->source,  in->kernel, in->constexprs, in->num_constexprs,
-                            in->options, in->arch,   in->specs,      in->num_specs};
+    /* With in->facts, the caller's own facts go in before the front end
+     * (checked against the source as tc_compile checks them) and the rest
+     * through the hook. */
+    RtCompileRequest req = {in->source,
+                            in->kernel,
+                            in->constexprs,
+                            in->num_constexprs,
+                            in->options,
+                            in->arch,
+                            in->facts ? in->options->params : in->specs,
+                            in->facts ? in->options->num_params : in->num_specs,
+                            in->facts ? facts_hook : NULL,
+                            &hook};
     RtCompileFn compile = in->compile ? in->compile : rt_compile_ptx;
     double t0 = now_ms();
     tc_status st = compile(in->compile_user, &req, &out->ptx, &out->meta, in->diags);
-    if (st != TC_OK) {
+    if (st != TC_OK || hook.stopped) {
         rt_jit_build_free(out);
+        if (st == TC_OK)
+            *out = hook.found;
+        else
+            rt_jit_build_free(&hook.found);
         return st;
     }
+    if (in->facts)
+        memcpy(out->key, hook.found.key, 32);
     out->compiled = true;
+    char hex[65];
+    rt_hex(out->key, 32, hex);
     rt_log(in->log, 1, "tilec: compiled %s (key %.16s) in %.1f ms", in->kernel, hex, now_ms() - t0);
-    /* the compiled metadata does not know `const`; the source does */
-    for (size_t k = 0; in->sig && k < out->meta.num_kernels; k++) {
-        tc_kernel_desc *d = &out->meta.kernels[k];
-        const tc_kernel_desc *s = rt_meta_find(in->sig, d->name);
-        for (size_t p = 0; s && s->num_params == d->num_params && p < d->num_params; p++)
-            ((tc_param_desc *)d->params)[p].is_const = s->params[p].is_const;
-    }
     if (in->cache_dir) {
         RtBytes meta = {0};
         st = rt_meta_encode(&out->meta, &meta)
@@ -186,7 +261,7 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
 
 tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_user, RtJitBuild *b, RtBytes *cubin) {
     tc_status st = rt_jit_build_ptx(in, b);
-    if (st != TC_OK)
+    if (st != TC_OK || b->done)
         return st;
     st = link(link_user, (const char *)b->ptx.data, b->ptx.len, cubin);
     if (st == TC_OK)
@@ -363,25 +438,123 @@ static tc_status link_in_context(void *ctx, const char *ptx, size_t len, RtBytes
     return rt_link_ptx(ctx, ptx, len, cubin);
 }
 
-/* Levels 2 and 3: a module for the variant. */
-static tc_status build_module(tc_context *ctx, const RtJitInputs *in, tc_module **mod) {
-    RtJitBuild b;
-    uint8_t base[32], ptx_key[32], cubin_key[32];
-    rt_jit_base_key(in, base);
-    rt_jit_ptx_key(base, in->div16, in->num_params, ptx_key);
-    rt_jit_cubin_key(ptx_key, ctx->cc, ctx->driver_version, cubin_key);
-    if (in->cache_dir) {
+/* A variant being built: its facts (known from the family's signature, or
+ * computed from the one the compile's front end gives on a family miss),
+ * and what the disk or the compile gave. */
+typedef struct JitMiss {
+    tc_context *ctx;
+    const tc_jit_request *req;
+    const RtJitInputs *in; /* the request's inputs, facts aside */
+    RtMeta sig;            /* a family miss: the signature, once the front end has run */
+    bool have_sig;
+    bool checked_cubin; /* the disk's cubin was looked for (once per build) */
+    uint8_t *div16;     /* sig's num_params entries */
+    size_t num_params;
+    tc_param_spec *specs; /* the caller's tc_options.params, then the derived facts */
+    size_t num_specs;
+    tc_module *mod; /* the cubin from the disk */
+} JitMiss;
+
+static void jit_miss_free(JitMiss *m) {
+    rt_meta_free(&m->sig);
+    free(m->div16);
+    free(m->specs);
+}
+
+/* The facts of the request for signature sig, into m. */
+static tc_status miss_facts(JitMiss *m, const tc_kernel_desc *sig) {
+    size_t n = sig->num_params;
+    const tc_options *opt = m->in->options;
+    free(m->div16);
+    free(m->specs);
+    m->div16 = calloc(n ? n : 1, 1);
+    m->specs = calloc(n + opt->num_params + 1, sizeof *m->specs);
+    m->num_params = n;
+    m->num_specs = 0;
+    if (!m->div16 || !m->specs)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    tc_status st = argument_facts(m->req, sig, m->div16);
+    if (st != TC_OK)
+        return st;
+    /* The compiler gets the caller's own facts and the derived ones, by name. */
+    for (size_t i = 0; i < opt->num_params && opt->params; i++)
+        m->specs[m->num_specs++] = opt->params[i];
+    for (size_t i = 0; i < n; i++)
+        if (m->div16[i])
+            m->specs[m->num_specs++] = (tc_param_spec){sig->params[i].name, 16};
+    return TC_OK;
+}
+
+static void with_facts(const JitMiss *m, RtJitInputs *in) {
+    in->facts = NULL;
+    in->div16 = m->div16;
+    in->num_params = m->num_params;
+    in->specs = m->specs;
+    in->num_specs = m->num_specs;
+}
+
+static void cubin_key_of(const tc_context *ctx, const RtJitInputs *in, uint8_t key[32]) {
+    uint8_t ptx_key[32];
+    ptx_key_of(in, ptx_key);
+    rt_jit_cubin_key(ptx_key, ctx->cc, ctx->driver_version, key);
+}
+
+/* RtJitFactsFn of a family miss: keeps the signature (the family's, added
+ * whatever the build's outcome), derives the facts from it, and looks for
+ * the variant's cubin on the disk before the compile goes on. */
+static tc_status family_miss_facts(void *user, const RtMeta *sig, RtJitFacts *facts, bool *done) {
+    JitMiss *m = user;
+    if (!m->have_sig) {
+        if (sig->num_kernels != 1)
+            return rt_fail(TC_ERROR_INTERNAL, "tc_jit: the signature of %s has %zu kernels", m->req->kernel,
+                           sig->num_kernels);
+        tc_status st = rt_meta_copy(sig->kernels, 1, &m->sig);
+        if (st != TC_OK)
+            return st;
+        m->have_sig = true;
+    }
+    tc_status st = miss_facts(m, &m->sig.kernels[0]);
+    if (st != TC_OK)
+        return st;
+    *facts = (RtJitFacts){m->div16, m->num_params, m->specs, m->num_specs};
+    if (m->in->cache_dir && !m->checked_cubin) {
+        m->checked_cubin = true;
+        RtJitInputs known = *m->in;
+        with_facts(m, &known);
+        uint8_t key[32];
+        cubin_key_of(m->ctx, &known, key);
+        if ((st = load_cached_cubin(m->ctx, &known, key, &m->mod)) != TC_OK)
+            return st;
+        *done = m->mod != NULL;
+    }
+    return TC_OK;
+}
+
+/* Levels 2 and 3: a module for the variant. With in->facts (a family miss)
+ * the facts arrive during the compile, through m; else m has them. */
+static tc_status build_module(tc_context *ctx, const RtJitInputs *in, JitMiss *m, tc_module **mod) {
+    *mod = NULL;
+    uint8_t cubin_key[32];
+    if (!in->facts && in->cache_dir) {
+        cubin_key_of(ctx, in, cubin_key);
         tc_status st = load_cached_cubin(ctx, in, cubin_key, mod);
         if (st != TC_OK || *mod)
             return st;
     }
+    RtJitBuild b;
     RtBytes cubin = {0};
     tc_status st = rt_jit_build_cubin(in, link_in_context, ctx, &b, &cubin);
-    if (st != TC_OK) {
+    if (st != TC_OK || b.done) {
         rt_bytes_free(&cubin);
+        *mod = st == TC_OK ? m->mod : NULL;
+        m->mod = NULL;
         return st;
     }
     if (in->cache_dir) {
+        RtJitInputs known = *in;
+        if (in->facts)
+            with_facts(m, &known);
+        cubin_key_of(ctx, &known, cubin_key);
         RtBytes meta = {0};
         tc_status cs =
             rt_meta_encode(&b.meta, &meta)
@@ -407,7 +580,12 @@ bool rt_jit_disk_cache(const RtLogger *log, bool *warned, char *dir, size_t cap)
     return false;
 }
 
-/* Everything after the request is read and the lock is held. */
+/* Everything after the request is read and the lock is held. A family hit
+ * knows the signature: its facts select the variant, and a variant miss
+ * compiles (one parse) unless the disk has it. A family miss learns the
+ * signature from the one compile it starts: family_miss_facts turns it into
+ * facts there and looks for the variant on the disk, which ends that compile
+ * after its front end on a hit. */
 static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc_source *src, const tc_options *opt,
                             const char *arch, const RtLogger *log, tc_kernel **out) {
     if (!ctx->jit && !(ctx->jit = calloc(1, sizeof *ctx->jit)))
@@ -425,71 +603,66 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     rt_jit_base_key(&in, base);
 
     JitFamily *fam = find_family(ctx->jit, base);
-    if (!fam) {
-        RtMeta sig;
-        tc_status st =
-            rt_signature(src, req->kernel, req->constexprs, req->num_constexprs, opt->num_warps, &sig, req->diags);
-        if (st != TC_OK)
+    if (fam) {
+        const tc_kernel_desc *sig = &fam->sig.kernels[0];
+        size_t n = sig->num_params;
+        uint8_t facts_buf[64], *facts = n <= sizeof facts_buf ? facts_buf : malloc(n);
+        if (!facts)
+            return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+        tc_status st = argument_facts(req, sig, facts);
+        tc_kernel *k = st == TC_OK ? find_variant(fam, facts) : NULL;
+        if (facts != facts_buf)
+            free(facts);
+        if (st != TC_OK || k) { /* the common case: no allocation */
+            *out = k;
             return st;
+        }
+    }
+    JitMiss m = {0};
+    m.ctx = ctx;
+    m.req = req;
+    m.in = &in;
+    tc_status st = fam ? miss_facts(&m, &fam->sig.kernels[0]) : TC_OK;
+    char dir[4096];
+    bool use_disk = st == TC_OK && !req->no_disk_cache && rt_jit_disk_cache(log, &ctx->jit->disk_warned, dir, sizeof dir);
+    in.cache_dir = use_disk ? dir : NULL;
+    if (fam) {
+        with_facts(&m, &in);
+    } else {
+        in.facts = family_miss_facts;
+        in.facts_user = &m;
+    }
+    tc_module *mod = NULL;
+    if (st == TC_OK)
+        st = build_module(ctx, &in, &m, &mod);
+    if (!fam && m.have_sig) { /* the signature is kept even when the build failed */
         if (!(fam = calloc(1, sizeof *fam))) {
-            rt_meta_free(&sig);
+            tc_module_unload(mod);
+            jit_miss_free(&m);
             return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
         }
         memcpy(fam->base, base, 32);
-        fam->sig = sig;
+        fam->sig = m.sig;
+        memset(&m.sig, 0, sizeof m.sig);
         fam->next = ctx->jit->buckets[base[0]];
         ctx->jit->buckets[base[0]] = fam;
     }
-    const tc_kernel_desc *sig = &fam->sig.kernels[0];
-    size_t n = sig->num_params;
-    uint8_t facts_buf[64], *facts = n <= sizeof facts_buf ? facts_buf : malloc(n);
-    if (!facts)
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
-    tc_status st = argument_facts(req, sig, facts);
-    tc_kernel *k = st == TC_OK ? find_variant(fam, facts) : NULL;
-    if (st != TC_OK || k) { /* the common case: no allocation */
-        if (facts != facts_buf)
-            free(facts);
-        *out = k;
-        return st;
-    }
-    JitVariant *v = calloc(1, sizeof *v + (n ? n : 1));
-    tc_param_spec *specs = calloc(n + opt->num_params + 1, sizeof *specs);
-    if (v)
-        memcpy(v->div16, facts, n);
-    if (facts != facts_buf)
-        free(facts);
-    if (!v || !specs) {
-        free(v);
-        free(specs);
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    /* The compiler gets the caller's own facts and the derived ones, by name. */
-    size_t num_specs = 0;
-    for (size_t i = 0; i < opt->num_params && opt->params; i++)
-        specs[num_specs++] = opt->params[i];
-    for (size_t i = 0; i < n; i++)
-        if (v->div16[i])
-            specs[num_specs++] = (tc_param_spec){sig->params[i].name, 16};
-    char dir[4096];
-    bool use_disk = !req->no_disk_cache && rt_jit_disk_cache(log, &ctx->jit->disk_warned, dir, sizeof dir);
-    in.div16 = v->div16;
-    in.num_params = n;
-    in.sig = &fam->sig;
-    in.specs = specs;
-    in.num_specs = num_specs;
-    in.cache_dir = use_disk ? dir : NULL;
-    tc_module *mod = NULL;
-    st = build_module(ctx, &in, &mod);
-    free(specs);
+    tc_kernel *k = NULL;
     if (st == TC_OK && (st = tc_module_get_kernel(mod, req->kernel, &k)) != TC_OK) {
         tc_module_unload(mod);
         st = rt_fail(TC_ERROR_INTERNAL, "tc_jit: the compiled module has no kernel named %s", req->kernel);
     }
+    JitVariant *v = NULL;
+    if (st == TC_OK && !(v = calloc(1, sizeof *v + (m.num_params ? m.num_params : 1)))) {
+        tc_module_unload(mod);
+        st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
     if (st != TC_OK) {
-        free(v);
+        jit_miss_free(&m);
         return st;
     }
+    memcpy(v->div16, m.div16, m.num_params);
+    jit_miss_free(&m);
     v->kernel = k;
     v->next = fam->variants;
     fam->variants = v;

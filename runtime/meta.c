@@ -13,16 +13,16 @@
  * Decoding validates every length, count and enum value: the bytes come from
  * a file another process wrote.
  *
- * rt_signature reads the signature off the front end (parse + lower of one
- * specialization, so that `T* x` with `constexpr dtype T` resolves), which is
- * all the JIT needs before compiling (to turn argument values into
- * divisibility facts by parameter name) and what the AOT generator prints.
- * rt_compile_ptx is the one bridge to tc_compile's PTX output.
+ * Everything here reaches the compiler through the public API (tilec.h).
+ * rt_signature is a TC_EMIT_SIGNATURE compile (the front end only, one
+ * specialization, so that `T* x` with `constexpr dtype T` resolves): what the
+ * AOT generator prints and the standard library's tests check. rt_compile_ptx
+ * is the one bridge to tc_compile's PTX output; with a specialize hook in the
+ * request, that same compile hands the signature to the caller (the JIT)
+ * after its front end, so that the argument facts, computed from it, join
+ * the compile without a second parse.
  */
 #include "runtime/runtime.h"
-
-#include "frontend/frontend.h"
-#include "ir/ir.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -233,141 +233,8 @@ bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out) {
     return true;
 }
 
-/* ---- from the front end ---- */
-
-static const AstNode *find_ast_kernel(const AstFile *ast, const char *name) {
-    for (int i = 0; i < ast->num_decls; i++)
-        if (ast->decls[i]->kind == AST_KERNEL && strcmp(ast->decls[i]->name, name) == 0)
-            return ast->decls[i];
-    return NULL;
-}
-
-/* Renders the diagnostics of a source that does not lower, through the
- * public compile (tc_diagnostics is opaque outside compile.c). */
-static void render_diagnostics(const tc_source *src, const char *kernel, const tc_constexpr *cx, size_t ncx,
-                               tc_diagnostics *diags) {
-    if (!diags)
-        return;
-    tc_compiler *cc = NULL;
-    if (tc_compiler_create(NULL, &cc) != TC_OK)
-        return;
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.emit = TC_EMIT_IR_RAW;
-    tc_binary *bin = NULL;
-    tc_compile(cc, src, kernel, cx, ncx, &opt, &bin, diags);
-    tc_binary_destroy(bin);
-    tc_compiler_destroy(cc);
-}
-
-tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *cx, size_t ncx, int num_warps,
-                       RtMeta *out, tc_diagnostics *diags) {
-    memset(out, 0, sizeof *out);
-    if (!src || (ncx && !cx))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "rt_signature: no source");
-    Source s = {src->name ? src->name : "<string>", src->text ? src->text : "", src->text ? src->len : 0};
-    Arena arena;
-    arena_init(&arena);
-    DiagList dl;
-    diag_init(&dl);
-    IrModule *volatile m = NULL; /* read after a longjmp */
-    tc_kernel_desc *descs = NULL;
-    tc_param_desc *params = NULL;
-    volatile tc_status st = TC_OK;
-    TcGuard g;
-    if (TC_GUARD(g)) {
-        st = rt_fail(g.code == 1 ? TC_ERROR_OUT_OF_MEMORY : TC_ERROR_INTERNAL, "reading the signature of %s: %s",
-                     kernel ? kernel : "the kernels", g.message);
-        goto done;
-    }
-    AstFile *ast = fe_parse(&arena, &s, &dl);
-    if (kernel && !diag_has_errors(&dl) && !find_ast_kernel(ast, kernel)) {
-        tc_guard_pop(&g);
-        st = rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s has no kernel named '%s'", s.name, kernel);
-        goto done;
-    }
-    if (!diag_has_errors(&dl)) {
-        FeConstexpr *fcx = ARENA_ARRAY(&arena, FeConstexpr, ncx ? ncx : 1);
-        for (size_t i = 0; i < ncx; i++) {
-            fcx[i].name = cx[i].name;
-            fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
-            fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
-            fcx[i].i = cx[i].i;
-            fcx[i].f = cx[i].f;
-        }
-        FeOptions fo = {kernel, fcx, (int)ncx, num_warps, NULL, 0};
-        m = fe_lower(ast, &fo, &dl);
-    }
-    if (!m || diag_has_errors(&dl)) {
-        Buf text;
-        buf_init(&text);
-        diag_render(&dl, &text);
-        tc_guard_pop(&g);
-        st = rt_fail(TC_ERROR_COMPILE, "%s", text.data ? text.data : "the source has errors");
-        buf_free(&text);
-        render_diagnostics(src, kernel, cx, ncx, diags);
-        goto done;
-    }
-    size_t nk = 0, np = 0;
-    for (IrFunc *f = m->first; f; f = f->next)
-        if (f->kind == IR_FUNC_KERNEL && (!kernel || strcmp(f->name, kernel) == 0)) {
-            nk++;
-            np += (size_t)f->body->num_args;
-        }
-    if (kernel && nk == 0) {
-        tc_guard_pop(&g);
-        st = rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s has no kernel named '%s'", s.name, kernel);
-        goto done;
-    }
-    descs = ARENA_ARRAY(&arena, tc_kernel_desc, nk ? nk : 1);
-    params = ARENA_ARRAY(&arena, tc_param_desc, np ? np : 1);
-    size_t k = 0, p = 0;
-    for (IrFunc *f = m->first; f; f = f->next) {
-        if (f->kind != IR_FUNC_KERNEL || (kernel && strcmp(f->name, kernel) != 0))
-            continue;
-        const AstNode *decl = find_ast_kernel(ast, f->name);
-        descs[k] = (tc_kernel_desc){f->name, num_warps, 0, (size_t)f->body->num_args, &params[p]};
-        /* The IR's parameters are the source's, less constexpr and dtype ones, in order. */
-        int ai = 0;
-        for (int i = 0; i < f->body->num_args; i++) {
-            const IrValue *v = f->body->args[i];
-            const AstNode *ap = NULL;
-            while (decl && ai < decl->num_items) {
-                const AstNode *cand = decl->items[ai++];
-                if (cand->kind == AST_PARAM && !cand->type.is_constexpr && !cand->type.is_dtype) {
-                    ap = cand;
-                    break;
-                }
-            }
-            const IrType *t = v->type;
-            tc_param_desc *d = &params[p++];
-            d->name = ap ? ap->name : v->name ? v->name : "";
-            d->is_pointer = t->kind == IR_PTR;
-            d->dtype = (tc_dtype)(t->kind == IR_PTR ? t->elem->kind : t->kind);
-            d->is_const = ap && ap->type.is_pointer && ap->type.is_const;
-            tc_assert(d->dtype <= TC_DTYPE_F64);
-        }
-        k++;
-    }
-    tc_guard_pop(&g);
-    st = rt_meta_copy(descs, nk, out);
-done:
-    ir_module_destroy(m);
-    diag_free(&dl);
-    arena_free(&arena);
-    return st;
-}
-
 /* ---- from the compiler ---- */
 
-/*
- * Reconcile: the codegen engineer is adding TC_EMIT_PTX and the
- * tc_binary_kernel_* accessors to tilec.h. Until tilec.h declares them
- * (and defines TC_HAVE_BINARY_METADATA), a compile to PTX is UNSUPPORTED
- * and every caller reports that, while everything around it (keys, cache,
- * loading, launching, AOT output) is built and tested.
- */
-#ifdef TC_HAVE_BINARY_METADATA
 tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
     memset(out, 0, sizeof *out);
     size_t nk = tc_binary_kernel_count(bin), np = 0;
@@ -395,13 +262,6 @@ tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
     free(params);
     return st;
 }
-#else
-tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
-    memset(out, 0, sizeof *out);
-    return rt_fail(TC_ERROR_UNSUPPORTED, "this build of tilec cannot read kernel metadata from a tc_binary yet "
-                                         "(codegen's PTX output is not merged)");
-}
-#endif
 
 void rt_request_options(const tc_options *opt, tc_options *out) {
     if (opt)
@@ -409,41 +269,95 @@ void rt_request_options(const tc_options *opt, tc_options *out) {
     else
         tc_options_init(out);
     out->num_warps = out->num_warps != 0 ? out->num_warps : TC_DEFAULT_NUM_WARPS;
+    out->specialize = NULL; /* the JIT and the AOT generator install their own */
+    out->specialize_user = NULL;
 }
 
-tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
-    (void)user;
-    memset(meta, 0, sizeof *meta);
-#ifdef TC_HAVE_BINARY_METADATA
+/* rt_compile_ptx's hook for tc_compile: the signature as an RtMeta, for the
+ * request's own hook. */
+typedef struct SpecializeBridge {
+    const RtCompileRequest *req;
+    bool stopped; /* the request's hook ended the compile */
+    bool failed;  /* ... with an error, whose message it set */
+} SpecializeBridge;
+
+static tc_status specialize_bridge(void *user, const tc_binary *signature, const tc_param_spec **specs,
+                                   size_t *num_specs, int *stop) {
+    SpecializeBridge *b = user;
+    RtMeta sig;
+    tc_status st = rt_meta_from_binary(signature, &sig);
+    if (st != TC_OK)
+        return st;
+    bool halt = false;
+    st = b->req->specialize(b->req->specialize_user, &sig, specs, num_specs, &halt);
+    rt_meta_free(&sig);
+    b->failed = st != TC_OK;
+    b->stopped = halt;
+    *stop = halt;
+    return st;
+}
+
+/* One tc_compile of the request with the given emit (and hook), its errors
+ * turned into tc_last_error() text: a compile error carries the rendered
+ * diagnostics (also in diags, when given); a refused argument keeps
+ * tc_compile's message. */
+static tc_status compile_request(const RtCompileRequest *req, tc_emit emit, SpecializeBridge *bridge, tc_binary **bin,
+                                 tc_diagnostics *diags) {
+    *bin = NULL;
     tc_target target = {req->arch};
     tc_compiler *cc = NULL;
     tc_status st = tc_compiler_create(&target, &cc);
     if (st != TC_OK)
         return rt_fail(st, "cannot compile for %s", req->arch ? req->arch : "the default target");
     tc_options opt = *req->options;
-    opt.emit = TC_EMIT_PTX;
+    opt.emit = emit;
     opt.print_after = NULL;
     opt.print_after_all = 0;
     opt.params = req->specs;
     opt.num_params = req->num_specs;
-    tc_binary *bin = NULL;
+    opt.specialize = bridge ? specialize_bridge : NULL;
+    opt.specialize_user = bridge;
     tc_diagnostics *own = NULL;
     if (!diags && tc_diagnostics_create(&own) == TC_OK)
         diags = own; /* the text still goes to tc_last_error */
-    st = tc_compile(cc, req->source, req->kernel, req->constexprs, req->num_constexprs, &opt, &bin, diags);
+    st = tc_compile(cc, req->source, req->kernel, req->constexprs, req->num_constexprs, &opt, bin, diags);
     tc_compiler_destroy(cc);
-    if (st == TC_ERROR_INVALID_ARGUMENT) {
-        tc_diagnostics_destroy(own); /* tc_compile's message names the argument */
-        return st;
-    }
-    if (st != TC_OK) {
+    if (st != TC_OK && st != TC_ERROR_INVALID_ARGUMENT && !(bridge && bridge->failed)) {
         const char *text = diags ? tc_diagnostics_text(diags) : "";
         st = rt_fail(st, "compiling %s: %s%s%s", req->kernel ? req->kernel : "the kernels", tc_status_string(st),
                      *text ? "\n" : "", text);
-        tc_diagnostics_destroy(own);
-        return st;
     }
     tc_diagnostics_destroy(own);
+    return st;
+}
+
+tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *cx, size_t ncx, int num_warps,
+                       RtMeta *out, tc_diagnostics *diags) {
+    memset(out, 0, sizeof *out);
+    if (!src || (ncx && !cx))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "rt_signature: no source");
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.num_warps = num_warps;
+    RtCompileRequest req = {src, kernel, cx, ncx, &opt, NULL, NULL, 0, NULL, NULL};
+    tc_binary *bin;
+    tc_status st = compile_request(&req, TC_EMIT_SIGNATURE, NULL, &bin, diags);
+    if (st == TC_OK)
+        st = rt_meta_from_binary(bin, out);
+    tc_binary_destroy(bin);
+    return st;
+}
+
+tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
+    (void)user;
+    memset(meta, 0, sizeof *meta);
+    SpecializeBridge bridge = {req, false, false};
+    tc_binary *bin;
+    tc_status st = compile_request(req, TC_EMIT_PTX, req->specialize ? &bridge : NULL, &bin, diags);
+    if (st != TC_OK || bridge.stopped) {
+        tc_binary_destroy(bin);
+        return st;
+    }
     size_t len;
     const char *text = tc_binary_text(bin, &len);
     if (!rt_bytes_append(ptx, text, len)) {
@@ -453,11 +367,4 @@ tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, 
     st = rt_meta_from_binary(bin, meta);
     tc_binary_destroy(bin);
     return st;
-#else
-    (void)req;
-    (void)ptx;
-    (void)diags;
-    return rt_fail(TC_ERROR_UNSUPPORTED, "this build of tilec cannot compile to PTX yet (codegen's PTX output is "
-                                         "not merged)");
-#endif
 }

@@ -279,7 +279,9 @@ bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out);
 /* The runtime signature of `kernel` (every kernel when NULL) specialized
  * with the constexpr values (type parameters decide parameter types), with
  * num_warps and no shared memory: what the front end knows before any pass
- * runs. Errors in the source: TC_ERROR_COMPILE, rendered into diags. */
+ * runs (a TC_EMIT_SIGNATURE compile). Errors in the source:
+ * TC_ERROR_COMPILE, rendered into diags; a kernel the source lacks:
+ * TC_ERROR_INVALID_ARGUMENT. */
 tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *constexprs, size_t num_constexprs,
                        int num_warps, RtMeta *out, tc_diagnostics *diags);
 /* Bytes of an argument of this scalar type (1 for i1). */
@@ -288,8 +290,17 @@ const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
 
 /* The options a JIT or AOT request compiles with: a copy of *opt (NULL:
  * tc_options_init's defaults), num_warps 0 made 4 (other values are
- * rt_check_options's to judge). */
+ * rt_check_options's to judge), and no specialize hook (the caller's is
+ * ignored). */
 void rt_request_options(const tc_options *opt, tc_options *out);
+
+/* A compile's hook (tc_specialize_fn with the signature as an RtMeta):
+ * called once after the front end with the signature of the kernel
+ * compiled, which lives only during the call. It may point *specs at more
+ * divisibility facts (valid until the compile returns) and set *stop to end
+ * the compile there. */
+typedef tc_status (*RtSpecializeFn)(void *user, const RtMeta *sig, const tc_param_spec **specs, size_t *num_specs,
+                                    bool *stop);
 
 /* A compile to PTX, as the JIT and the AOT generator ask for it. */
 struct RtCompileRequest {
@@ -297,17 +308,23 @@ struct RtCompileRequest {
     const char *kernel;
     const tc_constexpr *constexprs;
     size_t num_constexprs;
-    const tc_options *options; /* never NULL; emit is ignored */
+    const tc_options *options; /* never NULL; emit and the hook are ignored */
     const char *arch;
     const tc_param_spec *specs; /* divisibility facts by parameter name (may be NULL) */
     size_t num_specs;
+    RtSpecializeFn specialize; /* NULL: none */
+    void *specialize_user;
 };
 
+/* A compile: PTX and the kernels' metadata. With req->specialize, the hook
+ * runs as RtSpecializeFn says; when it stops the compile, TC_OK with ptx and
+ * meta left empty (the hook knows it stopped); an error it returns is the
+ * compile's, with its message. */
 typedef tc_status (*RtCompileFn)(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
                                  tc_diagnostics *diags);
 /* tc_compile with emit = PTX, and the kernel metadata of the result. */
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags);
-/* The metadata a tc_binary carries (PTX compiles only). */
+/* The metadata a tc_binary carries, read through tilec.h's accessors. */
 tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out);
 
 /* ==== module.c: contexts, modules, kernels and launches ==== */
@@ -383,6 +400,25 @@ const char *rt_arch_for_cc(int cc);
 
 /* ==== jit.c: keys and the driver-free half of tc_jit ==== */
 
+/* The argument facts of a variant: per runtime parameter whether it is
+ * divisible by 16, and the same by name for the compiler (the caller's
+ * tc_options.params first). */
+typedef struct RtJitFacts {
+    const uint8_t *div16;
+    size_t num_params;
+    const tc_param_spec *specs;
+    size_t num_specs;
+} RtJitFacts;
+
+/* For a request whose signature only its compile will tell (tc_jit's
+ * family miss): called from that compile's specialize hook with the
+ * signature (valid during the call), it fills *facts (storage the callee
+ * keeps alive until rt_jit_build_ptx returns), or sets *done when it has the
+ * variant from elsewhere (a cubin from the disk), which ends the compile. It
+ * may be called again for the same build (a refused cached PTX is compiled
+ * afresh) and must give the same facts. */
+typedef tc_status (*RtJitFactsFn)(void *user, const RtMeta *sig, RtJitFacts *facts, bool *done);
+
 /* Everything that goes into a JIT key, and what a compile needs besides. */
 struct RtJitInputs {
     const tc_source *source;
@@ -395,13 +431,17 @@ struct RtJitInputs {
     size_t num_params;
     const tc_param_spec *specs; /* the same facts by name, for the compiler */
     size_t num_specs;
+    /* Set: div16, num_params and specs are unknown until the compile's front
+     * end has run; this fills them then (and the PTX cache is looked up
+     * then, a hit ending the compile), so a miss parses the source once. */
+    RtJitFactsFn facts;
+    void *facts_user;
     const char *cache_dir; /* NULL: memory only */
     bool no_cache_load;    /* compile even if the disk has the PTX (it was refused) */
     RtCompileFn compile;   /* NULL: rt_compile_ptx */
     void *compile_user;
     const RtLogger *log;
     tc_diagnostics *diags;
-    const RtMeta *sig; /* the source's signature: what the compiled metadata lacks (const); may be NULL */
 };
 
 /* The key of the specialization less its argument facts, and with them. */
@@ -411,21 +451,22 @@ void rt_jit_ptx_key(const uint8_t base[32], const uint8_t *div16, size_t num_par
 void rt_jit_cubin_key(const uint8_t ptx_key[32], int compute_capability, int driver_version, uint8_t key[32]);
 
 /* PTX and metadata for a specialization: from the disk cache, or compiled
- * (and then stored). */
+ * (and then stored); or nothing, when in->facts had the variant (done). */
 struct RtJitBuild {
     RtBytes ptx;
     RtMeta meta;
     uint8_t key[32]; /* the PTX key */
     bool compiled;   /* false: read from the cache */
+    bool done;       /* in->facts had the variant: no PTX, no metadata, no key */
 };
 tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out);
 void rt_jit_build_free(RtJitBuild *b);
 /* PTX to cubin: rt_link_ptx in a context, or a stand-in in the tests. */
 typedef tc_status (*RtLinkFn)(void *user, const char *ptx, size_t len, RtBytes *cubin);
-/* rt_jit_build_ptx, then link. PTX from the disk cache that does not link
- * is deleted, compiled afresh (and stored) and linked once more; only then
- * is a link failure returned. On failure *b is freed; *cubin is the
- * caller's to free either way. */
+/* rt_jit_build_ptx, then link (nothing when b->done). PTX from the disk
+ * cache that does not link is deleted, compiled afresh (and stored) and
+ * linked once more; only then is a link failure returned. On failure *b is
+ * freed; *cubin is the caller's to free either way. */
 tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_user, RtJitBuild *b, RtBytes *cubin);
 /* The disk cache tc_jit uses: rt_cache_dir, created and checked by
  * rt_cache_prepare. If there is none or it is refused, false, and the reason

@@ -129,6 +129,8 @@ typedef enum tc_emit {
     TC_EMIT_IR_GPU,       /* the IR after the GPU passes: layouts, vectors, shared memory */
     TC_EMIT_LLVM,         /* LLVM IR for the NVPTX back end, after -O3 */
     TC_EMIT_PTX,          /* PTX assembly for the compiler's target */
+    TC_EMIT_SIGNATURE,    /* no text: the front end only, for the kernels' runtime signatures
+                             (tc_binary_kernel_*: num_warps, no shared memory) */
 } tc_emit;
 
 /* A fact about a runtime parameter that the kernel is specialized on: its
@@ -151,6 +153,27 @@ typedef struct tc_param_spec {
 #define TC_DEFAULT_NUM_STAGES 3
 #define TC_DEFAULT_ARCH "sm_90a"
 
+typedef struct tc_binary tc_binary;
+
+/* A hook that chooses specialization facts once the kernels' signatures are
+ * known, so that a caller deriving facts from a launch's arguments (the JIT)
+ * parses the source once. tc_compile calls it at most once, right after the
+ * front end (for every emit but TC_EMIT_AST and TC_EMIT_SIGNATURE; tc_opt
+ * never calls it), on the calling thread, before it returns. `signature` is what a TC_EMIT_SIGNATURE
+ * compile of the same request returns (the kernel compiled, or every kernel
+ * of the file); it lives only during the call: copy what is needed.
+ *
+ * The hook may set *specs and *num_specs (both 0 on entry) to more facts,
+ * checked as tc_options.params are and added to them for the rest of the
+ * compile (the code is the same as with all of them in params); the array
+ * and its names must stay valid until tc_compile returns. Setting *stop to
+ * nonzero ends the compile there: tc_compile returns TC_OK and a binary
+ * holding the signature only, as TC_EMIT_SIGNATURE. A status other than
+ * TC_OK ends the compile with that status, and tc_compile returns it (the
+ * hook sets tc_last_error() itself, e.g. through a call that failed). */
+typedef tc_status (*tc_specialize_fn)(void *user, const tc_binary *signature, const tc_param_spec **specs,
+                                      size_t *num_specs, int *stop);
+
 typedef struct tc_options {
     tc_emit emit;            /* one of the tc_emit values */
     int num_warps;           /* warps per program; 0 = 4, else a power of two <= TC_MAX_NUM_WARPS */
@@ -167,6 +190,8 @@ typedef struct tc_options {
                                 at most TC_MAX_NUM_STAGES */
     int llvm_o3;             /* LLVM's default<O3> pipeline and -O3 instruction selection instead of
                                 tilec's short pipeline: slower to compile, for comparisons */
+    tc_specialize_fn specialize; /* NULL: none; tc_jit and tc_aot_generate ignore the caller's */
+    void *specialize_user;       /* the hook's first argument */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);
@@ -190,7 +215,6 @@ TC_API void tc_diagnostics_clear(tc_diagnostics *d);
 
 /* The result of a compile: the requested text, and a log (the IR printed by
  * print_after / print_after_all). */
-typedef struct tc_binary tc_binary;
 TC_API const char *tc_binary_text(const tc_binary *b, size_t *len);
 TC_API const char *tc_binary_log(const tc_binary *b, size_t *len);
 TC_API void tc_binary_destroy(tc_binary *b);
@@ -208,10 +232,12 @@ TC_API tc_status tc_binary_compile_times(const tc_binary *b, tc_compile_times *o
  * in tc_last_error() when it cannot. */
 TC_API tc_status tc_binary_write(const tc_binary *b, const char *path);
 
-/* Launch metadata of the kernels in a binary (every kernel that reached the
- * pass pipeline: filled for TC_EMIT_IR, TC_EMIT_LLVM and TC_EMIT_PTX), in
- * source order. Indices out of range give 0, NULL or
- * TC_ERROR_INVALID_ARGUMENT. */
+/* Launch metadata of the kernels in a binary, in source order: for
+ * TC_EMIT_IR, TC_EMIT_IR_GPU, TC_EMIT_LLVM and TC_EMIT_PTX every kernel that
+ * reached the pass pipeline, as compiled; for TC_EMIT_SIGNATURE and
+ * TC_EMIT_IR_RAW (and a compile its specialize hook stopped) the signatures
+ * the front end gives, with the compile's num_warps and no shared memory.
+ * Indices out of range give 0, NULL or TC_ERROR_INVALID_ARGUMENT. */
 #define TC_HAVE_BINARY_METADATA 1
 struct tc_param_desc; /* include/tilec/runtime.h */
 TC_API size_t tc_binary_kernel_count(const tc_binary *b);
@@ -225,7 +251,9 @@ TC_API size_t tc_binary_kernel_num_params(const tc_binary *b, size_t kernel);
 TC_API const char *tc_binary_kernel_param_name(const tc_binary *b, size_t kernel, size_t param);
 /* The IR type: "ptr<f16>", "i32", "bf16", ... */
 TC_API const char *tc_binary_kernel_param_type(const tc_binary *b, size_t kernel, size_t param);
-/* The same as a tc_param_desc (runtime.h); its strings live as long as b. */
+/* The same as a tc_param_desc (runtime.h); its strings live as long as b.
+ * is_const comes from the source (`const T*`): tc_compile's binaries have
+ * it, tc_opt's do not (the IR does not keep `const`). */
 TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_t param, struct tc_param_desc *out);
 
 /* Compiles `kernel` (NULL: every kernel of the file) specialized with the
@@ -233,7 +261,10 @@ TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_
  * > 0; opt NULL means tc_options_init's defaults. A bad argument or option is
  * TC_ERROR_INVALID_ARGUMENT naming it in tc_last_error(); errors in the
  * source are TC_ERROR_COMPILE, with the count and the first diagnostic in
- * tc_last_error() and all of them in diags (which may be NULL). */
+ * tc_last_error() and all of them in diags (which may be NULL). A `kernel`
+ * the file does not declare is a diagnostic too, except with emit
+ * TC_EMIT_SIGNATURE or a specialize hook (callers that name the kernel as an
+ * argument): TC_ERROR_INVALID_ARGUMENT, "FILE has no kernel named 'K'". */
 TC_API tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, const tc_constexpr *cx,
                             size_t num_cx, const tc_options *opt, tc_binary **out, tc_diagnostics *diags);
 

@@ -10,6 +10,7 @@
  * the disk uses its own temporary TILEC_CACHE_DIR.
  */
 #include "driver/aot.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
 #include "tilec/aot.h"
 #include "fs_util.h"
@@ -442,21 +443,42 @@ TEST(test_signature) {
 
 typedef struct FakeCompiler {
     int calls;
+    int hook_calls; /* calls that ran the request's specialize hook */
     tc_status result;
 } FakeCompiler;
 
-/* "Compiles" by reading the signature; the PTX names the kernel and arch. */
+/* "Compiles" by reading the signature, which goes to the request's hook as
+ * a real compile's would; the PTX names the kernel, the arch and the number
+ * of facts. */
 static tc_status fake_compile(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
                               tc_diagnostics *diags) {
     FakeCompiler *fc = user;
     fc->calls++;
     if (fc->result != TC_OK)
         return fc->result;
+    tc_status st = rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs,
+                                req->options->num_warps, meta, diags);
+    size_t num_facts = req->num_specs;
+    if (st == TC_OK && req->specialize) {
+        const tc_param_spec *more = NULL;
+        size_t num_more = 0;
+        bool stop = false;
+        fc->hook_calls++;
+        RtMeta sig = *meta; /* the hook's view, freed as a compile's would be */
+        memset(meta, 0, sizeof *meta);
+        st = req->specialize(req->specialize_user, &sig, &more, &num_more, &stop);
+        if (st == TC_OK && !stop)
+            *meta = sig;
+        else
+            rt_meta_free(&sig);
+        if (st != TC_OK || stop)
+            return st;
+        num_facts += num_more;
+    }
     char text[256];
-    snprintf(text, sizeof text, "// fake PTX for %s on %s, %zu facts\n", req->kernel, req->arch, req->num_specs);
+    snprintf(text, sizeof text, "// fake PTX for %s on %s, %zu facts\n", req->kernel, req->arch, num_facts);
     rt_bytes_append(ptx, text, strlen(text));
-    return rt_signature(req->source, req->kernel, req->constexprs, req->num_constexprs, req->options->num_warps, meta,
-                        diags);
+    return st;
 }
 
 typedef struct LogLines {
@@ -795,6 +817,346 @@ TEST(test_jit_refused_cache_dir) {
 }
 
 /* Without a callback, compiles go to stderr only with TILEC_LOG set. */
+/* ---- the compile's specialize hook, and front-end runs ---- */
+
+/* Front-end runs since `before`: parses and lowerings, in that order. */
+static size_t parses_since(RtFrontendRuns before) {
+    return rt_frontend_runs().parses - before.parses;
+}
+
+static size_t lowers_since(RtFrontendRuns before) {
+    return rt_frontend_runs().lowers - before.lowers;
+}
+
+typedef struct HookState {
+    int calls;
+    size_t num_kernels;
+    int x_const, out_const; /* the signature's `const` of softmax's x and out */
+    const tc_param_spec *specs;
+    size_t num_specs;
+    int stop;
+    tc_status result;
+} HookState;
+
+static tc_status test_hook(void *user, const tc_binary *sig, const tc_param_spec **specs, size_t *num_specs,
+                           int *stop) {
+    HookState *h = user;
+    h->calls++;
+    h->num_kernels = tc_binary_kernel_count(sig);
+    tc_param_desc d;
+    h->out_const = tc_binary_kernel_param(sig, 0, 0, &d) == TC_OK ? d.is_const : -1;
+    h->x_const = tc_binary_kernel_param(sig, 0, 1, &d) == TC_OK ? d.is_const : -1;
+    if (h->result != TC_OK)
+        return rt_fail(h->result, "the test hook refuses");
+    *specs = h->specs;
+    *num_specs = h->num_specs;
+    *stop = h->stop;
+    return TC_OK;
+}
+
+/* softmax (softmax_src) compiled with the facts in params or from a hook;
+ * the binary's text, malloc'd (NULL on failure). */
+static char *compile_softmax(tc_emit emit, const tc_param_spec *params, size_t num_params, HookState *hook,
+                             tc_status *st) {
+    tc_source src = {"sm.tile", softmax_src, strlen(softmax_src)};
+    tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+    tc_compiler *cc = NULL;
+    tc_compiler_create(NULL, &cc);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = emit;
+    opt.params = params;
+    opt.num_params = num_params;
+    opt.specialize = hook ? test_hook : NULL;
+    opt.specialize_user = hook;
+    tc_binary *bin = NULL;
+    *st = tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL);
+    tc_compiler_destroy(cc);
+    char *text = bin ? strdup(tc_binary_text(bin, NULL)) : NULL;
+    tc_binary_destroy(bin);
+    return text;
+}
+
+TEST(test_compile_specialize_hook) {
+    static const tc_param_spec facts[] = {{"out", 16}, {"x", 16}, {"stride", 16}, {"n_cols", 16}};
+    tc_status st;
+    /* the hook's facts make the same IR and PTX as the same facts in params,
+     * after one parse and one lowering */
+    for (int e = 0; e < 2; e++) {
+        tc_emit emit = e ? TC_EMIT_PTX : TC_EMIT_IR_RAW;
+        char *with_params = compile_softmax(emit, facts, 4, NULL, &st);
+        CHECK_EQ_INT(st, TC_OK);
+        char *without = compile_softmax(emit, NULL, 0, NULL, &st);
+        HookState h = {.specs = facts, .num_specs = 4};
+        RtFrontendRuns before = rt_frontend_runs();
+        char *with_hook = compile_softmax(emit, NULL, 0, &h, &st);
+        CHECK_EQ_INT(st, TC_OK);
+        CHECK_EQ_INT(parses_since(before), 1);
+        CHECK_EQ_INT(lowers_since(before), 1);
+        CHECK_EQ_INT(h.calls, 1);
+        CHECK(h.num_kernels == 1 && h.x_const == 1 && h.out_const == 0);
+        CHECK(with_params && with_hook && strcmp(with_params, with_hook) == 0);
+        CHECK(with_params && without && strcmp(with_params, without) != 0); /* the facts matter */
+        if (emit == TC_EMIT_IR_RAW)
+            CHECK(has(with_hook, "divisibility = 16"));
+        free(with_params);
+        free(without);
+        free(with_hook);
+    }
+
+    /* a hook that stops: TC_OK, no text, the signature */
+    tc_source src = {"sm.tile", softmax_src, strlen(softmax_src)};
+    tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+    tc_compiler *cc;
+    CHECK_EQ_INT(tc_compiler_create(NULL, &cc), TC_OK);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = TC_EMIT_PTX;
+    opt.num_warps = 8;
+    HookState h = {.stop = 1};
+    opt.specialize = test_hook;
+    opt.specialize_user = &h;
+    tc_binary *bin = NULL;
+    RtFrontendRuns before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL), TC_OK);
+    CHECK_EQ_INT(parses_since(before), 1);
+    size_t len = 99;
+    tc_binary_text(bin, &len);
+    CHECK_EQ_INT(len, 0);
+    CHECK_EQ_INT(tc_binary_kernel_count(bin), 1);
+    CHECK_EQ_STR(tc_binary_kernel_name(bin, 0), "softmax");
+    CHECK_EQ_INT(tc_binary_kernel_num_warps(bin, 0), 8);
+    CHECK_EQ_INT(tc_binary_kernel_shared_bytes(bin, 0), 0);
+    CHECK_EQ_INT(tc_binary_kernel_num_params(bin, 0), 4);
+    tc_binary_destroy(bin);
+
+    /* TC_EMIT_SIGNATURE does not call the hook; every kernel without a name */
+    opt.emit = TC_EMIT_SIGNATURE;
+    tc_constexpr all[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0},
+                          {"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_BF16, 0},
+                          {"N", TC_CONSTEXPR_INT, 128, 0}};
+    CHECK_EQ_INT(tc_compile(cc, &src, NULL, all, 3, &opt, &bin, NULL), TC_OK);
+    CHECK_EQ_INT(h.calls, 1);
+    CHECK_EQ_INT(tc_binary_kernel_count(bin), 2);
+    tc_param_desc d;
+    CHECK_EQ_INT(tc_binary_kernel_param(bin, 1, 1, &d), TC_OK);
+    CHECK(d.is_pointer && d.is_const && d.dtype == TC_DTYPE_BF16 && strcmp(d.name, "x") == 0);
+    tc_binary_destroy(bin);
+    /* a kernel the file lacks is an argument error there */
+    CHECK_EQ_INT(tc_compile(cc, &src, "nope", cx, 1, &opt, &bin, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "sm.tile has no kernel named 'nope'") != NULL);
+
+    /* a PTX binary keeps `const` */
+    opt.emit = TC_EMIT_PTX;
+    opt.specialize = NULL;
+    CHECK_EQ_INT(tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL), TC_OK);
+    CHECK_EQ_INT(tc_binary_kernel_param(bin, 0, 1, &d), TC_OK);
+    CHECK(d.is_const && strcmp(d.name, "x") == 0);
+    CHECK_EQ_INT(tc_binary_kernel_param(bin, 0, 0, &d), TC_OK);
+    CHECK(!d.is_const);
+    tc_binary_destroy(bin);
+
+    /* a hook's error is the compile's, with its message; bad facts are refused */
+    opt.specialize = test_hook;
+    h = (HookState){.result = TC_ERROR_IO};
+    bin = (tc_binary *)&h;
+    CHECK_EQ_INT(tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL), TC_ERROR_IO);
+    CHECK(bin == NULL);
+    CHECK(strstr(tc_last_error(), "the test hook refuses") != NULL);
+    static const tc_param_spec unknown[] = {{"nope", 16}}, odd[] = {{"x", 24}};
+    h = (HookState){.specs = unknown, .num_specs = 1};
+    CHECK_EQ_INT(tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "'nope' is not a parameter of kernel softmax") != NULL);
+    h = (HookState){.specs = odd, .num_specs = 1};
+    CHECK_EQ_INT(tc_compile(cc, &src, "softmax", cx, 1, &opt, &bin, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "power of two") != NULL);
+    tc_compiler_destroy(cc);
+}
+
+/* RtJitFactsFn for the tests: facts for softmax's four parameters. */
+typedef struct FactsState {
+    int calls;
+    size_t sig_params;
+    uint8_t div16[4];
+    tc_param_spec specs[4];
+    size_t num_specs;
+    bool done;
+} FactsState;
+
+static tc_status test_facts(void *user, const RtMeta *sig, RtJitFacts *facts, bool *done) {
+    FactsState *s = user;
+    s->calls++;
+    s->sig_params = sig->num_kernels == 1 ? sig->kernels[0].num_params : 0;
+    *facts = (RtJitFacts){s->div16, 4, s->specs, s->num_specs};
+    *done = s->done;
+    return TC_OK;
+}
+
+/* The build step with facts that wait for the compile's signature: one
+ * compile either way; the PTX cache is looked up by the facts' key. */
+TEST(test_jit_facts_during_compile) {
+    char *dir = make_temp_dir();
+    JitFixture f;
+    jit_setup(&f, dir);
+    FactsState fs = {.div16 = {0, 1, 0, 1}, .specs = {{"x", 16}, {"n_cols", 16}}, .num_specs = 2};
+    f.in.div16 = NULL;
+    f.in.num_params = 0;
+    f.in.facts = test_facts;
+    f.in.facts_user = &fs;
+    RtJitInputs known = f.in;
+    known.facts = NULL;
+    known.div16 = fs.div16;
+    known.num_params = 4;
+    uint8_t key[32];
+    key_of_inputs(&known, key);
+
+    /* cold: one compile, whose hook gave the facts; stored under their key */
+    RtJitBuild b;
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(b.compiled && !b.done);
+    CHECK(f.fc.calls == 1 && f.fc.hook_calls == 1 && fs.calls == 1 && fs.sig_params == 4);
+    CHECK(memcmp(b.key, key, 32) == 0);
+    CHECK(has(b.ptx.data, "fake PTX for softmax on sm_90a, 2 facts"));
+    CHECK(b.meta.num_kernels == 1 && b.meta.kernels[0].params[1].is_const);
+    rt_jit_build_free(&b);
+    /* warm: the compile stops after its front end; PTX from the disk */
+    CHECK_EQ_INT(rt_jit_build_ptx(&f.in, &b), TC_OK);
+    CHECK(!b.compiled && !b.done);
+    CHECK(f.fc.calls == 2 && fs.calls == 2);
+    CHECK_EQ_INT(f.lines.compiled, 1);
+    CHECK(has(b.ptx.data, "2 facts") && b.meta.num_kernels == 1);
+    rt_jit_build_free(&b);
+    /* the same facts known beforehand find the same entry, with no compile */
+    CHECK_EQ_INT(rt_jit_build_ptx(&known, &b), TC_OK);
+    CHECK(!b.compiled && f.fc.calls == 2);
+    rt_jit_build_free(&b);
+    /* done: the facts' owner had the variant; nothing built */
+    fs.done = true;
+    RtBytes cubin = {0};
+    FakeLinker fl = {0, NULL};
+    CHECK_EQ_INT(rt_jit_build_cubin(&f.in, fake_link, &fl, &b, &cubin), TC_OK);
+    CHECK(b.done && !b.compiled && b.ptx.len == 0 && cubin.len == 0 && fl.calls == 0);
+    rt_jit_build_free(&b);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* ---- tc_jit end to end (tests/gpu's fake libcuda, or a GPU) ---- */
+
+static void softmax_args(CUdeviceptr *out, CUdeviceptr *x, int64_t *stride, int32_t *n, void **args, bool aligned) {
+    *out = aligned ? 0x10000 : 0x10002;
+    *x = 0x20000;
+    *stride = aligned ? 1024 : 1000;
+    *n = 1000;
+    args[0] = out;
+    args[1] = x;
+    args[2] = stride;
+    args[3] = n;
+}
+
+/* A JIT miss parses its source once: family miss with nothing on the disk,
+ * family miss with the variant on the disk, family hit with a new variant;
+ * and a source with errors, whose diagnostics are rendered once. */
+TEST(test_jit_parses_once) {
+    tc_context *ctx = NULL, *ctx2 = NULL;
+    if (tc_context_create(0, &ctx) != TC_OK) {
+        fprintf(stderr, "  runtime: no driver (%s): tc_jit's parse counts not checked\n", tc_last_error());
+        return;
+    }
+    char *dir = make_temp_dir();
+    char *old = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    LogLines lines = {0};
+    CHECK_EQ_INT(tc_context_set_log(ctx, log_line, &lines), TC_OK);
+    tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+    tc_jit_request req;
+    tc_jit_request_init(&req);
+    req.source = softmax_src;
+    req.path = "sm.tile";
+    req.kernel = "softmax";
+    req.constexprs = cx;
+    req.num_constexprs = 1;
+    CUdeviceptr out, x;
+    int64_t stride;
+    int32_t n;
+    void *args[4];
+    softmax_args(&out, &x, &stride, &n, args, true);
+    req.args = args;
+    req.num_args = 4;
+
+    /* family miss, disk miss: one parse, one compile */
+    tc_kernel *k1 = NULL, *k2 = NULL, *k3 = NULL;
+    RtFrontendRuns before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx, &req, &k1), TC_OK);
+    CHECK_EQ_INT(parses_since(before), 1);
+    CHECK_EQ_INT(lowers_since(before), 1);
+    CHECK_EQ_INT(lines.compiled, 1);
+    CHECK(k1 && tc_kernel_get_desc(k1) && tc_kernel_get_desc(k1)->params[1].is_const);
+    /* in memory: no parse */
+    before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx, &req, &k2), TC_OK);
+    CHECK(k2 == k1);
+    CHECK_EQ_INT(parses_since(before), 0);
+    /* family hit, variant miss: one parse, one compile */
+    softmax_args(&out, &x, &stride, &n, args, false);
+    before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx, &req, &k3), TC_OK);
+    CHECK(k3 && k3 != k1);
+    CHECK_EQ_INT(parses_since(before), 1);
+    CHECK_EQ_INT(lines.compiled, 2);
+
+    /* another context: family miss, the variant's cubin on the disk: one
+     * parse, stopped after the front end, no compile */
+    CHECK_EQ_INT(tc_context_create(0, &ctx2), TC_OK);
+    LogLines lines2 = {0};
+    CHECK_EQ_INT(tc_context_set_log(ctx2, log_line, &lines2), TC_OK);
+    softmax_args(&out, &x, &stride, &n, args, true);
+    before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx2, &req, &k2), TC_OK);
+    CHECK(k2 != NULL);
+    CHECK_EQ_INT(parses_since(before), 1);
+    CHECK_EQ_INT(lowers_since(before), 1);
+    CHECK_EQ_INT(lines2.compiled, 0);
+    CHECK_EQ_INT(lines2.hits, 1);
+    CHECK(has(lines2.last, "cubin"));
+
+    /* errors in the source: one parse, the diagnostics rendered once */
+    static const char bad[] = "kernel k(f32* x) { let = ; }";
+    tc_jit_request breq;
+    tc_jit_request_init(&breq);
+    breq.source = bad;
+    breq.path = "bad.tile";
+    breq.kernel = "k";
+    tc_diagnostics *diags;
+    tc_diagnostics_create(&diags);
+    breq.diags = diags;
+    before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx2, &breq, &k2), TC_ERROR_COMPILE);
+    CHECK_EQ_INT(parses_since(before), 1);
+    CHECK_EQ_INT(tc_diagnostics_error_count(diags), 1);
+    const char *text = tc_diagnostics_text(diags);
+    const char *first = strstr(text, "bad.tile:1:");
+    CHECK(first && !strstr(first + 1, "bad.tile:1:"));
+    CHECK(strstr(tc_last_error(), "bad.tile:1:") != NULL);
+    tc_diagnostics_destroy(diags);
+    /* a kernel the source lacks: refused after one parse */
+    req.kernel = "nope";
+    before = rt_frontend_runs();
+    CHECK_EQ_INT(tc_jit(ctx2, &req, &k2), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "no kernel named 'nope'") != NULL);
+    CHECK_EQ_INT(parses_since(before), 1);
+
+    CHECK_EQ_INT(tc_context_destroy(ctx2), TC_OK);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+    if (old)
+        setenv("TILEC_CACHE_DIR", old, 1);
+    else
+        unsetenv("TILEC_CACHE_DIR");
+    free(old);
+    remove_tree(dir);
+    free(dir);
+}
+
 TEST(test_log_env) {
     char *old = getenv("TILEC_LOG") ? strdup(getenv("TILEC_LOG")) : NULL;
     unsetenv("TILEC_LOG");
@@ -1028,5 +1390,6 @@ TEST(test_aot_errors) {
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
            test_signature, test_jit_keys, test_jit_build_and_cache,
-           test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_log_env, test_no_driver, test_null_arguments,
+           test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
+           test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_aot_emit, test_aot_errors)
