@@ -7,7 +7,7 @@
 #define TILEC_CODEGEN_AOT_H
 
 #include "ir/ir.h"
-#include "runtime/runtime.h"
+#include "driver/kernel_meta.h"
 
 typedef struct CgAotImage CgAotImage;
 typedef struct CgAotInput CgAotInput;

@@ -13,7 +13,7 @@
  *         80     4  length of the compiler identity, NUL included
  *         84     4  length of the metadata
  *         88     8  length of the payload
- *         96     …  compiler identity (rt_compiler_id()), metadata (meta.c), payload
+ *         96     …  compiler identity (rt_compiler_id()), metadata (driver/kernel_meta.c), payload
  *
  * Writers never expose a partial file: they write a temp file in the same
  * directory (".tmp-KEY-PID-RANDOM", so two processes never share one),

@@ -17,7 +17,7 @@
  *     if cache.c trusts it (the user's own, not writable by others); else
  *     the context logs why, once, and caches in memory only. Cached PTX
  *     that the driver does not link is deleted and compiled again, once.
- *  3. A compile: tc_compile to PTX (meta.c's bridge), stored; then the
+ *  3. A compile: tc_compile to PTX (driver/kernel_meta.c's bridge), stored; then the
  *     driver's linker makes the cubin (cuLink*), stored too.
  *
  * A family miss does not know the signature, which the argument facts and

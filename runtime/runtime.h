@@ -15,6 +15,7 @@
 #include "tilec/runtime.h"
 
 #include "base/base.h"
+#include "driver/kernel_meta.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,11 +27,9 @@
 typedef struct RtCuda RtCuda;
 typedef struct RtSha256 RtSha256;
 typedef struct RtCacheEntry RtCacheEntry;
-typedef struct RtMeta RtMeta;
 typedef struct RtLogger RtLogger;
 typedef struct RtJitInputs RtJitInputs;
 typedef struct RtJitBuild RtJitBuild;
-typedef struct RtCompileRequest RtCompileRequest;
 typedef struct RtRawKernel RtRawKernel;
 typedef struct RtJitTable RtJitTable;
 
@@ -187,7 +186,7 @@ struct RtCacheEntry {
     RtPayloadKind kind;
     uint8_t key[32];
     const char *compiler; /* rt_compiler_id() of the writer (NUL-terminated copy) */
-    const uint8_t *meta;  /* serialized kernel metadata (meta.c) */
+    const uint8_t *meta;  /* serialized kernel metadata (driver/kernel_meta.c) */
     size_t meta_len;
     const uint8_t *payload;
     size_t payload_len;
@@ -261,71 +260,7 @@ typedef struct RtCacheTrim {
 tc_status rt_cache_trim(const char *dir, uint64_t max_bytes, RtCacheTrim *out);
 void rt_cache_entry_free(RtCacheEntry *e);
 
-/* ==== meta.c: kernel metadata, its serialization, and the bridge to the compiler ==== */
-
-/* Kernel descriptions with their own storage. */
-struct RtMeta {
-    size_t num_kernels;
-    tc_kernel_desc *kernels; /* descs, params and names all in one block */
-};
-
-tc_status rt_meta_copy(const tc_kernel_desc *kernels, size_t num_kernels, RtMeta *out);
-void rt_meta_free(RtMeta *m);
-const tc_kernel_desc *rt_meta_find(const RtMeta *m, const char *name);
-bool rt_meta_encode(const RtMeta *m, RtBytes *out);
-/* Validates everything (lengths, enum values, counts): false on bad input. */
-bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out);
-
-/* The runtime signature of `kernel` (every kernel when NULL) specialized
- * with the constexpr values (type parameters decide parameter types), with
- * num_warps and no shared memory: what the front end knows before any pass
- * runs (a TC_EMIT_SIGNATURE compile). Errors in the source:
- * TC_ERROR_COMPILE, rendered into diags; a kernel the source lacks:
- * TC_ERROR_INVALID_ARGUMENT. */
-tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *constexprs, size_t num_constexprs,
-                       int num_warps, RtMeta *out, tc_diagnostics *diags);
-/* Bytes of an argument of this scalar type (1 for i1). */
-size_t rt_dtype_size(tc_dtype t);
-const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */
-
-/* The options a JIT or AOT request compiles with: a copy of *opt (NULL:
- * tc_options_init's defaults), num_warps 0 made 4 (other values are
- * rt_check_options's to judge), and no specialize hook (the caller's is
- * ignored). */
-void rt_request_options(const tc_options *opt, tc_options *out);
-
-/* A compile's hook (tc_specialize_fn with the signature as an RtMeta):
- * called once after the front end with the signature of the kernel
- * compiled, which lives only during the call. It may point *specs at more
- * divisibility facts (valid until the compile returns) and set *stop to end
- * the compile there. */
-typedef tc_status (*RtSpecializeFn)(void *user, const RtMeta *sig, const tc_param_spec **specs, size_t *num_specs,
-                                    bool *stop);
-
-/* A compile to PTX, as the JIT and the AOT generator ask for it. */
-struct RtCompileRequest {
-    const tc_source *source;
-    const char *kernel;
-    const tc_constexpr *constexprs;
-    size_t num_constexprs;
-    const tc_options *options; /* never NULL; emit and the hook are ignored */
-    const char *arch;
-    const tc_param_spec *specs; /* divisibility facts by parameter name (may be NULL) */
-    size_t num_specs;
-    RtSpecializeFn specialize; /* NULL: none */
-    void *specialize_user;
-};
-
-/* A compile: PTX and the kernels' metadata. With req->specialize, the hook
- * runs as RtSpecializeFn says; when it stops the compile, TC_OK with ptx and
- * meta left empty (the hook knows it stopped); an error it returns is the
- * compile's, with its message. */
-typedef tc_status (*RtCompileFn)(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta,
-                                 tc_diagnostics *diags);
-/* tc_compile with emit = PTX, and the kernel metadata of the result. */
-tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags);
-/* The metadata a tc_binary carries, read through tilec.h's accessors. */
-tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out);
+/* Kernel metadata (RtMeta) and the bridge to tc_compile: driver/kernel_meta.h. */
 
 /* ==== module.c: contexts, modules, kernels and launches ==== */
 

@@ -1,5 +1,5 @@
 /*
- * meta.c — kernel metadata: what a launch must know about a kernel (its
+ * kernel_meta.c — kernel metadata: what a launch must know about a kernel (its
  * entry name, num_warps, dynamic shared memory, and the type of each runtime
  * parameter), kept in one block per module, serialized into cache entries,
  * and obtained from the compiler.
@@ -22,7 +22,7 @@
  * after its front end, so that the argument facts, computed from it, join
  * the compile without a second parse.
  */
-#include "runtime/runtime.h"
+#include "driver/kernel_meta.h"
 
 #include <stdlib.h>
 #include <string.h>
