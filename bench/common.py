@@ -30,7 +30,7 @@ class Options(C.Structure):  # tc_options
     _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
                 ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int),
-                ("llvm_o3", C.c_int)]
+                ("llvm_o3", C.c_int), ("specialize", C.c_void_p), ("specialize_user", C.c_void_p)]
 
 
 class JitRequest(C.Structure):  # tc_jit_request
