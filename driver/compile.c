@@ -519,7 +519,8 @@ typedef struct Job {
     tc_binary *bin;
 } Job;
 
-static void job_init(Job *j, const char *fn, const tc_source *s) {
+/* A job with its empty binary; false when that cannot be allocated. */
+static bool job_init(Job *j, const char *fn, const tc_source *s) {
     memset(j, 0, sizeof *j);
     j->fn = fn;
     j->src.name = s->name ? s->name : "<string>";
@@ -527,6 +528,8 @@ static void job_init(Job *j, const char *fn, const tc_source *s) {
     j->src.len = s->text ? s->len : 0;
     diag_init(&j->diags);
     arena_init(&j->ast_arena);
+    j->bin = calloc(1, sizeof *j->bin);
+    return j->bin != NULL;
 }
 
 /* tc_last_error() for a job that failed with the diagnostics collected: the
@@ -634,9 +637,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return st;
 
     Job j;
-    job_init(&j, "tc_compile", src);
-    j.bin = calloc(1, sizeof *j.bin);
-    if (!j.bin)
+    if (!job_init(&j, "tc_compile", src))
         return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
     TcGuard g;
     if (TC_GUARD(g))
@@ -772,9 +773,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         opt.emit = TC_EMIT_IR;
 
     Job j;
-    job_init(&j, "tc_opt", ir);
-    j.bin = calloc(1, sizeof *j.bin);
-    if (!j.bin)
+    if (!job_init(&j, "tc_opt", ir))
         return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, out);
     TcGuard g;
     if (TC_GUARD(g))
@@ -813,7 +812,8 @@ tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc
     if (st != TC_OK)
         return st;
     Job j;
-    job_init(&j, "tc_list_kernels", src);
+    if (!job_init(&j, "tc_list_kernels", src))
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, NULL);
     TcGuard g;
     if (TC_GUARD(g))
         return finish(&j, guard_status(&g, &j), diags, NULL);
