@@ -122,6 +122,8 @@ Symbol *lower_lookup(Lower *L, const char *name) {
 
 /* Leaves the scopes opened since there were `mark` symbols. */
 static void pop_symbols(Lower *L, int mark) {
+    while (L->num_vars > 0 && L->vars[L->num_vars - 1] >= mark)
+        L->num_vars--;
     while (L->num_syms > mark) {
         Symbol *s = &L->syms[--L->num_syms];
         *name_slot(L, &L->sym_index, s->name, false) = s->shadowed;
@@ -150,8 +152,15 @@ static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind
     s->kind = kind;
     s->val = val;
     s->decl = decl;
-    if (kind == SYM_VAR)
+    if (kind == SYM_VAR) {
         s->type = val_type(&val);
+        if (L->num_vars == L->cap_vars) {
+            int cap = L->cap_vars ? L->cap_vars * 2 : 16;
+            L->vars = arena_grow(&L->tmp, L->vars, sizeof(int) * (size_t)L->cap_vars, sizeof(int) * (size_t)cap);
+            L->cap_vars = cap;
+        }
+        L->vars[L->num_vars++] = L->num_syms;
+    }
     int *slot = name_slot(L, &L->sym_index, name, true);
     s->shadowed = *slot;
     *slot = L->num_syms;
@@ -164,18 +173,44 @@ static void name_value(Lower *L, const Val *v, const char *name) {
         ir_value_set_name(L->m, v->v, name);
 }
 
-/* Copies the bindings of every symbol of the current function. */
+/* The first entry of L->vars that belongs to the current function. */
+static int first_var(const Lower *L) {
+    int lo = 0, hi = L->num_vars;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (L->vars[mid] < L->frame)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The current function's vars: how many, and the symbol of the i-th. Only
+ * vars change value after their declaration, so they are all an `if` or a
+ * loop needs to save and compare (linear in the vars, not in every symbol
+ * in scope). */
+static int num_frame_vars(const Lower *L) {
+    return L->num_vars - first_var(L);
+}
+
+static Symbol *frame_var(Lower *L, int i) {
+    return &L->syms[L->vars[first_var(L) + i]];
+}
+
+/* Copies the bindings of the current function's vars. */
 static Val *snapshot(Lower *L) {
-    int n = L->num_syms - L->frame;
+    int first = first_var(L), n = L->num_vars - first;
     Val *s = ARENA_ARRAY(&L->tmp, Val, n > 0 ? n : 1);
     for (int i = 0; i < n; i++)
-        s[i] = L->syms[L->frame + i].val;
+        s[i] = L->syms[L->vars[first + i]].val;
     return s;
 }
 
 static void restore(Lower *L, const Val *s, int n) {
+    int first = first_var(L);
     for (int i = 0; i < n; i++)
-        L->syms[L->frame + i].val = s[i];
+        L->syms[L->vars[first + i]].val = s[i];
 }
 
 static bool same_val(const Val *a, const Val *b) {
@@ -282,20 +317,20 @@ static void lower_assign(Lower *L, const AstNode *s) {
 }
 
 /* Vars changed by either branch of an `if` become its results. Returns the
- * number of results; fills idx (symbol indices) and sets erroneous ones to
- * VAL_ERROR. */
+ * number of results; fills idx (positions among the frame's vars, as in the
+ * snapshots) and sets erroneous ones to VAL_ERROR. */
 static int merge_vars(Lower *L, int n, const Val *before, const Val *a, const Val *b, int *idx) {
     int nres = 0;
     for (int j = 0; j < n; j++) {
-        Symbol *sym = &L->syms[L->frame + j];
+        Symbol *sym = frame_var(L, j);
         sym->val = before[j];
-        if (sym->kind != SYM_VAR || (same_val(&a[j], &before[j]) && same_val(&b[j], &before[j])))
+        if (same_val(&a[j], &before[j]) && same_val(&b[j], &before[j]))
             continue;
         if (a[j].kind == VAL_ERROR || b[j].kind == VAL_ERROR || !sym->type) {
             sym->val = val_error();
             continue;
         }
-        idx[nres++] = L->frame + j;
+        idx[nres++] = j;
     }
     return nres;
 }
@@ -321,7 +356,7 @@ static void lower_if(Lower *L, const AstNode *s) {
         lower_scoped(L, val_truthy(&c) ? s->body : s->els);
         return;
     }
-    int n = L->num_syms - L->frame;
+    int n = num_frame_vars(L);
     Val *before = snapshot(L);
     IrBuilder saved = L->b;
     IrOp *ph = NULL; /* the `if` without results, while the branches are lowered */
@@ -345,7 +380,7 @@ static void lower_if(Lower *L, const AstNode *s) {
     if (!ph) {
         /* The condition had an error: the branches were checked, nothing built. */
         for (int k = 0; k < nres; k++)
-            L->syms[idx[k]].val = val_error();
+            frame_var(L, idx[k])->val = val_error();
         return;
     }
     const IrType **types = ARENA_ARRAY(&L->tmp, const IrType *, nres > 0 ? nres : 1);
@@ -355,8 +390,8 @@ static void lower_if(Lower *L, const AstNode *s) {
         ir_builder_at_end(&L->b, L->m, ph->regions[r]);
         lower_at(L, s);
         for (int k = 0; k < nres; k++) {
-            types[k] = L->syms[idx[k]].type;
-            ys[k] = lower_ir(L, &vals[idx[k] - L->frame]);
+            types[k] = frame_var(L, idx[k])->type;
+            ys[k] = lower_ir(L, &vals[idx[k]]);
         }
         ir_build(&L->b, IR_OP_YIELD, NULL, nres, ys);
     }
@@ -371,8 +406,8 @@ static void lower_if(Lower *L, const AstNode *s) {
         move_ops(ph->regions[r], op->regions[r]);
     ir_op_unlink(ph);
     for (int k = 0; k < nres; k++) {
-        Symbol *sym = &L->syms[idx[k]];
-        const Val *tv = &then_vals[idx[k] - L->frame], *ev = &else_vals[idx[k] - L->frame];
+        Symbol *sym = frame_var(L, idx[k]);
+        const Val *tv = &then_vals[idx[k]], *ev = &else_vals[idx[k]];
         sym->val = val_ir(op->results[k]);
         sym->val.const_param = tv->const_param ? tv->const_param : ev->const_param;
         ir_value_set_name(L->m, op->results[k], sym->name);
@@ -450,7 +485,7 @@ static void lower_for(Lower *L, const AstNode *s) {
             ok = false;
         }
     }
-    int n = L->num_syms - L->frame;
+    int n = num_frame_vars(L);
     if (!ok) {
         /* Check the body anyway, with the loop variable an error. */
         Val *before = snapshot(L);
@@ -461,14 +496,15 @@ static void lower_for(Lower *L, const AstNode *s) {
         Val *after = snapshot(L);
         for (int j = 0; j < n; j++)
             if (!same_val(&after[j], &before[j]))
-                L->syms[L->frame + j].val = val_error();
+                frame_var(L, j)->val = val_error();
         return;
     }
     /* The carried vars, in declaration order. */
     scan_assigns(L, s->body);
     int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
     int nc = 0;
-    for (int j = L->frame; j < L->num_syms; j++) {
+    for (int v = first_var(L); v < L->num_vars; v++) {
+        int j = L->vars[v];
         Symbol *sym = &L->syms[j];
         if (!sym->carried)
             continue;

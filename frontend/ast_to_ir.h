@@ -127,6 +127,9 @@ struct Lower {
     int num_syms;                      /* symbols in use */
     int cap_syms;                      /* symbols allocated */
     int frame;                         /* index of the first symbol of the current function */
+    int *vars;                         /* indices of the SYM_VAR symbols in use, ascending: what an
+                                          `if` or a loop may change, so all they snapshot */
+    int num_vars, cap_vars;
     NameIndex sym_index;               /* name -> its newest symbol */
     NameIndex decl_index;              /* name -> its first declaration */
     int call_depth;                    /* func instantiations being lowered, one inside the other */

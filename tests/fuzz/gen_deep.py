@@ -13,6 +13,9 @@ SHAPE:
   let-chain    one kernel of N `let xI = xI-1 + 1.0;`
   long-expr    one kernel storing `x + x + ... + x` (N terms, one left-deep
                expression)
+  lets-and-ifs one kernel of N `let`s, then N / 5 runtime `if`s and N / 5
+               loops that each update one `var` (symbols in scope times
+               control-flow statements)
   kernels      N small kernels
   ir-chain     IR text: N funcs, each calling the next, and a kernel (the
                input of tilec-opt --pass=inline)
@@ -55,6 +58,15 @@ def let_chain(n):
 def long_expr(n):
     return ("kernel k(f32* out) {\n    let x = f32(1.0);\n    store(out, "
             + " + ".join(["x"] * n) + ");\n}\n")
+
+
+def lets_and_ifs(n):
+    lines = ["kernel k(f32* out, i32 c) {", "    var acc = f32(0.0);"]
+    lines += [f"    let x{i} = f32({i}.0);" for i in range(n)]
+    lines += [f"    if (c > {i}) {{ acc = acc + x{i}; }}" for i in range(n // 5)]
+    lines += [f"    for (j{i} in range(0, c)) {{ acc = acc * x{i}; }}" for i in range(n // 5)]
+    lines += ["    store(out, acc);", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def kernels(n):
@@ -105,6 +117,7 @@ SHAPES = {
     "deep-calls": deep_calls,
     "let-chain": let_chain,
     "long-expr": long_expr,
+    "lets-and-ifs": lets_and_ifs,
     "kernels": kernels,
     "ir-chain": ir_chain,
     "ir-dag": ir_dag,
