@@ -24,19 +24,8 @@
 #include "ir/ir.h"
 #include "target/target.h"
 
-typedef struct CgKernelInfo CgKernelInfo;
 typedef struct CgStats CgStats;
 
-
-/* What a launcher needs to know about a compiled kernel. */
-struct CgKernelInfo {
-    const char *name;     /* the PTX entry name */
-    int num_warps;        /* threads per program = 32 * num_warps */
-    int64_t shared_bytes; /* dynamic shared memory per program */
-    int num_params;
-    const IrType **param_types; /* ptr<T> or scalars, in order */
-    const char **param_names;
-};
 
 /* ==== lower.c: the lowering of a module, and the driver entry point ==== */
 
@@ -58,8 +47,5 @@ struct CgStats {
  * have produced) and return false. stats may be NULL. */
 bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags,
                        CgStats *stats);
-
-/* The launch metadata of every kernel of m, in order, allocated in m's arena. */
-CgKernelInfo *cg_kernel_infos(IrModule *m, int default_num_warps, int *count);
 
 #endif

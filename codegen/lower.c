@@ -854,28 +854,3 @@ bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, Di
     LLVMContextDispose(ctx);
     return ok;
 }
-
-CgKernelInfo *cg_kernel_infos(IrModule *m, int default_num_warps, int *count) {
-    int n = 0;
-    for (IrFunc *f = m->first; f; f = f->next)
-        n += f->kind == IR_FUNC_KERNEL;
-    CgKernelInfo *k = ARENA_ARRAY(&m->arena, CgKernelInfo, n ? n : 1);
-    int i = 0;
-    for (IrFunc *f = m->first; f; f = f->next) {
-        if (f->kind != IR_FUNC_KERNEL)
-            continue;
-        CgKernelInfo *ki = &k[i++];
-        ki->name = f->name;
-        ki->num_warps = tg_kernel_num_warps(f, default_num_warps);
-        ki->shared_bytes = tg_kernel_shared_bytes(f, ki->num_warps);
-        ki->num_params = f->body->num_args;
-        ki->param_types = ARENA_ARRAY(&m->arena, const IrType *, ki->num_params ? ki->num_params : 1);
-        ki->param_names = ARENA_ARRAY(&m->arena, const char *, ki->num_params ? ki->num_params : 1);
-        for (int p = 0; p < ki->num_params; p++) {
-            ki->param_types[p] = f->body->args[p]->type;
-            ki->param_names[p] = f->body->args[p]->name;
-        }
-    }
-    *count = n;
-    return k;
-}

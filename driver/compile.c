@@ -7,7 +7,7 @@
  * pipeline -> the requested text (IR, or LLVM IR / PTX from codegen).
  * tc_opt: IR text -> ir_parse -> verify -> the named passes -> IR text, or
  * LLVM IR / PTX. Both record every kernel's launch metadata
- * (cg_kernel_infos) in the binary. Both run under a TcGuard, so an
+ * (record_kernels) in the binary. Both run under a TcGuard, so an
  * internal error or a failed malloc deep inside becomes a status, and both
  * render their diagnostics into the caller's tc_diagnostics while the source
  * is still alive.
@@ -399,23 +399,12 @@ static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, cons
     }
 }
 
-/* Copies the launch metadata of every kernel of m, as compiled, into the
- * binary (`const` from ast when there is one). */
-static void record_kernels(tc_binary *bin, IrModule *m, int default_num_warps, const AstFile *ast) {
-    int n = 0;
-    CgKernelInfo *ki = cg_kernel_infos(m, default_num_warps, &n);
-    bin->kernels = ARENA_ARRAY(&bin->meta, BinKernel, n ? n : 1);
-    bin->num_kernels = (size_t)n;
-    for (int i = 0; i < n; i++)
-        fill_kernel(bin, &bin->kernels[i], find_ast_kernel(ast, ki[i].name), ki[i].name, ki[i].num_warps,
-                    (size_t)ki[i].shared_bytes, ki[i].num_params, ki[i].param_types,
-                    (const char *const *)ki[i].param_names);
-}
-
-/* The kernels' runtime signatures straight from the front end, before any
- * pass: the parameters' types (type parameters resolved by this
- * specialization), num_warps, and no shared memory yet. */
-static void record_signature(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast) {
+/* The kernels of m into the binary: each one's parameters (with `const`
+ * from the AST when there is one), its num_warps (its attribute, else
+ * num_warps) and, once the passes have sized it (`sized`), its dynamic
+ * shared memory; straight from the front end that is the runtime
+ * signature, with no shared memory yet. */
+static void record_kernels(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast, bool sized) {
     int n = 0;
     for (IrFunc *f = m->first; f; f = f->next)
         n += f->kind == IR_FUNC_KERNEL;
@@ -432,7 +421,9 @@ static void record_signature(tc_binary *bin, IrModule *m, int num_warps, const A
             types[i] = f->body->args[i]->type;
             names[i] = f->body->args[i]->name;
         }
-        fill_kernel(bin, &bin->kernels[k++], find_ast_kernel(ast, f->name), f->name, num_warps, 0, np, types, names);
+        int warps = tg_kernel_num_warps(f, num_warps);
+        size_t shared = sized ? (size_t)tg_kernel_shared_bytes(f, warps) : 0;
+        fill_kernel(bin, &bin->kernels[k++], find_ast_kernel(ast, f->name), f->name, warps, shared, np, types, names);
     }
 }
 
@@ -696,7 +687,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_INTERNAL, diags, out);
     }
-    record_signature(j.bin, j.module, fo.num_warps, ast);
+    record_kernels(j.bin, j.module, fo.num_warps, ast, false);
     int stop = opt.emit == TC_EMIT_SIGNATURE;
     if (!stop && opt.specialize) {
         const tc_param_spec *more = NULL;
@@ -744,7 +735,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     j.bin->times.passes_ms = clock_ms() - t1;
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast, true);
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);
     if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
@@ -790,7 +781,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, NULL);
+    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, NULL, true);
     if (opt.emit == TC_EMIT_IR) {
         ir_print_module(j.module, &j.bin->text);
     } else if (!emit_code(&j, cc, &opt)) {

@@ -97,12 +97,19 @@ tc_status rt_cache_dir(char *out, size_t cap, size_t *base) {
     return TC_OK;
 }
 
-tc_status rt_cache_path(const char *dir, const uint8_t key[32], char *out, size_t cap) {
+/* An entry's file name in the directory: HEX.entry. */
+static void entry_name(const uint8_t key[32], char name[80]) {
     char hex[65];
     rt_hex(key, 32, hex);
-    int n = snprintf(out, cap, "%s/%s.entry", dir, hex);
+    snprintf(name, 80, "%s.entry", hex);
+}
+
+tc_status rt_cache_path(const char *dir, const uint8_t key[32], char *out, size_t cap) {
+    char name[80];
+    entry_name(key, name);
+    int n = snprintf(out, cap, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= cap)
-        return rt_fail(TC_ERROR_IO, "cache path too long: %s/%s.entry", dir, hex);
+        return rt_fail(TC_ERROR_IO, "cache path too long: %s/%s", dir, name);
     return TC_OK;
 }
 
@@ -370,12 +377,6 @@ tc_status rt_cache_prepare(const char *dir, size_t base) {
     if (st == TC_OK)
         close(fd);
     return st;
-}
-
-static void entry_name(const uint8_t key[32], char name[80]) {
-    char hex[65];
-    rt_hex(key, 32, hex);
-    snprintf(name, 80, "%s.entry", hex);
 }
 
 /* Deletes a file of the directory if it is the effective user's and, when
