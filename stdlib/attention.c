@@ -200,7 +200,7 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
                        "%s: o's strides (stride_ob %lld, stride_oh %lld, stride_om %lld) give two of its elements the "
                        "same address",
                        entry, (long long)stride_ob, (long long)stride_oh, (long long)stride_om);
-    size_t elem = rt_stdlib_elem_bytes(dtype);
+    size_t elem = rt_dtype_size(dtype);
     if ((st = rt_stdlib_check_ptr(entry, "o", o, elem)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "lse", lse, 4)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "q", q, elem)) != TC_OK ||

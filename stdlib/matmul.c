@@ -112,7 +112,7 @@ static tc_status check_ptrs(const char *entry, tc_dtype dtype, const char *const
                             int n) {
     tc_status st = TC_OK;
     for (int i = 0; i < n && st == TC_OK; i++)
-        st = rt_stdlib_check_ptr(entry, names[i], ptrs[i], rt_stdlib_elem_bytes(dtype));
+        st = rt_stdlib_check_ptr(entry, names[i], ptrs[i], rt_dtype_size(dtype));
     return st;
 }
 
@@ -343,7 +343,7 @@ tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevicept
     if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                               bias != 0, act, (a | b | c) % 16 == 0, &l.plan)) != TC_OK)
         return st;
-    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     RtStdlibArgs args = mm_args(&l);
     rt_stdlib_arg_ptr(&args, "c", c, true);
     rt_stdlib_arg_ptr(&args, "a", a, true);
@@ -378,7 +378,7 @@ tc_status tc_blockdiag_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, 
     mm_begin(&l, entry, ctx, stream);
     if ((st = bd_plan_checked(entry, dtype, batch, nblocks, bin, bout, stride_wk, stride_wn, &l.plan)) != TC_OK)
         return st;
-    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     RtStdlibArgs args = mm_args(&l);
     rt_stdlib_arg_ptr(&args, "y", y, true);
     rt_stdlib_arg_ptr(&args, "x", x, true);

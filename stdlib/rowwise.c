@@ -170,7 +170,7 @@ static void plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_pl
     p->num_constexprs = 2;
     if (d->has_single_tile)
         p->constexprs[p->num_constexprs++] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, p->single_tile, 0};
-    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     for (int i = 0; i < d->num_params; i++) {
         const OpParam *q = &d->params[i];
         if (q->kind == PARAM_PTR_T || q->kind == PARAM_PTR_F32)
@@ -209,7 +209,7 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
     for (int i = 0; i < d->num_params && st == TC_OK; i++) {
         const OpParam *q = &d->params[i];
         switch (q->kind) {
-        case PARAM_PTR_T: st = rt_stdlib_check_ptr(entry, q->name, v[i].ptr, rt_stdlib_elem_bytes(dtype)); break;
+        case PARAM_PTR_T: st = rt_stdlib_check_ptr(entry, q->name, v[i].ptr, rt_dtype_size(dtype)); break;
         case PARAM_PTR_F32: st = rt_stdlib_check_ptr(entry, q->name, v[i].ptr, 4); break;
         case PARAM_STRIDE: {
             st = rt_stdlib_check_row_stride(entry, q->name, v[i].i, "cols", cols);
@@ -240,7 +240,7 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     l->ctx = ctx;
     l->stream = stream;
     plan_for(op, dtype, cols, &l->plan);
-    int64_t vector = 16 / (int64_t)rt_stdlib_elem_bytes(dtype);
+    int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     size_t num_facts = 0;
     for (int i = 0; i < d->num_params; i++) {
         const OpParam *q = &d->params[i];

@@ -49,10 +49,6 @@ tc_status tc_stdlib_source(const char *name, const char **text, size_t *len) {
 
 /* ---- the argument checkers ---- */
 
-size_t rt_stdlib_elem_bytes(tc_dtype t) {
-    return rt_dtype_size(t);
-}
-
 tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p) {
     if (!p)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", entry, name);

@@ -65,7 +65,6 @@ extern const size_t rt_stdlib_num_sources;
  * of up to 8 bytes, it still fits an int64. */
 #define RT_STDLIB_MAX_OFFSET (INT64_MAX / 8)
 
-size_t rt_stdlib_elem_bytes(tc_dtype t); /* 2, or 4 for f32 */
 
 /* Arithmetic the planners share. */
 static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
