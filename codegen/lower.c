@@ -288,8 +288,7 @@ LLVMValueRef cg_warp_intrinsic(Cg *cg, const char *name, LLVMTypeRef *over, int 
 
 LLVMValueRef cg_asm(Cg *cg, LLVMTypeRef ret, const char *text, const char *constraints, LLVMValueRef *args,
                     int num_args, bool side_effect) {
-    LLVMTypeRef tys[64];
-    tc_assert(num_args <= 64);
+    LLVMTypeRef *tys = ARENA_ARRAY(&cg->arena, LLVMTypeRef, num_args > 0 ? num_args : 1);
     for (int i = 0; i < num_args; i++)
         tys[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)num_args, 0);
@@ -631,6 +630,11 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_ATOMIC: return cg_lower_atomic(cg, op);
     case IR_OP_REDUCE: return cg_lower_reduce(cg, op);
     case IR_OP_DOT: return cg_lower_dot(cg, op);
+    case IR_OP_WARP_GROUP_DOT: return cg_lower_warp_group_dot(cg, op);
+    case IR_OP_WARP_GROUP_DOT_WAIT: return cg_lower_warp_group_dot_wait(cg, op);
+    case IR_OP_FENCE_ASYNC_SHARED:
+        cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
+        return true;
     case IR_OP_FOR: return lower_for(cg, op);
     case IR_OP_IF: return lower_if(cg, op);
     case IR_OP_ASSERT: return lower_assert(cg, op);

@@ -184,6 +184,9 @@ bool cg_lower_arange(Cg *cg, IrOp *op);
 /* ---- lower_reduce.c ---- */
 
 bool cg_lower_reduce(Cg *cg, IrOp *op);
+/* lower_dot.c: warp_group_dot (wgmma) and warp_group_dot_wait */
+bool cg_lower_warp_group_dot(Cg *cg, IrOp *op);
+bool cg_lower_warp_group_dot_wait(Cg *cg, IrOp *op);
 
 /* ---- lower_shared.c: local_alloc, memdesc_index, local_load / local_store, async copies ---- */
 

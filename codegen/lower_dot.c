@@ -42,6 +42,7 @@
 #include "lower.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int64_t round16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
@@ -210,6 +211,212 @@ static bool lower_mma(Cg *cg, IrOp *op, const TgMmaPlan *p) {
             }
     }
     cg_set(cg, op->results[0], res);
+    return true;
+}
+
+/* ---- Hopper: wgmma (docs/hopper.md, target/wgmma.c) ---- */
+
+/* The shared-window address (i32) of the dynamic shared memory: computed
+ * once, in the entry block. */
+static LLVMValueRef smem_window(Cg *cg) {
+    LLVMValueRef p = LLVMBuildPtrToInt(cg->entry_b, cg->smem, cg->t_i64, "");
+    return LLVMBuildTrunc(cg->entry_b, p, cg->t_i32, "smem.window");
+}
+
+/* The run-time part of a shared operand's offset: this thread's warpgroup's
+ * rows (A: dim 0 of the result) or columns (B: dim 1), as the XOR of the
+ * offsets of the result's warp bases beyond the first two. */
+static LLVMValueRef warpgroup_offset(Cg *cg, const TgWgmmaPlan *p, const TgWgmmaOperand *o, int dim, bool b_operand) {
+    int64_t off[2][LL_MAX_BITS];
+    memset(off, 0, sizeof off);
+    for (int k = 2; k < p->lc.num_bits[LL_WARP]; k++) {
+        int64_t x = p->lc.bases[LL_WARP][k][dim];
+        off[1][k] = b_operand ? tg_wgmma_byte_offset(o, 0, x) : tg_wgmma_byte_offset(o, x, 0);
+    }
+    return cg_thread_offset(cg, off, true);
+}
+
+/* The descriptor (i64) of a shared operand whose sub-tile starts at
+ * constant element (r, c) XOR the warpgroup part wg, in the buffer at byte
+ * offset `base` of the dynamic shared memory. */
+static LLVMValueRef descriptor(Cg *cg, const TgWgmmaOperand *o, LLVMValueRef window, LLVMValueRef base,
+                               LLVMValueRef wg, int64_t r, int64_t c) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef off = LLVMBuildXor(b, wg, cg_i32(cg, tg_wgmma_byte_offset(o, r, c)), "");
+    LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, base, ""), off, "");
+    addr = LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
+    LLVMValueRef d = LLVMBuildZExt(b, addr, cg->t_i64, "");
+    return LLVMBuildOr(b, d, cg_i64(cg, (int64_t)tg_wgmma_desc(o, 0)), "");
+}
+
+/* `wgmma.wait_group pending` with every register of vals passed through
+ * (tied in and out), so that no read of them moves above the wait. */
+static void wait_group(Cg *cg, int pending, CgVal **vals, int num_vals) {
+    int total = 0;
+    for (int i = 0; i < num_vals; i++)
+        total += vals[i]->n;
+    Buf text, cons;
+    buf_init(&text);
+    buf_init(&cons);
+    buf_printf(&text, "wgmma.wait_group.sync.aligned %d;", pending);
+    LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, total > 0 ? total : 1);
+    LLVMTypeRef *tys = ARENA_ARRAY(&cg->arena, LLVMTypeRef, total > 0 ? total : 1);
+    int k = 0;
+    for (int i = 0; i < num_vals; i++)
+        for (int r = 0; r < vals[i]->n; r++, k++) {
+            args[k] = cg_reg(vals[i], r);
+            tys[k] = LLVMTypeOf(args[k]);
+        }
+    for (int i = 0; i < total; i++) {
+        bool f32 = tys[i] == cg->t_f32;
+        bool wide = LLVMGetTypeKind(tys[i]) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(tys[i]) == 64;
+        buf_printf(&cons, "%s=%s", i ? "," : "", f32 ? "f" : wide ? "l" : "r");
+    }
+    for (int i = 0; i < total; i++)
+        buf_printf(&cons, ",%d", i);
+    buf_puts(&cons, total ? ",~{memory}" : "~{memory}");
+    if (total == 0) {
+        cg_asm(cg, cg->t_void, text.data, cons.data, NULL, 0, true);
+    } else {
+        bool ok = true; /* only 32-bit and f32 registers may pass through as they are */
+        for (int i = 0; i < total; i++)
+            ok &= tys[i] == cg->t_f32 || tys[i] == cg->t_i32;
+        if (!ok) {
+            cg_asm(cg, cg->t_void, text.data, "~{memory}", NULL, 0, true);
+        } else {
+            LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, tys, (unsigned)total, 0);
+            LLVMValueRef res = cg_asm(cg, st, text.data, cons.data, args, total, true);
+            k = 0;
+            for (int i = 0; i < num_vals; i++)
+                for (int r = 0; r < vals[i]->n; r++, k++)
+                    vals[i]->v[r] = LLVMBuildExtractValue(cg->b, res, (unsigned)k, "");
+        }
+    }
+    buf_free(&text);
+    buf_free(&cons);
+}
+
+static bool lower_wgmma(Cg *cg, IrOp *op) {
+    int cap = tg_wgmma_plan_cap(op);
+    TgWgmmaPlan *p = ARENA_NEW(&cg->arena, TgWgmmaPlan);
+    int *storage = ARENA_ARRAY(&cg->arena, int, 2 * (size_t)(cap > 0 ? cap : 1));
+    const char *why = "not a 2-D dot";
+    if (!cap || !tg_wgmma_plan(op, cg->num_warps, p, storage, cap, &why))
+        return cg_error(cg, op, "internal error: warp_group_dot does not fit wgmma: %s", why);
+    const LinearLayout *lc = cg_ll(cg, op->results[0]->type, op);
+    if (!lc)
+        return false;
+    CgVal *c = cg_get(cg, op->operands[2]);
+    CgVal *res = cg_new_val(cg, c->n, lc);
+    for (int r = 0; r < c->n; r++)
+        res->v[r] = cg_reg(c, r);
+    LLVMValueRef window = smem_window(cg);
+    LLVMValueRef base_b = cg_get(cg, op->operands[1])->v[0];
+    LLVMValueRef wg_b = warpgroup_offset(cg, p, &p->sb, 1, true);
+    LLVMValueRef base_a = NULL, wg_a = NULL;
+    CgVal *a = NULL;
+    if (p->a_regs) {
+        a = cg_get(cg, op->operands[0]);
+    } else {
+        base_a = cg_get(cg, op->operands[0])->v[0];
+        wg_a = warpgroup_offset(cg, p, &p->sa, 0, false);
+    }
+    int per = p->n / 2;
+    LLVMTypeRef *outs = ARENA_ARRAY(&cg->arena, LLVMTypeRef, per);
+    for (int i = 0; i < per; i++)
+        outs[i] = cg->t_f32;
+    LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, outs, (unsigned)per, 0);
+    int nargs = per + (p->a_regs ? 4 : 1) + 2;
+    LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, nargs);
+    /* A in registers: every fragment word before the first wgmma, so that
+     * no ordinary instruction writes an A register between the fence and
+     * the wgmmas that read it. */
+    LLVMValueRef *aw = NULL;
+    if (p->a_regs) {
+        aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 4 * (size_t)p->ksteps * (size_t)p->tiles_m);
+        for (int ks = 0; ks < p->ksteps; ks++)
+            for (int tm = 0; tm < p->tiles_m; tm++) {
+                const int *ra = tg_frag_regs(&p->a, tm * 4, ks);
+                if (ra)
+                    fragment_words(cg, a, ra, 8, true, cg->t_i32, aw + 4 * (ks * p->tiles_m + tm));
+            }
+    }
+    Buf text, cons;
+    bool first = true;
+    for (int ks = 0; ks < p->ksteps; ks++)
+        for (int tm = 0; tm < p->tiles_m; tm++)
+            for (int tn = 0; tn < p->tiles_n; tn++) {
+                const int *acc = p->acc + (tm * p->tiles_n + tn) * per;
+                if (acc[0] < 0)
+                    continue; /* another warpgroup's tile */
+                buf_init(&text);
+                buf_init(&cons);
+                /* operand numbers: the outputs, the tied inputs (one per output), then the rest */
+                int in = 2 * per;
+                buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", in + nargs - per - 1);
+                if (first)
+                    buf_puts(&text, "wgmma.fence.sync.aligned;\n");
+                buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
+                for (int i = 0; i < per; i++) {
+                    buf_printf(&text, "%s$%d", i ? ", " : "", i);
+                    buf_printf(&cons, "%s=f", i ? "," : "");
+                }
+                for (int i = 0; i < per; i++) {
+                    args[i] = res->v[acc[i]];
+                    buf_printf(&cons, ",%d", i);
+                }
+                int k = per;
+                if (p->a_regs) {
+                    if (!tg_frag_regs(&p->a, tm * 4, ks)) {
+                        buf_free(&text);
+                        buf_free(&cons);
+                        return cg_error(cg, op, "internal error: wgmma A fragment missing");
+                    }
+                    LLVMValueRef *w = aw + 4 * (ks * p->tiles_m + tm);
+                    buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", in, in + 1, in + 2, in + 3,
+                               in + 4, p->sb.mn_major);
+                    for (int j = 0; j < 4; j++) {
+                        args[k++] = w[j];
+                        buf_puts(&cons, ",r");
+                    }
+                } else {
+                    args[k++] = descriptor(cg, &p->sa, window, base_a, wg_a, (int64_t)tm * 64, (int64_t)ks * 16);
+                    buf_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", in, in + 1, p->sa.mn_major,
+                               p->sb.mn_major);
+                    buf_puts(&cons, ",l");
+                }
+                args[k++] = descriptor(cg, &p->sb, window, base_b, wg_b, (int64_t)ks * 16, (int64_t)tn * p->n);
+                args[k++] = cg_i32(cg, 1); /* scale-d: accumulate */
+                buf_puts(&cons, ",l,r,~{memory}");
+                LLVMValueRef d = cg_asm(cg, st, text.data, cons.data, args, k, true);
+                for (int i = 0; i < per; i++)
+                    res->v[acc[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
+                buf_free(&text);
+                buf_free(&cons);
+                first = false;
+            }
+    cg_asm(cg, cg->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
+    if (ir_op_get_int(op, "async", 0) == 0)
+        wait_group(cg, 0, &res, 1);
+    cg_set(cg, op->results[0], res);
+    return true;
+}
+
+bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
+    return lower_wgmma(cg, op);
+}
+
+bool cg_lower_warp_group_dot_wait(Cg *cg, IrOp *op) {
+    CgVal **vals = ARENA_ARRAY(&cg->arena, CgVal *, op->num_operands);
+    for (int i = 0; i < op->num_operands; i++) {
+        CgVal *v = cg_get(cg, op->operands[i]);
+        vals[i] = cg_new_val(cg, v->n, v->ll);
+        for (int r = 0; r < v->n; r++)
+            vals[i]->v[r] = cg_reg(v, r);
+    }
+    wait_group(cg, (int)ir_op_get_int(op, "pending", 0), vals, op->num_operands);
+    for (int i = 0; i < op->num_results; i++)
+        cg_set(cg, op->results[i], vals[i]);
     return true;
 }
 

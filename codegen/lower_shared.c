@@ -111,16 +111,27 @@ typedef struct {
 /* NULL when t is a valid buffer type, else what is wrong. */
 static const char *swizzle_check(const IrType *t, Swizzle *s) {
     const Layout *l = t->layout;
-    if (!l || l->kind != LAYOUT_SHARED || l->rank != t->rank)
+    if (!l || (l->kind != LAYOUT_SHARED && l->kind != LAYOUT_NVMMA_SHARED) || l->rank != t->rank)
         return "shared memory without a #shared layout of its rank";
     s->layout = l;
     s->rank = t->rank;
     s->eb = ir_type_bytes(t->elem);
+    bool nvmma = l->kind == LAYOUT_NVMMA_SHARED;
     for (int d = 0; d < t->rank; d++) {
         s->shape[d] = t->shape[d];
-        s->order[d] = l->shared.order[d];
+        s->order[d] = nvmma ? l->nvmma.order[d] : l->shared.order[d];
         if (!tc_is_pow2(t->shape[d]))
             return "shared-memory dimensions must be powers of two";
+    }
+    if (nvmma) {
+        /* 16-byte units, swizzled within rows of `swizzle` bytes: as a #shared
+         * layout for vector grouping (the blocks are whole units) */
+        s->vec = s->eb < 16 ? 16 / s->eb : 1;
+        int64_t units = l->nvmma.swizzle / 16, row_units = s->shape[s->order[0]] * s->eb / 16;
+        s->max_phase = (int)(units < row_units ? units : row_units);
+        if (s->max_phase < 1)
+            s->max_phase = 1;
+        return NULL;
     }
     s->vec = l->shared.vec;
     if (!tc_is_pow2(s->vec) || !tc_is_pow2(l->shared.per_phase) || !tc_is_pow2(l->shared.max_phase))
@@ -137,6 +148,8 @@ static bool swizzle_of(Cg *cg, const IrOp *op, const IrType *t, Swizzle *s) {
 /* ---- addresses (see the essay: the offset map is linear) ---- */
 
 static int64_t const_offset(const Swizzle *s, const int64_t *c) {
+    if (s->layout->kind == LAYOUT_NVMMA_SHARED)
+        return ll_nvmma_offset(s->layout, s->rank, s->shape, s->eb, c);
     return ll_shared_offset(s->layout, s->rank, s->shape, c);
 }
 
@@ -279,6 +292,8 @@ static bool touches_shared(const IrOp *op, int num_warps) {
     case IR_OP_LOCAL_STORE:
     case IR_OP_ASYNC_COPY:
     case IR_OP_ASYNC_WAIT:
+    case IR_OP_WARP_GROUP_DOT:
+    case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_BARRIER: return true;
     default: break;
     }
@@ -323,6 +338,9 @@ static bool lower_alloc(Cg *cg, IrOp *op) {
             cg_barrier(cg);
         if (!store_tile(cg, op, op->operands[0], op->results[0]->type, base))
             return false;
+        const Layout *l = op->results[0]->type->layout;
+        if (l && l->kind == LAYOUT_NVMMA_SHARED) /* its readers (wgmma) read through the async proxy */
+            cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
         if (!is_init_alloc(neighbor(op, 1, cg->num_warps)))
             cg_barrier(cg);
     }

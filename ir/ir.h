@@ -223,6 +223,7 @@ typedef enum {
     LAYOUT_MMA,     /* uses mma */
     LAYOUT_DOT_OP,  /* uses dot_op */
     LAYOUT_SHARED,  /* uses shared */
+    LAYOUT_NVMMA_SHARED, /* uses nvmma: wgmma's and TMA's canonical swizzled layouts */
 } LayoutKind;
 
 struct Layout {
@@ -255,6 +256,10 @@ struct Layout {
             int max_phase;          /* number of distinct phases */
             int order[IR_MAX_RANK]; /* dims, fastest-varying first */
         } shared;
+        struct {
+            int swizzle;            /* 32, 64 or 128: bytes of one swizzled row (docs/ir.md) */
+            int order[IR_MAX_RANK]; /* dims, fastest-varying first */
+        } nvmma;
     };
 };
 
@@ -589,6 +594,10 @@ const Layout *ll_blocked_layout(IrModule *m, int rank, const int64_t *shape, con
  */
 /* Element offset of `coord` in a buffer of this #shared layout and shape. */
 int64_t ll_shared_offset(const Layout *shared, int rank, const int64_t *shape, const int64_t *coord);
+/* The element offset of coord in an #nvmma_shared buffer of `shape` whose
+ * elements are elem_bytes wide, and its inverse. */
+int64_t ll_nvmma_offset(const Layout *l, int rank, const int64_t *shape, int elem_bytes, const int64_t *coord);
+void ll_nvmma_coord(const Layout *l, int rank, const int64_t *shape, int elem_bytes, int64_t offset, int64_t *coord);
 /* The inverse: the coordinates stored at element offset `offset`. */
 void ll_shared_coord(const Layout *shared, int rank, const int64_t *shape, int64_t offset, int64_t *coord);
 /* The swizzled #shared layout for a tensor-core operand tile of this shape

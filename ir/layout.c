@@ -51,13 +51,18 @@ const Layout *ir_layout_intern(IrModule *m, const Layout *proto) {
         for (int i = 0; i < proto->rank; i++)
             l.shared.order[i] = proto->shared.order[i];
         break;
+    case LAYOUT_NVMMA_SHARED:
+        l.nvmma.swizzle = proto->nvmma.swizzle;
+        for (int i = 0; i < proto->rank; i++)
+            l.nvmma.order[i] = proto->nvmma.order[i];
+        break;
     }
     return ir_intern(m, &m->layouts, &l, sizeof l);
 }
 
 const char *ir_layout_kind_name(LayoutKind k) {
-    static const char *const names[] = {"blocked", "slice", "mma", "dot_op", "shared"};
-    return (unsigned)k < 5 ? names[k] : "?";
+    static const char *const names[] = {"blocked", "slice", "mma", "dot_op", "shared", "nvmma_shared"};
+    return (unsigned)k < 6 ? names[k] : "?";
 }
 
 static void print_list(Buf *b, const int *v, int n) {
@@ -112,6 +117,10 @@ void ir_layout_print_with(Buf *b, const Layout *l, IrLayoutParentFn print_parent
         buf_printf(b, "vec = %d, per_phase = %d, max_phase = %d, order = ", l->shared.vec, l->shared.per_phase,
                    l->shared.max_phase);
         print_list(b, l->shared.order, l->rank);
+        break;
+    case LAYOUT_NVMMA_SHARED:
+        buf_printf(b, "swizzle = %d, order = ", l->nvmma.swizzle);
+        print_list(b, l->nvmma.order, l->rank);
         break;
     }
     buf_puts(b, ">");

@@ -136,9 +136,39 @@ static bool blocked(const Layout *l, LinearLayout *ll, int num_warps, const char
     return true;
 }
 
+/* wgmma (m64nNk16) accumulator: per warp of a warpgroup the m16n8
+ * accumulator of mma.sync repeated along N, warp w of the group on rows
+ * 16w..16w+15; warpgroups along M first (64 rows each), then along N (instr
+ * n columns each); repetitions along N, then M. */
+static bool mma_v3(const Layout *l, LinearLayout *ll, int num_warps, const char **why) {
+    int wm = l->mma.wpc[0], wn = l->mma.wpc[1], n = l->mma.instr[1];
+    if (wm % 4 || !tc_is_pow2(wm) || !tc_is_pow2(wn) || wm * wn != num_warps)
+        return fail(why, "mma version 3 warps per CTA must be whole warpgroups along M and multiply to num_warps");
+    if (l->mma.instr[0] != 64 || !tc_is_pow2(n) || n < 8 || n > 256)
+        return fail(why, "mma version 3 needs instr [64, n, 16], n a power of two in 8..256");
+    int32_t c[IR_MAX_RANK] = {0};
+    c[1] = 1, push(ll, LL_REG, c);
+    c[1] = 0, c[0] = 8, push(ll, LL_REG, c);
+    bool ok = push_range(ll, LL_REG, 1, 8, n / 8);
+    push_range(ll, LL_LANE, 1, 2, 4);
+    push_range(ll, LL_LANE, 0, 1, 8);
+    push_range(ll, LL_WARP, 0, 16, wm);
+    push_range(ll, LL_WARP, 1, n, wn);
+    if (ll->shape[1] > (int64_t)n * wn)
+        ok &= push_range(ll, LL_REG, 1, (int64_t)n * wn, ll->shape[1] / ((int64_t)n * wn));
+    if (ll->shape[0] > 16 * (int64_t)wm)
+        ok &= push_range(ll, LL_REG, 0, 16 * (int64_t)wm, ll->shape[0] / (16 * (int64_t)wm));
+    if (!ok)
+        return fail(why, "tile needs more than 65536 registers per thread");
+    clamp_to_shape(ll);
+    return true;
+}
+
 static bool mma(const Layout *l, LinearLayout *ll, int num_warps, const char **why) {
+    if (l->rank == 2 && l->mma.version == 3)
+        return mma_v3(l, ll, num_warps, why);
     if (l->mma.version != 2)
-        return fail(why, "only mma version 2 has a register layout here");
+        return fail(why, "mma layouts are version 2 (mma.sync) or 3 (wgmma)");
     if (l->rank != 2)
         return fail(why, "mma layouts are 2-D");
     int wm = l->mma.wpc[0], wn = l->mma.wpc[1];
@@ -162,12 +192,44 @@ static bool mma(const Layout *l, LinearLayout *ll, int num_warps, const char **w
     return true;
 }
 
+/* The register A operand of wgmma (idx 0 only): per warp the m16n8k16 A
+ * fragment of mma.sync, warp w of a warpgroup on rows 16w..; warpgroups
+ * along M as in the result; copies across the warpgroups along N;
+ * repetitions along K first, then M. */
+static bool dot_op_v3(const Layout *l, LinearLayout *ll, int num_warps, const char **why) {
+    const Layout *p = l->dot_op.parent;
+    if (l->dot_op.idx != 0 || l->dot_op.kwidth != 2)
+        return fail(why, "wgmma takes only A (idx 0, kwidth 2) from registers");
+    int wm = p->mma.wpc[0], wn = p->mma.wpc[1];
+    if (wm % 4 || wm * wn != num_warps || !tc_is_pow2(wm) || !tc_is_pow2(wn))
+        return fail(why, "mma version 3 warps per CTA must be whole warpgroups along M and multiply to num_warps");
+    int32_t zero[IR_MAX_RANK] = {0}, c[IR_MAX_RANK] = {0};
+    bool ok = push_range(ll, LL_REG, 1, 1, 2);
+    c[0] = 8, ok &= push(ll, LL_REG, c);
+    c[0] = 0, c[1] = 8, ok &= push(ll, LL_REG, c);
+    ok &= push_range(ll, LL_LANE, 1, 2, 4);
+    ok &= push_range(ll, LL_LANE, 0, 1, 8);
+    ok &= push_range(ll, LL_WARP, 0, 16, wm);
+    for (int i = 0; i < tc_log2i(wn); i++)
+        ok &= push(ll, LL_WARP, zero);
+    if (ll->shape[1] > 16)
+        ok &= push_range(ll, LL_REG, 1, 16, ll->shape[1] / 16);
+    if (ll->shape[0] > 16 * (int64_t)wm)
+        ok &= push_range(ll, LL_REG, 0, 16 * (int64_t)wm, ll->shape[0] / (16 * (int64_t)wm));
+    if (!ok)
+        return fail(why, "tile needs more than 65536 registers per thread");
+    clamp_to_shape(ll);
+    return true;
+}
+
 /* Operand fragments of mma.sync: `k` is the K dimension of the operand (1
  * for A = MxK, 0 for B = KxN) and `o` the other one. */
 static bool dot_op(const Layout *l, LinearLayout *ll, int num_warps, const char **why) {
     const Layout *p = l->dot_op.parent;
+    if (p->kind == LAYOUT_MMA && p->mma.version == 3)
+        return dot_op_v3(l, ll, num_warps, why);
     if (p->kind != LAYOUT_MMA || p->mma.version != 2)
-        return fail(why, "dot_op layouts need an mma version 2 parent here");
+        return fail(why, "dot_op layouts need an mma version 2 or 3 parent");
     int kw = l->dot_op.kwidth;
     if (!tc_is_pow2(kw) || kw > 8)
         return fail(why, "dot_op kwidth must be 1, 2, 4 or 8");
@@ -248,6 +310,7 @@ bool ll_from_layout(const Layout *l, int rank, const int64_t *shape, int num_war
         return true;
     }
     case LAYOUT_SHARED:
+    case LAYOUT_NVMMA_SHARED:
         return fail(why, "a shared layout is not distributed over threads");
     }
     return fail(why, "unknown layout");
@@ -440,6 +503,64 @@ static int64_t swizzle_col(const Layout *s, int max_phase, int64_t row, int64_t 
     int64_t per_phase = s->shared.per_phase > 0 ? s->shared.per_phase : 1;
     int64_t phase = (row / per_phase) % max_phase;
     return ((col / vec) ^ phase) * vec + col % vec;
+}
+
+/* #nvmma_shared (docs/ir.md): the contiguous dimension cut into blocks of
+ * `swizzle` bytes; each block holds every row (the other dimensions, in
+ * `order`) of `swizzle` bytes before the next block starts; inside a block
+ * the 16-byte unit u of row r is stored at u ^ ((r / (128 / swizzle)) %
+ * (swizzle / 16)) — the hardware's XOR of address bits [4, 7) with bits
+ * [7, 10) when the buffer starts at a multiple of 8 * swizzle bytes. */
+typedef struct NvmmaGeom {
+    int64_t block;              /* elements per swizzled row */
+    int64_t rows;               /* rows per block: the product of the other dimensions */
+    int64_t vec;                /* elements per 16-byte unit */
+    int64_t per_phase, max_phase;
+} NvmmaGeom;
+
+static NvmmaGeom nvmma_geom(const Layout *l, int rank, const int64_t *shape, int elem_bytes) {
+    NvmmaGeom g;
+    int64_t eb = elem_bytes > 0 ? elem_bytes : 1;
+    int64_t c = shape[l->nvmma.order[0]];
+    g.block = l->nvmma.swizzle / eb;
+    if (g.block > c)
+        g.block = c;
+    if (g.block < 1)
+        g.block = 1;
+    g.rows = 1;
+    for (int i = 1; i < rank; i++)
+        g.rows *= shape[l->nvmma.order[i]];
+    g.vec = 16 / eb > 0 ? 16 / eb : 1;
+    g.per_phase = 128 / l->nvmma.swizzle;
+    g.max_phase = l->nvmma.swizzle / 16;
+    if (g.max_phase > g.block / g.vec)
+        g.max_phase = g.block / g.vec > 0 ? g.block / g.vec : 1;
+    return g;
+}
+
+int64_t ll_nvmma_offset(const Layout *l, int rank, const int64_t *shape, int elem_bytes, const int64_t *coord) {
+    NvmmaGeom g = nvmma_geom(l, rank, shape, elem_bytes);
+    const int *order = l->nvmma.order;
+    int64_t row = 0;
+    for (int i = rank - 1; i >= 1; i--)
+        row = row * shape[order[i]] + coord[order[i]];
+    int64_t col = coord[order[0]];
+    int64_t in = col % g.block, unit = in / g.vec;
+    unit ^= (row / g.per_phase) % g.max_phase;
+    return (col / g.block) * g.rows * g.block + row * g.block + unit * g.vec + in % g.vec;
+}
+
+void ll_nvmma_coord(const Layout *l, int rank, const int64_t *shape, int elem_bytes, int64_t offset, int64_t *coord) {
+    NvmmaGeom g = nvmma_geom(l, rank, shape, elem_bytes);
+    const int *order = l->nvmma.order;
+    int64_t blk = offset / (g.rows * g.block), rem = offset % (g.rows * g.block);
+    int64_t row = rem / g.block, in = rem % g.block;
+    int64_t unit = (in / g.vec) ^ ((row / g.per_phase) % g.max_phase);
+    coord[order[0]] = blk * g.block + unit * g.vec + in % g.vec;
+    for (int i = 1; i < rank; i++) {
+        coord[order[i]] = row % shape[order[i]];
+        row /= shape[order[i]];
+    }
 }
 
 int64_t ll_shared_offset(const Layout *shared, int rank, const int64_t *shape, const int64_t *coord) {

@@ -682,6 +682,7 @@ static const char *const layout_fields[][4] = {
     [LAYOUT_MMA] = {"version", "wpc", "instr", NULL},
     [LAYOUT_DOT_OP] = {"idx", "parent", "kwidth", NULL},
     [LAYOUT_SHARED] = {"vec", "per_phase", "max_phase", "order"},
+    [LAYOUT_NVMMA_SHARED] = {"swizzle", "order", NULL, NULL},
 };
 
 /* layout-lit ::= '#' KIND '<' IDENT '=' field-value (',' IDENT '=' field-value)* '>'
@@ -743,6 +744,7 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
         [LAYOUT_MMA] = {false, true, true},
         [LAYOUT_DOT_OP] = {false, false, false},
         [LAYOUT_SHARED] = {false, false, false, true},
+        [LAYOUT_NVMMA_SHARED] = {false, true},
     };
     for (int i = 0; i < 4; i++) {
         const char *fname = layout_fields[kind][i];
@@ -772,8 +774,8 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
             ERROR_AT(p, &start, "'order' must be a permutation of 0..%d", l.rank - 1);
         break;
     case LAYOUT_SLICE:
-        if (parent->kind == LAYOUT_SHARED)
-            ERROR_AT(p, &start, "the parent of a #slice layout cannot be #shared");
+        if (parent->kind == LAYOUT_SHARED || parent->kind == LAYOUT_NVMMA_SHARED)
+            ERROR_AT(p, &start, "the parent of a #slice layout cannot be a shared-memory layout");
         if (parent->rank < 2)
             ERROR_AT(p, &start, "the parent of a #slice layout must have rank 2 or more");
         if (ints[0] >= parent->rank)
@@ -800,8 +802,8 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
     case LAYOUT_DOT_OP:
         if (ints[0] > 1)
             ERROR_AT(p, &start, "dot_op idx must be 0 (A) or 1 (B)");
-        if (parent->kind == LAYOUT_SHARED)
-            ERROR_AT(p, &start, "the parent of a #dot_op layout cannot be #shared");
+        if (parent->kind == LAYOUT_SHARED || parent->kind == LAYOUT_NVMMA_SHARED)
+            ERROR_AT(p, &start, "the parent of a #dot_op layout cannot be a shared-memory layout");
         l.rank = parent->rank;
         l.dot_op.idx = ints[0];
         l.dot_op.parent = parent;
@@ -819,6 +821,16 @@ static const Layout *parse_layout_literal(Parser *p, LayoutKind kind, int depth)
         for (int i = 0; i < l.rank; i++)
             l.shared.order[i] = lists[3][i];
         break;
+    case LAYOUT_NVMMA_SHARED:
+        if (ints[0] != 32 && ints[0] != 64 && ints[0] != 128)
+            ERROR_AT(p, &start, "'swizzle' of a #nvmma_shared layout must be 32, 64 or 128 (bytes)");
+        l.rank = list_len[1];
+        if (l.rank < 2 || !is_permutation(lists[1], l.rank))
+            ERROR_AT(p, &start, "'order' must be a permutation of 0..%d, of rank 2 or more", l.rank - 1);
+        l.nvmma.swizzle = ints[0];
+        for (int i = 0; i < l.rank; i++)
+            l.nvmma.order[i] = lists[1][i];
+        break;
     }
     return ir_layout_intern(p->m, &l);
 }
@@ -833,11 +845,11 @@ static const Layout *parse_layout(Parser *p, int depth) {
     const char *name = t.s + 1;
     size_t n = t.n - 1;
     if (peek(p, 1).kind == T_LT) {
-        for (int k = LAYOUT_BLOCKED; k <= LAYOUT_SHARED; k++)
+        for (int k = LAYOUT_BLOCKED; k <= LAYOUT_NVMMA_SHARED; k++)
             if (strlen(ir_layout_kind_name((LayoutKind)k)) == n &&
                 memcmp(ir_layout_kind_name((LayoutKind)k), name, n) == 0)
                 return parse_layout_literal(p, (LayoutKind)k, depth);
-        ERROR_AT(p, &t, "unknown layout kind '#%.*s' (expected blocked, slice, mma, dot_op or shared)", (int)n, name);
+        ERROR_AT(p, &t, "unknown layout kind '#%.*s' (expected blocked, slice, mma, dot_op, shared or nvmma_shared)", (int)n, name);
     }
     Entry *e = table_find(&p->aliases, name, n);
     if (!e)

@@ -117,7 +117,7 @@ typedef struct Printer {
     int next_number;                   /* next number for a value without a hint */
     bool aliases;                      /* print layouts by alias (module printing) */
     IrMap layouts;                     /* Layout * -> alias name, without '#' */
-    int kind_count[LAYOUT_SHARED + 1]; /* aliases made per layout kind */
+    int kind_count[LAYOUT_NVMMA_SHARED + 1]; /* aliases made per layout kind */
     const Layout **alias_order;        /* layouts in definition order */
     size_t num_aliases, cap_aliases;
 } Printer;

@@ -194,9 +194,11 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
             }
             const Layout *l = t->layout;
             if (!msg[0] && l) {
-                if (t->kind == IR_TILE && l->kind == LAYOUT_SHARED)
-                    snprintf(msg, sizeof msg, "%s: a tile cannot have a #shared layout", what);
-                else if (t->kind == IR_SMEM && l->kind != LAYOUT_SHARED)
+                bool shared = l->kind == LAYOUT_SHARED || l->kind == LAYOUT_NVMMA_SHARED;
+                if (t->kind == IR_TILE && shared)
+                    snprintf(msg, sizeof msg, "%s: a tile cannot have a #%s layout", what,
+                             ir_layout_kind_name(l->kind));
+                else if (t->kind == IR_SMEM && !shared)
                     snprintf(msg, sizeof msg, "%s: shared memory needs a #shared layout, not #%s", what,
                              ir_layout_kind_name(l->kind));
                 else if (t->kind == IR_TILE && l->rank != t->rank)
@@ -315,6 +317,7 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     case IR_OP_FOR: lo = 3, hi = -1; break;
     case IR_OP_LOCAL_ALLOC: lo = 0, hi = 1; break;
     case IR_OP_ASYNC_COPY: lo = 2, hi = 4; break;
+    case IR_OP_WARP_GROUP_DOT_WAIT: lo = 1, hi = -1; break;
     case IR_OP_YIELD:
     case IR_OP_RETURN:
     case IR_OP_CALL: lo = 0, hi = -1; break;
@@ -689,6 +692,53 @@ static void verify_dot(Verifier *v, const IrOp *op) {
     }
 }
 
+/* warp_group_dot: A from #nvmma_shared memory or a #dot_op<idx = 0> tile of
+ * the result's #mma v3, B from #nvmma_shared memory, an f32 accumulator of
+ * the result's type with an #mma version 3 layout: whole warpgroups along M
+ * (wpc[0] a multiple of 4), instr [64, n, 16] with n a power of two in
+ * 8..256; f16 or bf16 operands. */
+static void verify_warp_group_dot(Verifier *v, const IrOp *op) {
+    const IrType *a = OPND(0), *b = OPND(1), *c = OPND(2), *r = RES(0);
+    if ((!is_tile(a) && !is_smem(a)) || a->rank != 2 || !is_smem(b) || b->rank != 2 || !is_tile(c) || c->rank != 2) {
+        op_error(v, op, "expects A (2-D smem or tile), B (2-D smem) and a 2-D accumulator tile, got %s, %s, %s",
+                 type_str(v, a), type_str(v, b), type_str(v, c));
+        return;
+    }
+    if (r != c)
+        op_error(v, op, "result type %s differs from the accumulator's %s", type_str(v, r), type_str(v, c));
+    if ((a->elem->kind != IR_F16 && a->elem->kind != IR_BF16) || a->elem != b->elem)
+        op_error(v, op, "operands 0 and 1 must both be f16 or both bf16, got %s and %s", type_str(v, a->elem),
+                 type_str(v, b->elem));
+    if (c->elem->kind != IR_F32)
+        op_error(v, op, "the accumulator (operand 2) must be f32, got %s", type_str(v, c->elem));
+    int64_t M = a->shape[0], K = a->shape[1], N = b->shape[1];
+    if (b->shape[0] != K || c->shape[0] != M || c->shape[1] != N) {
+        op_error(v, op, "shapes %s x %s -> %s do not multiply", shape_str(v, a), shape_str(v, b), shape_str(v, c));
+        return;
+    }
+    const Layout *rl = c->layout;
+    if (!rl || rl->kind != LAYOUT_MMA || rl->mma.version != 3) {
+        op_error(v, op, "the accumulator needs an #mma version 3 layout, got %s", type_str(v, c));
+        return;
+    }
+    int n = rl->mma.instr[1];
+    if (rl->mma.wpc[0] % 4 || rl->mma.instr[0] != 64 || rl->mma.instr[2] != 16 || n < 8 || n > 256 || (n & (n - 1)))
+        op_error(v, op, "#mma version 3 needs wpc[0] a multiple of 4 and instr [64, n, 16] with n a power of two in "
+                        "8..256");
+    if (M % 64 || K % 16 || N % n)
+        op_error(v, op, "the %lldx%lldx%lld dot does not divide into the m64 n%d k16 instructions", (long long)M,
+                 (long long)K, (long long)N, n);
+    if (is_tile(a) && (!a->layout || a->layout->kind != LAYOUT_DOT_OP || a->layout->dot_op.idx != 0 ||
+                       a->layout->dot_op.parent != rl))
+        op_error(v, op, "operand 0 in registers needs #dot_op<idx = 0> of the result's #mma layout, got %s",
+                 type_str(v, a));
+    for (int i = 0; i < 2; i++) {
+        const IrType *t = OPND(i);
+        if (is_smem(t) && (!t->layout || t->layout->kind != LAYOUT_NVMMA_SHARED))
+            op_error(v, op, "operand %d in shared memory needs an #nvmma_shared layout, got %s", i, type_str(v, t));
+    }
+}
+
 /* The value types a yield in `region` must carry. */
 static void check_yield(Verifier *v, const IrOp *op) {
     const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
@@ -954,6 +1004,19 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
         if (int_attr(op, "num", &x) && x < 0)
             op_error(v, op, "num must be >= 0, got %lld", (long long)x);
         break;
+    case IR_OP_WARP_GROUP_DOT: verify_warp_group_dot(v, op); break;
+    case IR_OP_WARP_GROUP_DOT_WAIT:
+        if (int_attr(op, "pending", &x) && (x < 0 || x > 7))
+            op_error(v, op, "pending must be in 0..7, got %lld", (long long)x);
+        if (op->num_results != op->num_operands)
+            op_error(v, op, "has %d results for %d operands; each operand must have its result", op->num_results,
+                     op->num_operands);
+        for (int i = 0; i < op->num_results && i < op->num_operands; i++)
+            if (RES(i) != OPND(i))
+                op_error(v, op, "result %d has type %s, operand %d %s", i, type_str(v, RES(i)), i,
+                         type_str(v, OPND(i)));
+        break;
+    case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_ASYNC_COMMIT:
     case IR_OP_BARRIER: break;
     default: tc_unreachable("verify: unhandled op %s", ir_op_info[op->opc].name);

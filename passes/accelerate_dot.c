@@ -54,6 +54,8 @@
  */
 #include "passes.h"
 
+#include "target/target.h"
+
 #include <string.h>
 
 typedef struct Accel {
@@ -214,7 +216,145 @@ static IrValue *fold_add(Accel *a, IrOp *dot) {
     return add->results[0];
 }
 
+/* ---- wgmma (sm_90a) ---- */
+
+/* Warpgroups (4 warps each) along M while the tile has 64 rows per group
+ * for them, then along N (Triton's warpsPerTileV3); a chained dot puts them
+ * all along M (each warpgroup owns whole rows, as with mma.sync). */
+static void split_warpgroups(int64_t M, int groups, bool chained, int *gm, int *gn) {
+    int m = 1, n = 1;
+    while (m * n < groups) {
+        if (chained || M >= 64 * 2 * (int64_t)m)
+            m *= 2;
+        else
+            n *= 2;
+    }
+    *gm = m;
+    *gn = n;
+}
+
+static const Layout *mma_v3_layout(IrModule *m, int wm, int wn, int n) {
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAYOUT_MMA;
+    l.rank = 2;
+    l.mma.version = 3;
+    l.mma.wpc[0] = wm;
+    l.mma.wpc[1] = wn;
+    l.mma.instr[0] = 64;
+    l.mma.instr[1] = n;
+    l.mma.instr[2] = 16;
+    return ir_layout_intern(m, &l);
+}
+
+/* The swizzle of a wgmma operand stored with dimension order[0]
+ * contiguous: rows of the whole contiguous extent when that is K (one
+ * instruction reads 32 bytes of a row at a time), else no longer than one
+ * instruction's extent along M or N (instr_mn elements), whose start must
+ * fall on a swizzled row. 0 when none fits. */
+static int operand_swizzle(const IrType *t, const int *order, int kdim, int64_t instr_mn) {
+    int cd = order[0];
+    int64_t eb = ir_type_bytes(t->elem), extent = t->shape[cd];
+    if (cd != kdim && instr_mn < extent)
+        extent = instr_mn;
+    return tg_nvmma_swizzle(extent * eb);
+}
+
+static const Layout *nvmma_layout(IrModule *m, const int *order, int swizzle) {
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAYOUT_NVMMA_SHARED;
+    l.rank = 2;
+    l.nvmma.swizzle = swizzle;
+    l.nvmma.order[0] = order[0];
+    l.nvmma.order[1] = order[1];
+    return ir_layout_intern(m, &l);
+}
+
+/* v stored into a new #nvmma_shared buffer right after its definition
+ * (stage-shared sinks it next to its neighbours). */
+static IrValue *to_shared(Accel *a, IrValue *v, const Layout *l) {
+    IrModule *m = a->m;
+    const IrType *t = v->type;
+    const IrType *st = ir_type_smem(m, t->elem, t->rank, t->shape, l);
+    IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &v, 1, &st);
+    if (v->def) {
+        alloc->loc = v->def->loc;
+        ir_op_insert_after(v->def, alloc);
+    } else {
+        IrOp *first = v->block->first;
+        alloc->loc = first ? first->loc : a->f->loc;
+        if (first)
+            ir_op_insert_before(first, alloc);
+        else
+            ir_block_append(v->block, alloc);
+    }
+    if (v->name)
+        ir_value_set_name(m, alloc->results[0], arena_printf(&m->arena, "%s_smem", v->name));
+    return alloc->results[0];
+}
+
+/* A dot on wgmma (docs/hopper.md §2.2): an #mma version 3 result, B — and
+ * A unless it is made from another dot's result (attention's P), when it
+ * stays in registers as the #dot_op fragment — in #nvmma_shared buffers,
+ * the dot a warp_group_dot. False
+ * (nothing changed) when the dot does not fit: the caller takes mma.sync. */
+static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
+    bool a_regs = taint_of(a, dot->operands[0]) != 0; /* A is (made from) another dot's result */
+    IrModule *m = a->m;
+    const IrType *ta = dot->operands[0]->type, *tb = dot->operands[1]->type;
+    IrValue *old = dot->results[0];
+    int64_t M = ta->shape[0], K = ta->shape[1], N = tb->shape[1];
+    if (a->num_warps % 4 || M % 64 || K % 16)
+        return false;
+    int gm, gn;
+    split_warpgroups(M, a->num_warps / 4, chained, &gm, &gn);
+    if (M < 64 * (int64_t)gm || N < 8 * (int64_t)gn)
+        return false;
+    int64_t n = N / gn > 256 ? 256 : N / gn;
+    const Layout *mma = mma_v3_layout(m, 4 * gm, gn, (int)n);
+    if (!layout_fits(mma, old->type, a->num_warps))
+        return false;
+    int ob[IR_MAX_RANK], oa[IR_MAX_RANK];
+    pass_source_order(a->num_warps, tb, ob);
+    int swb = operand_swizzle(tb, ob, 0, n);
+    const Layout *la = NULL;
+    int swa = 0;
+    if (a_regs) {
+        la = pass_dot_operand_layout(m, mma, 0, ta->elem);
+        if (!layout_fits(la, ta, a->num_warps))
+            return false;
+    } else {
+        pass_source_order(a->num_warps, ta, oa);
+        swa = operand_swizzle(ta, oa, 1, 64);
+    }
+    if (!swb || (!a_regs && !swa))
+        return false;
+    IrValue *replaced = fold_add(a, dot);
+    IrValue *ops[3];
+    ops[0] = a_regs ? pass_convert_to(&a->rw, dot->operands[0], la)
+                     : to_shared(a, dot->operands[0], nvmma_layout(m, oa, swa));
+    ops[1] = to_shared(a, dot->operands[1], nvmma_layout(m, ob, swb));
+    ops[2] = pass_convert_to(&a->rw, dot->operands[2], mma);
+    const IrType *rt = ir_type_with_layout(m, old->type, mma);
+    IrOp *wg = ir_op_create(m, IR_OP_WARP_GROUP_DOT, 3, ops, 1, &rt);
+    wg->loc = dot->loc;
+    wg->results[0]->name = replaced ? replaced->name : old->name;
+    ir_op_insert_before(dot, wg);
+    ir_op_unlink(dot);
+    IrValue *back = pass_convert_to(&a->rw, wg->results[0], old->type->layout);
+    if (replaced) {
+        ir_replace_all_uses(a->f->body, replaced, back);
+        ir_op_unlink(replaced->def);
+    } else {
+        ir_replace_all_uses(a->f->body, old, back);
+    }
+    return true;
+}
+
 static void accelerate(Accel *a, IrOp *dot, bool chained) {
+    if (a->opts->target.arch_a && accelerate_v3(a, dot, chained))
+        return;
     IrModule *m = a->m;
     const IrType *ta = dot->operands[0]->type, *tb = dot->operands[1]->type;
     IrValue *old = dot->results[0];

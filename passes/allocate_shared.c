@@ -22,8 +22,10 @@
  *
  * Occupants whose intervals overlap get disjoint bytes; the others may share.
  * Placement is greedy, largest first (ties: earliest start): each takes the
- * lowest 16-byte-aligned offset that clears every overlapping occupant
- * already placed. Today scratch is the only occupant in practice and every
+ * lowest offset aligned to 16 bytes — to 8 x swizzle bytes for an
+ * #nvmma_shared buffer, the repeat of its pattern, which wgmma's and TMA's
+ * address XOR assume — that clears every overlapping occupant already
+ * placed. Today scratch is the only occupant in practice and every
  * op gets offset 0; buffers from stage-shared and the pipeliner fall into
  * the same allocator.
  */
@@ -38,6 +40,7 @@ typedef struct Occupant {
     IrOp *op;     /* the local_alloc, or the op that uses scratch */
     bool scratch; /* scratch of op (else the buffer op defines) */
     int64_t size; /* bytes */
+    int64_t align; /* bytes, a power of two >= 16 */
     int start;    /* first op number live */
     int end;      /* last op number live */
     int64_t offset;
@@ -52,10 +55,6 @@ typedef struct Alloc {
     IrMap buffer_of; /* smem IrValue* -> Occupant index + 1 (as a pointer-sized int) */
 } Alloc;
 
-static int64_t align16(int64_t v) {
-    return (v + 15) & ~(int64_t)15;
-}
-
 static Occupant *add_occupant(Alloc *a, IrOp *op, bool scratch, int64_t size) {
     if (a->num_occ == a->cap_occ) {
         int cap = a->cap_occ ? a->cap_occ * 2 : 16;
@@ -68,6 +67,7 @@ static Occupant *add_occupant(Alloc *a, IrOp *op, bool scratch, int64_t size) {
     o->op = op;
     o->scratch = scratch;
     o->size = size;
+    o->align = 16;
     o->start = o->end = op->id;
     return o;
 }
@@ -137,7 +137,9 @@ static void collect(Alloc *a, IrBlock *b) {
             const IrType *t = op->results[0]->type;
             int bits = ir_type_bits(t->elem);
             int64_t size = ir_type_numel(t) * (bits >= 8 ? bits / 8 : 1);
-            add_occupant(a, op, false, size);
+            Occupant *o = add_occupant(a, op, false, size);
+            if (t->layout && t->layout->kind == LAYOUT_NVMMA_SHARED)
+                o->align = 8 * (int64_t)t->layout->nvmma.swizzle; /* the swizzle pattern's repeat */
             ir_map_put(&a->buffer_of, op->results[0], (void *)(intptr_t)a->num_occ);
         } else if (op->opc == IR_OP_MEMDESC_INDEX) {
             alias(a, op->results[0], op->operands[0]);
@@ -179,7 +181,7 @@ static int64_t place(Alloc *a) {
                 bool live_together = p->start <= o->end && o->start <= p->end;
                 bool bytes_overlap = p->offset < offset + o->size && offset < p->offset + p->size;
                 if (live_together && bytes_overlap) {
-                    offset = align16(p->offset + p->size);
+                    offset = (p->offset + p->size + o->align - 1) & ~(o->align - 1);
                     moved = true;
                 }
             }

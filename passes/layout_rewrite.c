@@ -107,6 +107,28 @@ const Layout *pass_dot_operand_layout(IrModule *m, const Layout *mma, int idx, c
     return ir_layout_intern(m, &l);
 }
 
+void pass_source_order(int num_warps, const IrType *t, int *order) {
+    int rank = t->rank, n = 0;
+    const Layout *l = t->layout;
+    if (l && l->kind == LAYOUT_BLOCKED) {
+        memcpy(order, l->blocked.order, sizeof(int) * (size_t)rank);
+        return;
+    }
+    bool used[IR_MAX_RANK] = {false};
+    LinearLayout ll;
+    if (ll_of_type(t, num_warps, &ll, NULL))
+        for (int in = LL_REG; in <= LL_LANE; in++)
+            for (int b = 0; b < ll.num_bits[in]; b++)
+                for (int d = 0; d < rank; d++)
+                    if (ll.bases[in][b][d] && !used[d]) {
+                        used[d] = true;
+                        order[n++] = d;
+                    }
+    for (int d = rank - 1; d >= 0; d--)
+        if (!used[d])
+            order[n++] = d;
+}
+
 static const Layout *layout_of(const IrValue *v) {
     return v->type->kind == IR_TILE ? v->type->layout : NULL;
 }
@@ -141,6 +163,10 @@ const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i) {
         if (res && res->kind == LAYOUT_MMA)
             return pass_dot_operand_layout(m, res, i, v->type->elem);
         return NULL;
+    case IR_OP_WARP_GROUP_DOT: /* A in registers (B is in shared memory) */
+        if (i == 2)
+            return res;
+        return res && i == 0 ? pass_dot_operand_layout(m, res, 0, v->type->elem) : NULL;
     case IR_OP_FOR: return i >= 3 ? layout_of(op->results[i - 3]) : NULL;
     case IR_OP_YIELD: {
         const IrOp *owner = op->parent ? op->parent->parent_op : NULL;

@@ -135,6 +135,11 @@ const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const 
  * tensor-core dot with elements of type elem: kwidth = 32 / bits (2 for
  * f16 and bf16: two K elements per 32-bit register). */
 const Layout *pass_dot_operand_layout(IrModule *m, const Layout *mma, int idx, const IrType *elem);
+/* The dimensions of tile t, fastest in its registers first: a #blocked
+ * layout's `order`, else the order in which its register, then lane bases
+ * move dimensions (the order a copy of t to shared memory keeps its stores
+ * vectorized in). */
+void pass_source_order(int num_warps, const IrType *t, int *order);
 /* The layout operand i of op must have, given the layouts of op's results
  * (and, for store and async_copy, of the pointer); NULL when any layout
  * will do or the operand is not a tile. */

@@ -156,6 +156,7 @@ static bool is_anchor(const Rlc *r, const IrOp *op) {
         return op->results[0]->type->kind == IR_TILE && ir_type_numel(op->results[0]->type) >= r->threads;
     case IR_OP_ATOMIC: return op->results[0]->type->kind == IR_TILE;
     case IR_OP_DOT:
+    case IR_OP_WARP_GROUP_DOT:
     case IR_OP_LOCAL_LOAD: return true;
     default: return false;
     }
@@ -182,7 +183,8 @@ static void seed_pointer(Rlc *r, IrValue *v, const Layout *l, int *budget) {
 }
 
 static bool is_mma_dot(const IrOp *op) {
-    const Layout *l = op->opc == IR_OP_DOT ? layout_of(op->results[0]) : NULL;
+    bool dot = op->opc == IR_OP_DOT || op->opc == IR_OP_WARP_GROUP_DOT;
+    const Layout *l = dot ? layout_of(op->results[0]) : NULL;
     return l && l->kind == LAYOUT_MMA;
 }
 

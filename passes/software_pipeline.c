@@ -173,6 +173,10 @@ static int64_t vec_bytes(const IrOp *load) {
     return ir_op_get_int(load, "vec", 1) * ir_type_bits(t->elem) / 8;
 }
 
+static bool is_nvmma(const IrValue *buf) {
+    return buf->type->layout && buf->type->layout->kind == LAYOUT_NVMMA_SHARED;
+}
+
 /* Is other absent or +0 (what cp.async's zero fill gives)? */
 static bool zero_other(const IrOp *load) {
     if (load->num_operands < 3)
@@ -191,12 +195,22 @@ static IrOp *alloc_of(IrBlock *body, IrValue *v) {
     return NULL;
 }
 
+static bool wgmma_reads(const IrOp *op, const IrValue *buf) {
+    return op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == buf || op->operands[1] == buf);
+}
+
 /* Are all uses of the buffer local_loads of body, one of them feeding a dot
- * of body? */
+ * of body, or operands of warp_group_dots of body (which read shared memory
+ * themselves)? */
 static bool feeds_dot(IrBlock *body, IrValue *buf) {
     int loads = 0;
     bool dot = false;
     for (IrOp *op = body->first; op; op = op->next) {
+        if (wgmma_reads(op, buf)) {
+            loads++;
+            dot = true;
+            continue;
+        }
         if (op->opc != IR_OP_LOCAL_LOAD || op->operands[0] != buf)
             continue;
         loads++;
@@ -226,6 +240,8 @@ static void find_candidates(Pipe *p, IrBlock *body) {
         IrOp *alloc = alloc_of(body, op->results[0]);
         if (!alloc || !feeds_dot(body, alloc->results[0]))
             continue;
+        if (!zero_other(op) && is_nvmma(alloc->results[0]))
+            continue; /* wgmma reads the buffer itself: no select after a local_load can give `other` */
         bool ok = rematerializable(op->operands[0], body, 0) &&
                   (op->num_operands < 2 || rematerializable(op->operands[1], body, 0));
         if (ok)
@@ -485,14 +501,18 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
      * one (a chain, as in attention) puts the copies right after the first
      * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
     IrOp *first_read = NULL;
+    bool async_proxy = false; /* a ring read by wgmma */
+    for (int i = 0; i < p->num_cands; i++)
+        async_proxy |= is_nvmma(p->cands[i].alloc->results[0]);
     for (IrOp *op = body->first; op && !first_read; op = op->next)
         for (int i = 0; i < p->num_cands; i++)
-            if (op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0])
+            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0]) ||
+                wgmma_reads(op, p->cands[i].alloc->results[0]))
                 first_read = op;
     IrOp *first_dot = NULL;
     bool chain = false;
     for (IrOp *op = first_read; op && !chain; op = op->next)
-        if (op->opc == IR_OP_DOT) {
+        if (op->opc == IR_OP_DOT || op->opc == IR_OP_WARP_GROUP_DOT) {
             chain = first_dot != NULL;
             first_dot = first_dot ? first_dot : op;
         }
@@ -543,9 +563,18 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         views[i] = ir_build_binary(&b, IR_OP_MEMDESC_INDEX, p->cands[i].alloc->results[0]->type, p->cands[i].ring,
                                    stage);
     build_wait(&b, (ahead - 1) * (int64_t)p->num_cands);
+    if (async_proxy) /* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
+        ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     for (IrOp *op = first_read, *next; op; op = next) {
         next = op->next;
+        if (op->opc == IR_OP_WARP_GROUP_DOT) {
+            for (int i = 0; i < p->num_cands; i++)
+                for (int k = 0; k < 2; k++)
+                    if (op->operands[k] == p->cands[i].alloc->results[0])
+                        ir_op_set_operand(op, k, views[i]);
+            continue;
+        }
         if (op->opc != IR_OP_LOCAL_LOAD)
             continue;
         for (int i = 0; i < p->num_cands; i++) {

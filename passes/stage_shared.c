@@ -81,29 +81,6 @@ static bool same_thread(Stage *s, const IrType *from, const IrType *to) {
     return ll_same_thread_map(&a, &b, keep, map);
 }
 
-/* The dimensions of t, fastest in its registers first (see the essay). */
-static void source_order(Stage *s, const IrType *t, int *order) {
-    int rank = t->rank, n = 0;
-    const Layout *l = t->layout;
-    if (l && l->kind == LAYOUT_BLOCKED) {
-        memcpy(order, l->blocked.order, sizeof(int) * (size_t)rank);
-        return;
-    }
-    bool used[IR_MAX_RANK] = {false};
-    LinearLayout ll;
-    if (ll_of_type(t, s->num_warps, &ll, NULL))
-        for (int in = LL_REG; in <= LL_LANE; in++)
-            for (int b = 0; b < ll.num_bits[in]; b++)
-                for (int d = 0; d < rank; d++)
-                    if (ll.bases[in][b][d] && !used[d]) {
-                        used[d] = true;
-                        order[n++] = d;
-                    }
-    for (int d = rank - 1; d >= 0; d--)
-        if (!used[d])
-            order[n++] = d;
-}
-
 static bool uses_value(const IrBlock *b, const IrValue *v);
 
 static bool op_uses(const IrOp *op, const IrValue *v) {
@@ -171,12 +148,14 @@ static void reload(Stage *s, IrBlock *body, IrOp *load) {
     }
 }
 
+static void remember(Stage *s, IrOp *alloc);
+
 static void stage(Stage *s, IrOp *cvt) {
     IrModule *m = s->m;
     IrValue *src = cvt->operands[0], *res = cvt->results[0];
     const IrType *t = src->type;
     int order[IR_MAX_RANK];
-    source_order(s, t, order);
+    pass_source_order(s->num_warps, t, order);
     const Layout *sh = ll_shared_swizzled(m, t->rank, t->shape, order, ir_type_bits(t->elem));
     const IrType *smem = ir_type_smem(m, t->elem, t->rank, t->shape, sh);
     IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &src, 1, &smem);
@@ -199,10 +178,14 @@ static void stage(Stage *s, IrOp *cvt) {
             reload(s, op->regions[0], load);
     if (ir_count_uses(scope, load->results[0]) == 0)
         ir_op_unlink(load);
+    remember(s, alloc);
+}
+
+static void remember(Stage *s, IrOp *alloc) {
     if (s->num_allocs == s->cap_allocs) {
         int cap = s->cap_allocs ? 2 * s->cap_allocs : 8;
-        s->allocs =
-            arena_grow(&m->arena, s->allocs, sizeof(IrOp *) * (size_t)s->num_allocs, sizeof(IrOp *) * (size_t)cap);
+        s->allocs = arena_grow(&s->m->arena, s->allocs, sizeof(IrOp *) * (size_t)s->num_allocs,
+                               sizeof(IrOp *) * (size_t)cap);
         s->cap_allocs = cap;
     }
     s->allocs[s->num_allocs++] = alloc;
@@ -213,6 +196,11 @@ static void walk(Stage *s, IrBlock *b) {
         next = op->next;
         for (int r = 0; r < op->num_regions; r++)
             walk(s, op->regions[r]);
+        if (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1 && op->results[0]->type->layout &&
+            op->results[0]->type->layout->kind == LAYOUT_NVMMA_SHARED) {
+            remember(s, op); /* a wgmma operand (accelerate-dot): sinks with the others */
+            continue;
+        }
         if (op->opc != IR_OP_CONVERT_LAYOUT)
             continue;
         const IrType *from = op->operands[0]->type, *to = op->results[0]->type;

@@ -37,6 +37,16 @@ const char *rt_arch_for_cc(int cc) {
     return "";
 }
 
+const char *rt_arch_override_check(const char *arch, int cc) {
+    if (strcmp(arch, "sm_80") == 0)
+        return cc >= 80 ? NULL : "the device is older than sm_80";
+    if (strcmp(arch, "sm_90") == 0)
+        return cc >= 90 ? NULL : "the device is older than sm_90";
+    if (strcmp(arch, "sm_90a") == 0)
+        return cc == 90 ? NULL : "sm_90a code runs on compute capability 9.0 only";
+    return "not sm_80, sm_90 or sm_90a";
+}
+
 /* ---- contexts ---- */
 
 tc_status rt_ctx_push(tc_context *ctx) {
@@ -65,6 +75,13 @@ static tc_status context_init(tc_context *ctx) {
         return st;
     ctx->cc = major * 10 + minor;
     snprintf(ctx->arch, sizeof ctx->arch, "%s", rt_arch_for_cc(ctx->cc));
+    const char *forced = secure_getenv("TILEC_ARCH");
+    if (forced && *forced) {
+        const char *why = rt_arch_override_check(forced, ctx->cc);
+        if (why)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_ARCH=%.32s: %s", forced, why);
+        snprintf(ctx->arch, sizeof ctx->arch, "%s", forced);
+    }
     if (pthread_mutex_init(&ctx->lock, NULL) != 0)
         return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
     if (pthread_mutex_init(&ctx->jit_lock, NULL) != 0) {

@@ -332,6 +332,10 @@ tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta
 tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin);
 /* The JIT target for a compute capability: "sm_80", "sm_90a", "sm_90" or "". */
 const char *rt_arch_for_cc(int cc);
+/* NULL when a context on a device of compute capability cc may compile for
+ * `arch` instead (TILEC_ARCH: sm_90 or sm_80 on an H100 forces the mma.sync
+ * path), else why not. */
+const char *rt_arch_override_check(const char *arch, int cc);
 
 /* ==== jit.c: keys and the driver-free half of tc_jit ==== */
 

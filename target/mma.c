@@ -92,6 +92,10 @@ static bool frag_table(const LinearLayout *ll, const Fragment *fr, TgFragTable *
     return true;
 }
 
+bool tg_frag_table_a16(const LinearLayout *ll, TgFragTable *t, int *storage, int cap) {
+    return frag_table(ll, &FRAG_A16, t, storage, cap);
+}
+
 const int *tg_frag_regs(const TgFragTable *t, int t0, int t1) {
     const int *r = t->reg + (t0 * t->tiles[1] + t1) * t->elems;
     for (int i = 0; i < t->elems; i++)

@@ -175,5 +175,48 @@ bool tg_mma_plan(const IrOp *op, int num_warps, TgMmaPlan *p, int *storage, int 
 /* The registers of instruction tile (t0, t1), or NULL when the thread does
  * not hold all of its fragment. */
 const int *tg_frag_regs(const TgFragTable *t, int t0, int t1);
+/* The table of mma.sync's m16n8k16 A fragment (16-bit elements) for a
+ * layout, as tg_mma_plan builds it; false when the layout does not fit. */
+bool tg_frag_table_a16(const LinearLayout *ll, TgFragTable *t, int *storage, int cap);
+
+/* ==== wgmma.c: Hopper's warpgroup MMA (docs/hopper.md) ==== */
+
+/* The swizzle of an #nvmma_shared buffer whose swizzled rows may be `bytes`
+ * long: the largest of 128, 64, 32 that divides it, else 0 (none fits). */
+int tg_nvmma_swizzle(int64_t bytes);
+
+/* One shared-memory operand of wgmma: how its matrix descriptor is built. */
+typedef struct {
+    bool mn_major;    /* the operand's contiguous dimension is M (A) or N (B): imm-trans 1 */
+    int swizzle;      /* bytes: 32, 64, 128 */
+    uint64_t fixed;   /* every descriptor field but the start address: LBO, SBO, swizzle mode */
+    int64_t shape[2]; /* the buffer's (one stage's) shape */
+    const Layout *layout;
+    int elem_bytes;
+} TgWgmmaOperand;
+
+typedef struct {
+    int n;                  /* instruction n: m64 nN k16 */
+    int ksteps;             /* K / 16 */
+    int tiles_m, tiles_n;   /* instruction tiles of the result: M / 64, N / n */
+    int *acc;               /* (tm * tiles_n + tn) * n / 2 + i: the register of d_i of tile (tm, tn), or -1 */
+    bool a_regs;            /* A from registers (#dot_op) */
+    TgFragTable a;          /* then: its m16n8k16 fragments (16-row tiles) */
+    TgWgmmaOperand sa, sb;  /* shared-memory operands (sa unless a_regs) */
+    LinearLayout lc, la;
+    const char *dtype;      /* "f16" or "bf16" */
+} TgWgmmaPlan;
+
+/* Table entries a warp_group_dot needs at most. */
+int tg_wgmma_plan_cap(const IrOp *op);
+/* Fills *p (tables in `storage`, 2 * cap ints) when op is a warp_group_dot
+ * whose layouts fit wgmma; else false and *why says what does not. */
+bool tg_wgmma_plan(const IrOp *op, int num_warps, TgWgmmaPlan *p, int *storage, int cap, const char **why);
+/* The byte offset of element (r, c) in a shared-memory operand. */
+int64_t tg_wgmma_byte_offset(const TgWgmmaOperand *o, int64_t r, int64_t c);
+/* The 64-bit matrix descriptor of a shared operand whose (r, c) element
+ * lies at shared-window byte address `addr` (constant part; codegen adds
+ * the run-time start address the same way: (addr & 0x3FFFF) >> 4). */
+uint64_t tg_wgmma_desc(const TgWgmmaOperand *o, uint32_t addr);
 
 #endif

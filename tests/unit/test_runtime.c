@@ -1238,6 +1238,14 @@ TEST(test_arch_for_cc) {
     CHECK_EQ_STR(rt_arch_for_cc(100), "sm_90");
     CHECK_EQ_STR(rt_arch_for_cc(120), "sm_90");
     CHECK_EQ_STR(rt_arch_for_cc(75), "");
+    CHECK(rt_arch_override_check("sm_80", 90) == NULL);
+    CHECK(rt_arch_override_check("sm_90", 90) == NULL);
+    CHECK(rt_arch_override_check("sm_90a", 90) == NULL);
+    CHECK(rt_arch_override_check("sm_90a", 100) != NULL);
+    CHECK(rt_arch_override_check("sm_90", 86) != NULL);
+    CHECK(rt_arch_override_check("sm_80", 75) != NULL);
+    CHECK(rt_arch_override_check("sm_100", 100) != NULL);
+    CHECK(rt_arch_override_check("", 90) != NULL);
 }
 
 /* ---- tc_launch's checks, with a stub in place of cuLaunchKernel ---- */
