@@ -2,7 +2,8 @@
 
     python3 bench/matmul.py [--quick] [--json FILE]
 
-In one process, on the same inputs: C = A B for 4096^3 and 8192^3 (--quick: 4096^3 only),
+In one process, on the same inputs: C = A B for 4096^3, 8192^3 and 4096 x 11008 x 4096 (M x N x K;
+--quick: 4096^3 only),
 row-major f16 and bf16, with
   - tilec: tc_matmul (libtilec through ctypes, launched on torch tensors' pointers and
     torch's current stream, in the CUcontext torch made);
@@ -193,13 +194,14 @@ def main():
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
 
-    sizes = [4096] if args.quick else [4096, 8192]
+    # (M, N, K): the cubes, and a LLaMA-7B MLP projection (4096 tokens x 11008 x 4096)
+    sizes = [(4096, 4096, 4096)] if args.quick else [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096)]
     bad = 0
-    for n in sizes:
+    for (M, N, K) in sizes:
+        n = M if M == N == K else 0
         for dt in ("f16", "bf16"):
             tdt = torch.float16 if dt == "f16" else torch.bfloat16
-            M = N = K = n
-            shape = f"{n}^3 {dt}"
+            shape = f"{n}^3 {dt}" if n else f"{M}x{N}x{K} {dt}"
             flop = 2.0 * M * N * K
             torch.manual_seed(0)
             a = torch.randn(M, K, device="cuda", dtype=tdt)

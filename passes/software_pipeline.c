@@ -63,6 +63,25 @@
  *     same schedule, its copies then having only one short iteration to
  *     land, so single dots keep the first (bench/RESULTS.md has both
  *     measurements).
+ *   - A body whose only dot is a warp_group_dot (wgmma, sm_90a) reading
+ *     the rings, whose result only the yield carries (a matmul), keeps that
+ *     dot in flight across iterations (docs/hopper.md §2.2): the dot gets
+ *     `async = 1` and is followed by `warp_group_dot_wait {pending = 1}`,
+ *     which the yield carries instead, so the wgmma of iteration i runs
+ *     while iteration i + 1 waits for its data and issues its own; after
+ *     the loop `warp_group_dot_wait {pending = 0}` completes the last one
+ *     before anything reads the accumulator. The ring then has S + 1
+ *     stages and the copies, still S - 1 iterations ahead, go between the
+ *     dot and its wait, into stage (i + S - 1) mod (S + 1) = (i - 2) mod
+ *     (S + 1): the stage of iteration i - 2, whose dot every warpgroup has
+ *     waited for (pending = 1 in iteration i - 1) before the barrier at the
+ *     top of iteration i. One barrier per iteration:
+ *
+ *       async_wait {num = (S - 2) * loads}; fence_async_shared; barrier
+ *       %acc.2 = warp_group_dot %a_ring[i mod (S+1)], %b_ring[...], %acc.1 {async = 1}
+ *       async_copy ... into stage (i - 2) mod (S + 1); async_commit ...
+ *       %acc.3 = warp_group_dot_wait %acc.2 {pending = 1}
+ *       yield %acc.3, ...
  *   - One commit group per copy (per load per iteration), as the wait
  *     counts of docs/passes.md assume: the in-loop wait leaves (S - 2) *
  *     loads groups pending
@@ -488,13 +507,55 @@ static void wait_for_init(IrOp *loop, const InitCopy *c) {
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
 }
 
+/* The dot of body that may stay in flight across iterations: the body's
+ * only dot, a warp_group_dot reading a ring, whose result only the yield
+ * uses (a matmul's accumulator), or NULL. */
+static IrOp *async_dot_of(Pipe *p, IrBlock *body) {
+    IrOp *dot = NULL;
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (op->opc == IR_OP_DOT || (op->opc == IR_OP_WARP_GROUP_DOT && dot))
+            return NULL;
+        if (op->opc == IR_OP_WARP_GROUP_DOT)
+            dot = op;
+    }
+    if (!dot || ir_op_get_int(dot, "async", 0))
+        return NULL;
+    bool reads_ring = false;
+    for (int i = 0; i < p->num_cands; i++)
+        reads_ring |= wgmma_reads(dot, p->cands[i].alloc->results[0]);
+    IrOp *yield = body->last;
+    if (!reads_ring || !yield || yield->opc != IR_OP_YIELD || ir_count_uses(body, dot->results[0]) != 1)
+        return NULL;
+    for (int i = 0; i < yield->num_operands; i++)
+        if (yield->operands[i] == dot->results[0])
+            return dot;
+    return NULL;
+}
+
+/* `warp_group_dot_wait v {pending}` right after `after`; every use of v in
+ * scope (but the wait's own) reads the wait's result instead. */
+static IrValue *wait_after(Pipe *p, IrOp *after, IrBlock *scope, IrValue *v, int64_t pending) {
+    IrOp *w = ir_op_create(p->m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &v, 1, &v->type);
+    w->loc = after->loc;
+    ir_op_set_int(p->m, w, "pending", pending);
+    w->results[0]->name = v->name;
+    ir_op_insert_after(after, w);
+    ir_replace_all_uses(scope, v, w->results[0]);
+    ir_op_set_operand(w, 0, v);
+    return w->results[0];
+}
+
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
     find_candidates(p, body);
     if (!p->num_cands)
         return;
-    int64_t stages = num_stages - 1;
+    /* A warp_group_dot that can stay in flight (see the essay): copies
+     * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
+     * stages (the one more is the stage the dot in flight still reads). */
+    IrOp *async_dot = async_dot_of(p, body);
+    int64_t stages = async_dot ? num_stages + 1 : num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
 
     /* The first read of a ring, and the schedule: a dot after the first
@@ -516,8 +577,10 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
             chain = first_dot != NULL;
             first_dot = first_dot ? first_dot : op;
         }
-    bool mid = chain && num_stages >= 3;
-    int64_t ahead = mid ? stages - 1 : stages; /* iterations the copies run ahead */
+    bool mid = (chain && num_stages >= 3) || async_dot;
+    if (async_dot)
+        first_dot = async_dot;
+    int64_t ahead = async_dot ? stages - 2 : mid ? stages - 1 : stages; /* iterations the copies run ahead */
     InitCopy init[8];
     int num_init = copy_init_loads(p, loop, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
@@ -592,6 +655,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
      * above), or at the end of the body, behind a barrier, into the stage
      * this iteration has just read. */
     IrOp *yield = body->last;
+    if (async_dot) {
+        /* in flight until the next iteration's dot is issued: the wait
+         * leaves one group pending; the copies go between the two, into
+         * the stage of iteration i - 2, which every warpgroup's dot has
+         * finished reading (each waited for it before the barrier above) */
+        ir_op_set_int(m, async_dot, "async", 1);
+        wait_after(p, async_dot, body, async_dot->results[0], 1);
+    }
     if (mid) {
         ir_builder_before(&b, first_dot->next);
         b.loc = loop->loc;
@@ -629,6 +700,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ir_builder_at_end(&b, m, loop->parent);
     b.loc = loop->loc;
     build_wait(&b, 0);
+    if (async_dot) { /* the last dot completes before anything reads the accumulator */
+        IrOp *yield2 = body->last;
+        for (int i = 0; i < yield2->num_operands; i++) {
+            IrValue *y = yield2->operands[i];
+            if (y->def && y->def->opc == IR_OP_WARP_GROUP_DOT_WAIT && y->def->operands[0] == async_dot->results[0])
+                wait_after(p, loop, loop->parent, loop->results[i], 0);
+        }
+    }
 }
 
 static void walk(Pipe *p, IrBlock *blk) {

@@ -434,8 +434,14 @@ static tc_status load_cached_cubin(tc_context *ctx, const RtJitInputs *in, const
     return TC_OK;
 }
 
-static tc_status link_in_context(void *ctx, const char *ptx, size_t len, RtBytes *cubin) {
-    return rt_link_ptx(ctx, ptx, len, cubin);
+typedef struct LinkUser {
+    tc_context *ctx;
+    const RtLogger *log;
+} LinkUser;
+
+static tc_status link_in_context(void *user, const char *ptx, size_t len, RtBytes *cubin) {
+    const LinkUser *u = user;
+    return rt_link_ptx(u->ctx, ptx, len, cubin, u->log);
 }
 
 /* A variant being built: its facts (known from the family's signature, or
@@ -543,7 +549,8 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, JitMiss *m
     }
     RtJitBuild b;
     RtBytes cubin = {0};
-    tc_status st = rt_jit_build_cubin(in, link_in_context, ctx, &b, &cubin);
+    LinkUser lu = {ctx, in->log};
+    tc_status st = rt_jit_build_cubin(in, link_in_context, &lu, &b, &cubin);
     if (st != TC_OK || b.done) {
         rt_bytes_free(&cubin);
         *mod = st == TC_OK ? m->mod : NULL;

@@ -668,7 +668,19 @@ tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigned int 
 
 /* ---- linking PTX to a cubin ---- */
 
-tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin) {
+/* The lines of the driver's info log that report a performance loss
+ * (ptxas C7510-C7515: wgmma serialized), each as a log line of level 1. */
+static void report_losses(const RtLogger *lg, const char *info) {
+    for (const char *line = info; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        if (memmem(line, n, "Performance Loss", 16) || memmem(line, n, "are serialized", 14))
+            rt_log(lg, 1, "tilec: ptxas: %.*s", (int)(n > 400 ? 400 : n), line);
+        line = end ? end + 1 : NULL;
+    }
+}
+
+tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin, const RtLogger *lg) {
     JitLog log;
     if (!jit_log_init(&log))
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory linking PTX");
@@ -688,7 +700,9 @@ tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cub
         st = rt_cuda_check(rt_cu.cuLinkComplete(link, &image, &size), "cuLinkComplete");
     if (st != TC_OK)
         jit_log_report(&log);
-    else if (!rt_bytes_append(cubin, image, size))
+    else
+        report_losses(lg, log.info);
+    if (st == TC_OK && !rt_bytes_append(cubin, image, size))
         st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory copying a cubin");
     if (link)
         rt_cu.cuLinkDestroy(link);

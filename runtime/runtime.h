@@ -329,7 +329,9 @@ void rt_context_log_flush(tc_context *ctx, RtBytes *queue);
  * meta (freed on failure too). */
 tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta *meta, tc_module **out);
 /* The driver's cubin for a PTX (cuLink*), compiled for ctx's device. */
-tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin);
+/* Links PTX into a cubin in ctx; ptxas's performance-loss reports (wgmma
+ * serialized: C7510-C7515) go to lg as level-1 lines. */
+tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin, const RtLogger *lg);
 /* The JIT target for a compute capability: "sm_80", "sm_90a", "sm_90" or "". */
 const char *rt_arch_for_cc(int cc);
 /* NULL when a context on a device of compute capability cc may compile for
