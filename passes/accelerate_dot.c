@@ -69,6 +69,7 @@ typedef struct Accel {
     int num_dots, cap_dots;
     IrMap index; /* dot IrOp* -> index + 1 */
     IrMap taint; /* IrValue* -> bitmask of the dots (index % 64) whose result reaches it */
+    IrMap staged; /* IrValue* -> the #nvmma_shared local_alloc made of it (one buffer for every dot reading it) */
 } Accel;
 
 static bool layout_fits(const Layout *l, const IrType *t, int num_warps) {
@@ -277,6 +278,9 @@ static IrValue *to_shared(Accel *a, IrValue *v, const Layout *l) {
     IrModule *m = a->m;
     const IrType *t = v->type;
     const IrType *st = ir_type_smem(m, t->elem, t->rank, t->shape, l);
+    IrValue *done = ir_map_get(&a->staged, v);
+    if (done && done->type == st)
+        return done; /* attention's Q, read by the dots of two loops */
     IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &v, 1, &st);
     if (v->def) {
         alloc->loc = v->def->loc;
@@ -291,6 +295,7 @@ static IrValue *to_shared(Accel *a, IrValue *v, const Layout *l) {
     }
     if (v->name)
         ir_value_set_name(m, alloc->results[0], arena_printf(&m->arena, "%s_smem", v->name));
+    ir_map_put(&a->staged, v, alloc->results[0]);
     return alloc->results[0];
 }
 
@@ -418,6 +423,7 @@ bool pass_accelerate_dot(IrModule *m, const PassOptions *opts) {
         pass_layout_rewrite_init(&a.rw, m, f, a.num_warps);
         ir_map_init(&a.index, &m->arena);
         ir_map_init(&a.taint, &m->arena);
+        ir_map_init(&a.staged, &m->arena);
         ir_walk_func(f, collect, &a);
         if (!a.num_dots)
             continue;

@@ -413,9 +413,14 @@ static void count_local_loads(IrOp *op, void *ctx) {
     void **c = ctx;
     if (op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == c[0])
         (*(int *)c[1])++;
+    if (op->opc == IR_OP_WARP_GROUP_DOT)
+        for (int i = 0; i < 2; i++)
+            if (op->operands[i] == c[0])
+                (*(int *)c[1])++;
 }
 
-/* Is every use of buf in blk (nested regions included) a local_load? */
+/* Is every use of buf in blk (nested regions included) a local_load or a
+ * warp_group_dot's shared operand? */
 static bool only_local_loads(IrBlock *blk, IrValue *buf) {
     int n = 0;
     void *ctx[2] = {buf, &n};
@@ -504,6 +509,8 @@ static void wait_for_init(IrOp *loop, const InitCopy *c) {
     ir_builder_before(&b, use ? use : loop);
     b.loc = c->commit->loc;
     build_wait(&b, later);
+    if (is_nvmma(c->buf)) /* read by wgmma, through the async proxy */
+        ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
 }
 
