@@ -3,7 +3,8 @@
 For each case: random Q, K, V (fresh every run), O and LSE poisoned with NaN, tc_attention_fwd on
 torch's current stream, compared with a float32 reference (softmax(Q K^T * scale) V computed by
 torch, with the causal mask aligned bottom-right and K/V heads repeated for GQA/MQA). Then, at
-the shapes of docs/gpu.md, the time of tilec, of the Triton flash attention of baselines.py
+head dims 64, 128 and 256, B4 H32 N1024 and N4096 and B1 H32 N16384, causal and not, f16 and bf16
+(--quick: B4 H32 N4096 D64 f16), the time of tilec, of the Triton flash attention of baselines.py
 (TMA descriptors, the best of its configurations for each shape) and of SDPA's flash and
 cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s = 4 B H N^2 D
 (halved when causal).
@@ -105,6 +106,7 @@ SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"]): "even" sets EVEN_N w
          (128, 128, 8, 3), (256, 64, 8, 3), (256, 128, 8, 2)],
     128: [(128, 32, 4, 3), (128, 32, 4, 3, "even"), (128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 8, 3),
           (128, 128, 8, 3), (128, 128, 8, 2), (256, 64, 8, 2), (64, 64, 4, 3), (64, 128, 4, 3)],
+    256: [(128, 32, 8, 3), (128, 32, 8, 2), (128, 64, 8, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 8, 3)],
 }
 
 
@@ -191,16 +193,20 @@ def main():
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    shapes = [(4, 32, 1024, 64), (4, 32, 4096, 64), (4, 32, 1024, 128), (4, 32, 4096, 128), (1, 32, 16384, 128)]
+    # head dims 64, 128, 256 at B4 H32 N1024 and N4096 and B1 H32 N16384, f16 and bf16 (--quick: one)
+    shapes = [(B, H, N, D, dt) for D in (64, 128, 256) for (B, H, N) in ((4, 32, 1024), (4, 32, 4096), (1, 32, 16384))
+              for dt in ("f16", "bf16")]
+    if args.sweep_only:
+        shapes = [s for s in shapes if s[4] == "f16" and s[3] in SWEEP]
     if args.quick:
-        shapes = shapes[1:2]
+        shapes = [(4, 32, 4096, 64, "f16")]
     cols = ("tilec", "triton", "flash", "cudnn")
-    print("\n== attention: TFLOP/s, f16 [B, H, N, D]")
-    print(f"{'shape':26s}" + "".join(f"{c:>8s}" for c in cols) +
+    print("\n== attention: TFLOP/s [B, H, N, D]")
+    print(f"{'shape':31s}" + "".join(f"{c:>8s}" for c in cols) +
           f" {'/triton':>8s} {'/flash':>8s} {'/cudnn':>8s}  (TFLOP/s; ratios are tilec's)")
-    for (B, H, N, D) in shapes:
+    for (B, H, N, D, dt) in shapes:
         for causal in (False, True):
-            q = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16)
+            q = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16 if dt == "f16" else torch.bfloat16)
             k, v = torch.randn_like(q), torch.randn_like(q)
             o = torch.empty_like(q)
             lse = torch.empty(B, H, N, device="cuda", dtype=torch.float32)
@@ -208,7 +214,7 @@ def main():
             flop = 4 * B * H * N * N * D * (0.5 if causal else 1.0)
 
             def tilec():
-                return run_tilec(lib, ctx, stream, "f16", q, k, v, o, lse, causal, scale, "bhsd")
+                return run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, "bhsd")
             tc_check(lib, tilec(), "tc_attention_fwd")
             res = {"tilec": bench(tilec)}
             if baselines is not None:
@@ -233,9 +239,9 @@ def main():
                 except RuntimeError as e:
                     print(f"[{name}] unavailable: {str(e).splitlines()[0][:120]}")
             tf = {n: flop / ms / 1e9 for n, ms in res.items()}
-            shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''}"
+            shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''} {dt}"
             ratios = [tf["tilec"] / tf[c] if c in tf else 0.0 for c in cols[1:]]
-            print(f"{shape:26s}" + "".join(f"{tf.get(c, 0):8.1f}" for c in cols) +
+            print(f"{shape:31s}" + "".join(f"{tf.get(c, 0):8.1f}" for c in cols) +
                   "".join(f" {r:8.3f}" for r in ratios), flush=True)
             rows.append(dict(group="attention", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
             if args.sweep:

@@ -11,14 +11,13 @@
  *     an int64 in bytes; o's strides giving each element its own address;
  *     pointers not 0 and aligned to their element; cu_seqlens both or
  *     neither; a finite scale.
- *  2. Plan (attn_plan): D is the next power of two of head_dim, at least 16
- *     (the masked columns cost registers, not correctness). ptxas -v on
- *     sm_90a (3 pipeline stages):
- *       - D <= 64: BM 128, BN 64, 4 warps (D 64 spills 8 to 16 bytes; 2
- *         stages spill more, so 3 stay);
- *       - D 128: BM 128, BN 32, 8 warps (BN 64 spills 32 bytes; BN 32 none);
- *       - D 256: BM 128, BN 32, 8 warps (none, 4 bytes causal + varlen;
- *         4 warps with BM 64 spill 132 bytes).
+ *  2. Plan (rt_attention_plan, for the context's target): D is the next
+ *     power of two of head_dim, at least 16 (the masked columns cost
+ *     registers, not correctness):
+ *       - D <= 128: BM 128, BN 64, 4 warps, 3 stages;
+ *       - D 256 on mma.sync (sm_80, sm_90): BM 128, BN 32, 8 warps, 3 stages
+ *         (4 warps with BM 64 spill 132 bytes there);
+ *       - D 256 on wgmma (sm_90a): BM 64, BN 64, 4 warps, 2 stages.
  *     grid = (cdiv(seqlen_q, BM), batch * heads).
  *  3. Specialize and launch as tc_matmul does: pointers' 16-byte alignment
  *     through the request's divisibility, strides that are multiples of 8
@@ -112,8 +111,9 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
  * the EVEN_N kernel (see attn_plan). */
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
 
-static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
-                      int64_t head_dim, bool causal, bool varlen, tc_attention_plan *p) {
+void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, tc_attention_plan *p) {
+    bool wgmma = arch && strcmp(arch, "sm_90a") == 0;
     memset(p, 0, sizeof *p);
     p->file = "attention.tile";
     p->kernel = "attention_fwd";
@@ -122,12 +122,15 @@ static void attn_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seql
     /* 32 query rows per warp up to head dim 128 (each K and V fragment read
      * from shared memory feeds two m16 tiles). At 128, Q is read from shared
      * memory in each step (stage-shared's choice) and BN is 64, causal or
-     * not; 256: 16 rows per warp and BN 32. The choices are the fastest of
-     * bench/attention.py --sweep on an H200 (bench/RESULTS.md). */
-    p->block_m = 128;
-    p->block_n = p->block_d <= 128 ? 64 : 32;
-    p->num_warps = p->block_d <= 128 ? 4 : 8;
-    p->num_stages = ATTN_STAGES;
+     * not; 256: 16 rows per warp and BN 32 (mma.sync), or on wgmma (sm_90a)
+     * one warpgroup on 64 rows, BN 64 and 2 stages, two programs per SM
+     * (20 % faster there than 128 rows on two warpgroups). The choices are
+     * the fastest of bench/attention.py --sweep on an H200 (bench/RESULTS.md). */
+    bool wide = p->block_d > 128;
+    p->block_m = wide && wgmma ? 64 : 128;
+    p->block_n = !wide || wgmma ? 64 : 32;
+    p->num_warps = !wide || wgmma ? 4 : 8;
+    p->num_stages = wide && wgmma ? 2 : ATTN_STAGES;
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
@@ -159,7 +162,7 @@ tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, in
     st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim);
     if (st != TC_OK)
         return st;
-    attn_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, out);
+    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, TC_DEFAULT_ARCH, out);
     return TC_OK;
 }
 
@@ -217,7 +220,10 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     l->stream = stream;
     tc_options_init(&l->options);
     l->options.params = l->facts;
-    attn_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, &l->plan);
+    /* the context's target; the launch hook (the unit tests, with no real
+     * context) sees the plan of the default one */
+    const char *arch = rt_attention_launch_hook ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
+    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, arch, &l->plan);
     if (scale < 0)
         attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     int64_t vector = 16 / (int64_t)elem;

@@ -265,4 +265,9 @@ typedef struct RtAttentionLaunch {
 /* For tests, as rt_stdlib_launch_hook, for tc_attention_fwd. */
 extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
 
+/* attention.c: the plan of tc_attention_fwd for a target ("sm_80", "sm_90",
+ * "sm_90a"); tc_attention_plan_for gives the sm_90a one. */
+void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, tc_attention_plan *p);
+
 #endif

@@ -268,7 +268,10 @@ typedef struct tc_attention_plan {
     tc_dim3 grid; /* (cdiv(seqlen_q, block_m), batch * heads, 1) */
 } tc_attention_plan;
 
-/* The plan of tc_attention_fwd, with the same validation of the sizes. */
+/* The plan of tc_attention_fwd on a context that compiles for sm_90a (an H100
+ * or H200: TC_DEFAULT_ARCH), with the same validation of the sizes. On sm_80
+ * and sm_90 (mma.sync) head dims over 128 take 128 x 32 tiles with 8 warps
+ * instead; the other head dims have the same plan on every target. */
 TC_API tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
                                        int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal, int varlen,
                                        tc_attention_plan *out);

@@ -31,8 +31,8 @@ TEST(test_attention_plans) {
         int d, bm, bn, warps;
     } want[] = {
         {1, 16, 128, 64, 4},   {8, 16, 128, 64, 4},   {32, 32, 128, 64, 4},   {40, 64, 128, 64, 4},
-        {64, 64, 128, 64, 4},  {96, 128, 128, 64, 4}, {128, 128, 128, 64, 4}, {200, 256, 128, 32, 8},
-        {256, 256, 128, 32, 8},
+        {64, 64, 128, 64, 4},  {96, 128, 128, 64, 4}, {128, 128, 128, 64, 4}, {200, 256, 64, 64, 4},
+        {256, 256, 64, 64, 4},
     };
     /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N with whole
      * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
@@ -57,7 +57,24 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(cx(&full, "EVEN_N"), even[i].even_n);
     }
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(full.block_n, 32);
+    CHECK_EQ_INT(full.block_n, 64);
+    CHECK_EQ_INT(full.num_stages, 2);
+    /* the mma.sync targets: head dim 256 on 128 x 32 tiles, 8 warps, 3 stages; the rest as on sm_90a */
+    static const char *const ampere[] = {"sm_80", "sm_90"};
+    for (int a = 0; a < 2; a++) {
+        tc_attention_plan p, h;
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 256, true, false, ampere[a], &p);
+        CHECK_EQ_INT(p.block_m, 128);
+        CHECK_EQ_INT(p.block_n, 32);
+        CHECK_EQ_INT(p.num_warps, 8);
+        CHECK_EQ_INT(p.num_stages, 3);
+        CHECK_EQ_INT(p.grid.x, 8);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", &h);
+        CHECK_EQ_INT(p.block_m, h.block_m);
+        CHECK_EQ_INT(p.block_n, h.block_n);
+        CHECK_EQ_INT(p.num_warps, h.num_warps);
+    }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
@@ -68,7 +85,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.block_m, want[i].bm);
         CHECK_EQ_INT(p.block_n, want[i].bn);
         CHECK_EQ_INT(p.num_warps, want[i].warps);
-        CHECK_EQ_INT(p.num_stages, 3);
+        CHECK_EQ_INT(p.num_stages, want[i].d > 128 ? 2 : 3);
         CHECK_EQ_INT(cx(&p, "HEAD_DIM"), want[i].head_dim);
         CHECK_EQ_INT(cx(&p, "D"), want[i].d);
         CHECK_EQ_INT(cx(&p, "BM"), want[i].bm);
@@ -77,7 +94,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(cx(&p, "VARLEN"), 0);
         CHECK_EQ_INT(cx(&p, "EVEN_N"), 0); /* 17 keys */
         CHECK_EQ_INT(cx(&p, "T"), TC_DTYPE_F16);
-        CHECK_EQ_INT(p.grid.x, 8); /* cdiv(1000, 128) */
+        CHECK_EQ_INT(p.grid.x, (1000 + want[i].bm - 1) / want[i].bm);
         CHECK_EQ_INT(p.grid.y, 16);
         CHECK_EQ_INT(p.grid.z, 1);
     }
