@@ -41,6 +41,7 @@
  */
 #include "lower.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,51 +250,63 @@ static LLVMValueRef descriptor(Cg *cg, const TgWgmmaOperand *o, LLVMValueRef win
     return LLVMBuildOr(b, d, cg_i64(cg, (int64_t)tg_wgmma_desc(o, 0)), "");
 }
 
-/* `wgmma.wait_group pending` with every register of vals passed through
- * (tied in and out), so that no read of them moves above the wait. */
+/* The inline PTX `text` (with no operands of its own) with every value of
+ * vals[0..n) passed through it, tied in and out (f32 and i32 values; vals
+ * gets the outputs), so that LLVM computes them before it and reads them
+ * only after it: wgmma.fence before the wgmmas that read them, wgmma.wait_group
+ * before anything reads a wgmma's result. */
+static void tied_asm(Cg *cg, const char *text, LLVMValueRef *vals, int n) {
+    if (n == 0) {
+        cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
+        return;
+    }
+    Buf cons;
+    buf_init(&cons);
+    LLVMTypeRef *tys = ARENA_ARRAY(&cg->arena, LLVMTypeRef, n);
+    for (int i = 0; i < n; i++) {
+        tys[i] = LLVMTypeOf(vals[i]);
+        tc_assert(tys[i] == cg->t_f32 || tys[i] == cg->t_i32);
+        buf_printf(&cons, "%s=%s", i ? "," : "", tys[i] == cg->t_f32 ? "f" : "r");
+    }
+    for (int i = 0; i < n; i++)
+        buf_printf(&cons, ",%d", i);
+    buf_puts(&cons, ",~{memory}");
+    LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, tys, (unsigned)n, 0);
+    LLVMValueRef res = cg_asm(cg, st, text, cons.data, vals, n, true);
+    for (int i = 0; i < n; i++)
+        vals[i] = LLVMBuildExtractValue(cg->b, res, (unsigned)i, "");
+    buf_free(&cons);
+}
+
+/* `wgmma.wait_group pending` with every register of vals passed through. */
 static void wait_group(Cg *cg, int pending, CgVal **vals, int num_vals) {
     int total = 0;
     for (int i = 0; i < num_vals; i++)
         total += vals[i]->n;
-    Buf text, cons;
-    buf_init(&text);
-    buf_init(&cons);
-    buf_printf(&text, "wgmma.wait_group.sync.aligned %d;", pending);
-    LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, total > 0 ? total : 1);
-    LLVMTypeRef *tys = ARENA_ARRAY(&cg->arena, LLVMTypeRef, total > 0 ? total : 1);
+    LLVMValueRef *flat = ARENA_ARRAY(&cg->arena, LLVMValueRef, total > 0 ? total : 1);
     int k = 0;
+    bool plain = true; /* only 32-bit registers can be tied as they are */
     for (int i = 0; i < num_vals; i++)
         for (int r = 0; r < vals[i]->n; r++, k++) {
-            args[k] = cg_reg(vals[i], r);
-            tys[k] = LLVMTypeOf(args[k]);
+            flat[k] = cg_reg(vals[i], r);
+            plain &= LLVMTypeOf(flat[k]) == cg->t_f32 || LLVMTypeOf(flat[k]) == cg->t_i32;
         }
-    for (int i = 0; i < total; i++) {
-        bool f32 = tys[i] == cg->t_f32;
-        bool wide = LLVMGetTypeKind(tys[i]) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(tys[i]) == 64;
-        buf_printf(&cons, "%s=%s", i ? "," : "", f32 ? "f" : wide ? "l" : "r");
-    }
-    for (int i = 0; i < total; i++)
-        buf_printf(&cons, ",%d", i);
-    buf_puts(&cons, total ? ",~{memory}" : "~{memory}");
-    if (total == 0) {
-        cg_asm(cg, cg->t_void, text.data, cons.data, NULL, 0, true);
-    } else {
-        bool ok = true; /* only 32-bit and f32 registers may pass through as they are */
-        for (int i = 0; i < total; i++)
-            ok &= tys[i] == cg->t_f32 || tys[i] == cg->t_i32;
-        if (!ok) {
-            cg_asm(cg, cg->t_void, text.data, "~{memory}", NULL, 0, true);
-        } else {
-            LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, tys, (unsigned)total, 0);
-            LLVMValueRef res = cg_asm(cg, st, text.data, cons.data, args, total, true);
-            k = 0;
-            for (int i = 0; i < num_vals; i++)
-                for (int r = 0; r < vals[i]->n; r++, k++)
-                    vals[i]->v[r] = LLVMBuildExtractValue(cg->b, res, (unsigned)k, "");
-        }
-    }
-    buf_free(&text);
-    buf_free(&cons);
+    char text[64];
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+    tied_asm(cg, text, flat, plain ? total : 0);
+    if (!plain)
+        return;
+    k = 0;
+    for (int i = 0; i < num_vals; i++)
+        for (int r = 0; r < vals[i]->n; r++, k++)
+            vals[i]->v[r] = flat[k];
+}
+
+/* Is v the constant 0 (a zero accumulator: the first k step then ignores
+ * its registers, scale-d = 0, so none are set)? */
+static bool zero_constant(const IrValue *v) {
+    double x;
+    return v->def && v->def->opc == IR_OP_CONSTANT && ir_value_const_number(v, &x) && x == 0.0;
 }
 
 static bool lower_wgmma(Cg *cg, IrOp *op) {
@@ -328,21 +341,43 @@ static bool lower_wgmma(Cg *cg, IrOp *op) {
     LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, outs, (unsigned)per, 0);
     int nargs = per + (p->a_regs ? 4 : 1) + 2;
     LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, nargs);
-    /* A in registers: every fragment word before the first wgmma, so that
-     * no ordinary instruction writes an A register between the fence and
-     * the wgmmas that read it. */
-    LLVMValueRef *aw = NULL;
-    if (p->a_regs) {
-        aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, 4 * (size_t)p->ksteps * (size_t)p->tiles_m);
+    /* A in registers: every fragment word, and the accumulator unless it
+     * is zero, pass through the wgmma.fence (tied_asm), so that no ordinary
+     * instruction writes a register the wgmmas read after the fence (ptxas
+     * would add fences of its own, C7519). A zero accumulator is not set at
+     * all: the first k step computes D = A B (scale-d 0). */
+    bool zero = zero_constant(op->operands[2]);
+    int na = p->a_regs ? 4 * p->ksteps * p->tiles_m : 0;
+    LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, na > 0 ? na : 1);
+    for (int i = 0; i < na; i++)
+        aw[i] = NULL;
+    if (p->a_regs)
         for (int ks = 0; ks < p->ksteps; ks++)
             for (int tm = 0; tm < p->tiles_m; tm++) {
                 const int *ra = tg_frag_regs(&p->a, tm * 4, ks);
                 if (ra)
                     fragment_words(cg, a, ra, 8, true, cg->t_i32, aw + 4 * (ks * p->tiles_m + tm));
             }
+    {
+        LLVMValueRef *through = ARENA_ARRAY(&cg->arena, LLVMValueRef, (size_t)na + (size_t)res->n + 1);
+        int *slot = ARENA_ARRAY(&cg->arena, int, (size_t)na + (size_t)res->n + 1);
+        int n = 0;
+        for (int i = 0; i < na; i++)
+            if (aw[i])
+                slot[n] = i, through[n++] = aw[i];
+        int nw = n;
+        if (!zero)
+            for (int r = 0; r < res->n; r++)
+                slot[n] = r, through[n++] = res->v[r];
+        tied_asm(cg, "wgmma.fence.sync.aligned;", through, n);
+        for (int i = 0; i < n; i++) {
+            if (i < nw)
+                aw[slot[i]] = through[i];
+            else
+                res->v[slot[i]] = through[i];
+        }
     }
     Buf text, cons;
-    bool first = true;
     for (int ks = 0; ks < p->ksteps; ks++)
         for (int tm = 0; tm < p->tiles_m; tm++)
             for (int tn = 0; tn < p->tiles_n; tn++) {
@@ -354,15 +389,13 @@ static bool lower_wgmma(Cg *cg, IrOp *op) {
                 /* operand numbers: the outputs, the tied inputs (one per output), then the rest */
                 int in = 2 * per;
                 buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", in + nargs - per - 1);
-                if (first)
-                    buf_puts(&text, "wgmma.fence.sync.aligned;\n");
                 buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
                 for (int i = 0; i < per; i++) {
                     buf_printf(&text, "%s$%d", i ? ", " : "", i);
                     buf_printf(&cons, "%s=f", i ? "," : "");
                 }
                 for (int i = 0; i < per; i++) {
-                    args[i] = res->v[acc[i]];
+                    args[i] = zero && ks == 0 ? LLVMGetUndef(cg->t_f32) : res->v[acc[i]];
                     buf_printf(&cons, ",%d", i);
                 }
                 int k = per;
@@ -386,14 +419,13 @@ static bool lower_wgmma(Cg *cg, IrOp *op) {
                     buf_puts(&cons, ",l");
                 }
                 args[k++] = descriptor(cg, &p->sb, window, base_b, wg_b, (int64_t)ks * 16, (int64_t)tn * p->n);
-                args[k++] = cg_i32(cg, 1); /* scale-d: accumulate */
+                args[k++] = cg_i32(cg, zero && ks == 0 ? 0 : 1); /* scale-d: D = A B, or accumulate */
                 buf_puts(&cons, ",l,r,~{memory}");
                 LLVMValueRef d = cg_asm(cg, st, text.data, cons.data, args, k, true);
                 for (int i = 0; i < per; i++)
                     res->v[acc[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
                 buf_free(&text);
                 buf_free(&cons);
-                first = false;
             }
     cg_asm(cg, cg->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
     if (ir_op_get_int(op, "async", 0) == 0)
