@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# profile.sh — Nsight Compute's key figures for tilec's attention and matmul next to cuDNN's
+# and cuBLAS's kernels on the same shapes (the figures bench/RESULTS.md quotes).
+#
+#   bench/profile.sh [attention|matmul|all] [SHAPE]   (from the bundle, on the GPU machine)
+#
+# Each line: the implementation, the kernel ncu profiled (the last of three launches of
+# bench/profile.py), its time, tensor-pipe activity, issue activity, warps active, and the
+# stall reasons as warps per issued instruction (barrier, long scoreboard = global memory,
+# wait = fixed latency, math pipe throttle, MIO throttle = shared memory queue, short
+# scoreboard = shared memory and MUFU results).
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+what=${1:-all}
+metrics=gpu__time_duration.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,\
+sm__inst_executed_pipe_tensor_op_gmma.sum,sm__inst_executed_pipe_tensor_op_hmma.sum,\
+smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
+launch__registers_per_thread,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+run() { # kernel impl shape kernel-name-regex extra...
+    local kernel=$1 impl=$2 shape=$3 names=$4; shift 4
+    echo "== $kernel $impl $shape $*"
+    "$ncu" --kernel-name "regex:$names" --launch-skip 2 --launch-count 1 --metrics "$metrics" --csv --page raw \
+        python3 "$here/profile.py" "$kernel" --impl "$impl" --shape "$shape" "$@" 2>/dev/null |
+        METRICS="$metrics" python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
+if len(rows) < 3:
+    sys.exit("no profile (is ncu allowed to read the counters?)")
+head, units, vals = rows[0], rows[1], rows[-1]
+get = lambda m: next((v for h, v in zip(head, vals) if h == m), "-")
+print(f"  kernel {get("Kernel Name")[:60]}")
+import os
+for m in os.environ["METRICS"].split(","):
+    if m in head:
+        i = head.index(m)
+        print(f"  {m:78s} {vals[i]:>12s} {units[i]}")
+'
+}
+if [ "$what" = attention ] || [ "$what" = all ]; then
+    s=${2:-4,32,4096,128}
+    run attention tilec "$s" '^attention_fwd$'
+    run attention cudnn "$s" 'cudnn|fmha|flash|sm90'
+    run attention tilec "$s" '^attention_fwd$' --causal
+    run attention cudnn "$s" 'cudnn|fmha|flash|sm90' --causal
+fi
+if [ "$what" = matmul ] || [ "$what" = all ]; then
+    s=${2:-4096,4096,4096}
+    run matmul tilec "$s" '^matmul$'
+    run matmul cublas "$s" 'gemm|xmma|cutlass|sm90' 
+fi
