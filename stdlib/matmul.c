@@ -14,11 +14,14 @@
  *     that the kernel sees the contiguous dimension), the tile BM x BN x BK
  *     and num_warps. The policy, for the mma.sync tensor-core path of dot:
  *       - tiles of 128 x 256 x 64 with 8 warps when that still gives at least
- *         2 * MM_FILL_PROGRAMS programs (4096 x 4096 and larger), there is no
- *         epilogue, A, B and C are row-major, the pointers are 16-byte aligned
- *         and extents and strides are multiples of 8: ptxas -v shows 252 registers
- *         and no spill there (256 x 128 is as fast but spills 4 bytes);
- *         other variants of the big tile spill, so they keep 128 x 128;
+ *         2 * MM_FILL_PROGRAMS programs (4096 x 4096 and larger), the
+ *         pointers are 16-byte aligned and extents and strides are multiples
+ *         of 8, and: on mma.sync (sm_80, sm_90) there is no epilogue and A, B
+ *         and C are row-major (ptxas -v: 252 registers, no spill; 256 x 128 is
+ *         as fast but spills 4 bytes; other variants of the big tile spill,
+ *         so they keep 128 x 128); on wgmma (sm_90a, two warpgroups of
+ *         m64n256) every matrix has a unit stride, any epilogue (166 to 178
+ *         registers, no spill; general strides spill 8 bytes);
  *       - else tiles of 128 x 128 when the matrix is big enough; an extent below
  *         128 gets the next power of two at least 16 (a dot's minimum), so
  *         M = 1 (a matrix-vector product) runs 16-row tiles;
@@ -165,15 +168,23 @@ static tc_status mm_check(const char *entry, tc_dtype dtype, int64_t M, int64_t 
 }
 
 static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam, int64_t sak, int64_t sbk, int64_t sbn,
-                    int64_t scm, int64_t scn, bool has_bias, tc_activation act, bool aligned, tc_matmul_plan *p) {
+                    int64_t scm, int64_t scn, bool has_bias, tc_activation act, bool aligned, const char *arch,
+                    tc_matmul_plan *p) {
     memset(p, 0, sizeof *p);
     p->file = "matmul.tile";
     p->kernel = "matmul";
     bool vectors = M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && (sam % 8 == 0 || sam == 1) && (sak % 8 == 0 || sak == 1) &&
                    (sbk % 8 == 0 || sbk == 1) && (sbn % 8 == 0 || sbn == 1) && (scm % 8 == 0 || scm == 1) &&
                    (scn % 8 == 0 || scn == 1);
-    bool row_major = sak == 1 && sbn == 1 && scn == 1; /* transposed operands spill with the big tile */
-    mm_tiles(M, N, K, aligned && vectors && row_major && !has_bias && act == TC_ACTIVATION_NONE, p);
+    /* mma.sync: transposed operands and epilogues spill with the big tile;
+     * wgmma (sm_90a) keeps its operands in shared memory and takes any
+     * epilogue and either contiguous dimension (general strides spill 8
+     * bytes) */
+    bool wgmma = arch && strcmp(arch, "sm_90a") == 0;
+    bool row_major = sak == 1 && sbn == 1 && scn == 1;
+    bool unit = order_of(sam, sak) && order_of(sbk, sbn) && order_of(scm, scn);
+    bool big = wgmma ? unit : row_major && !has_bias && act == TC_ACTIVATION_NONE;
+    mm_tiles(M, N, K, aligned && vectors && big, p);
     p->group_m = MM_GROUP_M;
     p->a_order = order_of(sam, sak);
     p->b_order = order_of(sbk, sbn);
@@ -196,8 +207,8 @@ static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam
 /* Plans (after mm_check) and checks that the grid fits the driver's. */
 static tc_status mm_plan_checked(const char *entry, tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam,
                                  int64_t sak, int64_t sbk, int64_t sbn, int64_t scm, int64_t scn, bool has_bias,
-                                 tc_activation act, bool aligned, tc_matmul_plan *p) {
-    mm_plan(dtype, M, N, K, sam, sak, sbk, sbn, scm, scn, has_bias, act, aligned, p);
+                                 tc_activation act, bool aligned, const char *arch, tc_matmul_plan *p) {
+    mm_plan(dtype, M, N, K, sam, sak, sbk, sbn, scm, scn, has_bias, act, aligned, arch, p);
     int64_t tiles = rt_stdlib_cdiv(M, p->block_m) * rt_stdlib_cdiv(N, p->block_n);
     if (tiles > INT32_MAX) {
         memset(p, 0, sizeof *p);
@@ -277,7 +288,7 @@ tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, in
     if (st != TC_OK)
         return st;
     return mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                           has_bias != 0, act, true, out);
+                           has_bias != 0, act, true, TC_DEFAULT_ARCH, out);
 }
 
 tc_status tc_blockdiag_matmul_plan_for(tc_dtype dtype, int64_t batch, int64_t nblocks, int64_t bin, int64_t bout,
@@ -340,8 +351,11 @@ tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevicept
         return st;
     RtMatmulLaunch l;
     mm_begin(&l, entry, ctx, stream);
+    /* the context's target; the launch hook (the unit tests, with no real
+     * context) sees the plan of the default one */
+    const char *arch = rt_matmul_launch_hook ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
     if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                              bias != 0, act, (a | b | c) % 16 == 0, &l.plan)) != TC_OK)
+                              bias != 0, act, (a | b | c) % 16 == 0, arch, &l.plan)) != TC_OK)
         return st;
     int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     RtStdlibArgs args = mm_args(&l);

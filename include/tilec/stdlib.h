@@ -163,8 +163,10 @@ typedef struct tc_matmul_plan {
 } tc_matmul_plan;
 
 /* The plan of tc_matmul for these arguments (bias given or not), with A, B
- * and C 16-byte aligned. The same validation as tc_matmul, less ctx and the
- * pointers. */
+ * and C 16-byte aligned, on a context that compiles for sm_90a (an H100 or
+ * H200: TC_DEFAULT_ARCH). The same validation as tc_matmul, less ctx and the
+ * pointers. On sm_80 and sm_90 (mma.sync) the 128 x 256 tile is kept for
+ * row-major operands without an epilogue; the other plans are the same. */
 TC_API tc_status tc_matmul_plan_for(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t stride_am,
                                     int64_t stride_ak, int64_t stride_bk, int64_t stride_bn, int64_t stride_cm,
                                     int64_t stride_cn, int has_bias, tc_activation act, tc_matmul_plan *out);

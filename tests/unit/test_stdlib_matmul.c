@@ -100,6 +100,23 @@ TEST(test_matmul_plans) {
     CHECK_EQ_INT(p.a_order, 0);
     CHECK_EQ_INT(p.b_order, 0);
     CHECK_EQ_INT(p.c_order, 0);
+    /* the sm_90a plan: the big tile with an epilogue and with transposed operands (wgmma keeps
+     * them in shared memory), not with general strides */
+    CHECK_EQ_INT(tc_matmul_plan_for(TC_DTYPE_F16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, 1,
+                                    TC_ACTIVATION_GELU_TANH, &p),
+                 TC_OK);
+    CHECK_EQ_INT(p.block_n, 256);
+    CHECK_EQ_INT(p.num_warps, 8);
+    CHECK_EQ_INT(tc_matmul_plan_for(TC_DTYPE_BF16, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, 4096, 0, TC_ACTIVATION_NONE,
+                                    &p),
+                 TC_OK);
+    CHECK_EQ_INT(p.block_n, 256);
+    CHECK_EQ_INT(p.a_order, 2);
+    CHECK_EQ_INT(tc_matmul_plan_for(TC_DTYPE_F16, 4096, 4096, 4096, 4096 * 2, 2, 4096 * 2, 2, 4096, 1, 0,
+                                    TC_ACTIVATION_NONE, &p),
+                 TC_OK);
+    CHECK_EQ_INT(p.block_n, 128);
+    CHECK_EQ_INT(p.num_warps, 4);
 
     /* blockdiag: bout and bin covered, BM shrinks until the programs fill the GPU */
     static const struct {
