@@ -599,7 +599,8 @@ TEST(nvmma_worked_example) {
  * before the next — is at byte a = (block * rows + row) * S + b % S, read
  * through the address XOR a ^ (((a >> 7) & mask) << 4), mask 7, 3, 1 for
  * S = 128, 64, 32. ll_nvmma_offset must be that address, ll_nvmma_coord
- * its inverse, and the map a bijection onto the buffer. */
+ * its inverse, and the map a bijection onto the buffer, linear in the
+ * coordinates' bits. */
 static void check_nvmma_hw(const Layout *l, const int64_t *shape, int eb) {
     int cd = l->nvmma.order[0], rd = l->nvmma.order[1];
     int64_t S = l->nvmma.swizzle, rows = shape[rd], n = shape[0] * shape[1];
@@ -626,6 +627,27 @@ static void check_nvmma_hw(const Layout *l, const int64_t *shape, int eb) {
     CHECK_EQ_INT(bad, 0);
     CHECK_EQ_INT(bad_inv, 0);
     CHECK_EQ_INT(dup, 0);
+    /* linear over GF(2), as codegen's addressing assumes (a thread's part
+     * XOR each register's constant): the offset of a coordinate is the XOR
+     * of the offsets of its bits */
+    int bad_lin = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < shape[cd]; x++) {
+            int64_t c[2], e[2], xor = 0;
+            for (int64_t bit = 1; bit < rows; bit <<= 1)
+                if (r & bit) {
+                    e[rd] = bit, e[cd] = 0;
+                    xor ^= ll_nvmma_offset(l, 2, shape, eb, e);
+                }
+            for (int64_t bit = 1; bit < shape[cd]; bit <<= 1)
+                if (x & bit) {
+                    e[rd] = 0, e[cd] = bit;
+                    xor ^= ll_nvmma_offset(l, 2, shape, eb, e);
+                }
+            c[rd] = r, c[cd] = x;
+            bad_lin += ll_nvmma_offset(l, 2, shape, eb, c) != xor;
+        }
+    CHECK_EQ_INT(bad_lin, 0);
     /* and every offset of the buffer gives back coordinates that map to it */
     int bad_off = 0;
     for (int64_t off = 0; off < n; off++) {
