@@ -278,28 +278,31 @@ static void tied_asm(Cg *cg, const char *text, LLVMValueRef *vals, int n) {
     buf_free(&cons);
 }
 
-/* `wgmma.wait_group pending` with every register of vals passed through. */
+/* `wgmma.wait_group pending` with every f32 and i32 register of vals
+ * passed through (a wgmma's results are f32; other values, which no wgmma
+ * writes, need no ordering and stay as they are). */
 static void wait_group(Cg *cg, int pending, CgVal **vals, int num_vals) {
     int total = 0;
     for (int i = 0; i < num_vals; i++)
         total += vals[i]->n;
     LLVMValueRef *flat = ARENA_ARRAY(&cg->arena, LLVMValueRef, total > 0 ? total : 1);
-    int k = 0;
-    bool plain = true; /* only 32-bit registers can be tied as they are */
+    int n = 0;
     for (int i = 0; i < num_vals; i++)
-        for (int r = 0; r < vals[i]->n; r++, k++) {
-            flat[k] = cg_reg(vals[i], r);
-            plain &= LLVMTypeOf(flat[k]) == cg->t_f32 || LLVMTypeOf(flat[k]) == cg->t_i32;
+        for (int r = 0; r < vals[i]->n; r++) {
+            LLVMValueRef x = cg_reg(vals[i], r);
+            if (LLVMTypeOf(x) == cg->t_f32 || LLVMTypeOf(x) == cg->t_i32)
+                flat[n++] = x;
         }
     char text[64];
     snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
-    tied_asm(cg, text, flat, plain ? total : 0);
-    if (!plain)
-        return;
-    k = 0;
+    tied_asm(cg, text, flat, n);
+    int k = 0;
     for (int i = 0; i < num_vals; i++)
-        for (int r = 0; r < vals[i]->n; r++, k++)
-            vals[i]->v[r] = flat[k];
+        for (int r = 0; r < vals[i]->n; r++) {
+            LLVMValueRef x = cg_reg(vals[i], r);
+            if (LLVMTypeOf(x) == cg->t_f32 || LLVMTypeOf(x) == cg->t_i32)
+                vals[i]->v[r] = flat[k++];
+        }
 }
 
 /* Is v the constant 0 (a zero accumulator: the first k step then ignores

@@ -199,17 +199,21 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
                     snprintf(msg, sizeof msg, "%s: a tile cannot have a #%s layout", what,
                              ir_layout_kind_name(l->kind));
                 else if (t->kind == IR_SMEM && !shared)
-                    snprintf(msg, sizeof msg, "%s: shared memory needs a #shared layout, not #%s", what,
+                    snprintf(msg, sizeof msg, "%s: shared memory needs a #shared or #nvmma_shared layout, not #%s", what,
                              ir_layout_kind_name(l->kind));
                 else if (t->kind == IR_TILE && l->rank != t->rank)
                     snprintf(msg, sizeof msg, "%s: layout #%s has rank %d, but the tile has rank %d", what,
                              ir_layout_kind_name(l->kind), l->rank, t->rank);
                 else if (t->kind == IR_SMEM && l->rank != t->rank && l->rank != t->rank - 1)
-                    snprintf(msg, sizeof msg, "%s: layout #shared has rank %d, but the buffer has rank %d", what,
-                             l->rank, t->rank);
+                    snprintf(msg, sizeof msg, "%s: layout #%s has rank %d, but the buffer has rank %d", what,
+                             ir_layout_kind_name(l->kind), l->rank, t->rank);
                 else if (l->kind == LAYOUT_DOT_OP && l->dot_op.parent->kind != LAYOUT_MMA)
                     snprintf(msg, sizeof msg, "%s: the parent of a #dot_op layout must be #mma, not #%s", what,
                              ir_layout_kind_name(l->dot_op.parent->kind));
+                else if (l->kind == LAYOUT_DOT_OP && l->dot_op.parent->mma.version == 3 && l->dot_op.idx != 0)
+                    snprintf(msg, sizeof msg,
+                             "%s: #dot_op<idx = 1> of an #mma version 3 layout: wgmma reads B from shared memory only",
+                             what);
             }
         }
     } else if (t->kind > IR_F64) {
@@ -682,6 +686,10 @@ static void verify_dot(Verifier *v, const IrOp *op) {
      * #mma> operands (and, above, an accumulator of the result's type); a
      * #dot_op operand needs that result. Other layouts are the FMA path. */
     const Layout *rl = r->layout;
+    if (rl && rl->kind == LAYOUT_MMA && rl->mma.version == 3) {
+        op_error(v, op, "a dot with an #mma version 3 result must be a warp_group_dot (wgmma)");
+        return;
+    }
     for (int i = 0; i < 2; i++) {
         const Layout *l = OPND(i)->layout;
         bool is_op = l && l->kind == LAYOUT_DOT_OP;
@@ -848,7 +856,8 @@ static void verify_call(Verifier *v, const IrOp *op) {
  * layout may describe one stage, but a ring is not read or written whole). */
 static void check_buffer_layout(Verifier *v, const IrOp *op, const IrType *buf) {
     if (buf->layout && buf->layout->rank != buf->rank)
-        op_error(v, op, "buffer %s: its #shared layout has rank %d, expected %d", type_str(v, buf), buf->layout->rank,
+        op_error(v, op, "buffer %s: its #%s layout has rank %d, expected %d", type_str(v, buf),
+                 ir_layout_kind_name(buf->layout->kind), buf->layout->rank,
                  buf->rank);
 }
 
