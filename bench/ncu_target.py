@@ -1,15 +1,15 @@
 """Launches one kernel a few times, for a profiler (Nsight Compute) to measure.
 
-    python3 bench/profile.py attention [--shape B,H,N,D] [--causal] [--dtype f16|bf16] [--impl tilec|cudnn]
-    python3 bench/profile.py matmul [--shape M,N,K] [--dtype f16|bf16] [--impl tilec|cublas]
+    python3 bench/ncu_target.py attention [--shape B,H,N,D] [--causal] [--dtype f16|bf16] [--impl tilec|cudnn]
+    python3 bench/ncu_target.py matmul [--shape M,N,K] [--dtype f16|bf16] [--impl tilec|cublas]
 
 Runs the implementation on fresh random inputs three times (the first compiles, for tilec),
 synchronizing after each. Under ncu, profile the last launch, e.g.
 
     ncu --launch-skip 2 --launch-count 1 --metrics gpu__time_duration.sum,... \\
-        python3 bench/profile.py attention --shape 4,32,4096,128
+        python3 bench/ncu_target.py attention --shape 4,32,4096,128
 
-bench/profile.sh runs it with the figures bench/RESULTS.md quotes. Finds libtilec as the other
+bench/ncu_profile.sh runs it with the figures bench/RESULTS.md quotes. Finds libtilec as the other
 benchmarks do ($TILEC_LIB, else the bundle's lib/).
 """
 import argparse
@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import find_lib, load_tilec, tc_check, tc_context_from_torch  # noqa: E402
 
-PROG = "profile.py"
+PROG = "ncu_target.py"
 TC_DTYPE = {"f16": 5, "bf16": 6}
 
 

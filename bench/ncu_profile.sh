@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# profile.sh — Nsight Compute's key figures for tilec's attention and matmul next to cuDNN's
+# ncu_profile.sh — Nsight Compute's key figures for tilec's attention and matmul next to cuDNN's
 # and cuBLAS's kernels on the same shapes (the figures bench/RESULTS.md quotes).
 #
-#   bench/profile.sh [attention|matmul|all] [SHAPE]   (from the bundle, on the GPU machine)
+#   bench/ncu_profile.sh [attention|matmul|all] [SHAPE]   (from the bundle, on the GPU machine)
 #
 # Each line: the implementation, the kernel ncu profiled (the last of three launches of
-# bench/profile.py), its time, tensor-pipe activity, issue activity, warps active, and the
+# bench/ncu_target.py), its time, tensor-pipe activity, issue activity, warps active, and the
 # stall reasons as warps per issued instruction (barrier, long scoreboard = global memory,
 # wait = fixed latency, math pipe throttle, MIO throttle = shared memory queue, short
 # scoreboard = shared memory and MUFU results).
@@ -27,7 +27,7 @@ run() { # kernel impl shape kernel-name-regex extra...
     local kernel=$1 impl=$2 shape=$3 names=$4; shift 4
     echo "== $kernel $impl $shape $*"
     "$ncu" --kernel-name "regex:$names" --launch-skip 2 --launch-count 1 --metrics "$metrics" --csv --page raw \
-        python3 "$here/profile.py" "$kernel" --impl "$impl" --shape "$shape" "$@" 2>/dev/null |
+        python3 "$here/ncu_target.py" "$kernel" --impl "$impl" --shape "$shape" "$@" 2>/dev/null |
         METRICS="$metrics" python3 -c '
 import csv, sys
 rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
