@@ -25,8 +25,10 @@
  * Which dots: 2-D, f16 or bf16 operands (mma.sync m16n8k16, kwidth 2: two
  * consecutive K elements per 32-bit register), an f32 accumulator, M >= 16,
  * N >= 8, K >= 16 (tile sizes are powers of two, so they divide), on sm_80
- * and sm_90 alike (wgmma for sm_90a is a later stage). f32 operands stay on
- * the FMA path on purpose: tf32 (m16n8k8) keeps 10 bits of mantissa, which
+ * and sm_90 alike; on sm_90a accelerate_v3 (below) first tries warpgroup
+ * MMA, a `warp_group_dot` on #mma v3 with its operands in #nvmma_shared
+ * buffers (docs/passes.md, docs/hopper.md). f32 operands stay on the FMA
+ * path on purpose: tf32 (m16n8k8) keeps 10 bits of mantissa, which
  * would change the results of f32 kernels (relative errors around 1e-3
  * instead of 1e-6); so do the dots that are too small, 3-D dots and integer
  * ones.
