@@ -224,12 +224,13 @@ static const char SRC_GRID2D[] =
 
 static const char SRC_MATMUL[] =
     "kernel matmul(f32* out, const T* a, const T* b, const f32* acc0, constexpr dtype T, constexpr i32 M = 32,\n"
-    "              constexpr i32 N = 32, constexpr i32 K = 32, constexpr bool ACC = false) {\n"
+    "              constexpr i32 N = 32, constexpr i32 K = 32, constexpr bool ACC = false,\n"
+    "              constexpr bool BT = false) {\n"
     "    let r = arange(0, M);\n"
     "    let c = arange(0, N);\n"
     "    let k = arange(0, K);\n"
     "    let av = load(a + r[:, None] * K + k[None, :]);\n"
-    "    let bv = load(b + k[:, None] * N + c[None, :]);\n"
+    "    let bv = BT ? load(b + c[None, :] * K + k[:, None]) : load(b + k[:, None] * N + c[None, :]);\n"
     "    if (ACC) {\n"
     "        let a0 = load(acc0 + r[:, None] * N + c[None, :]);\n"
     "        store(out + r[:, None] * N + c[None, :], dot(av, bv, a0));\n"
@@ -997,16 +998,31 @@ static void feat_grid2d(Ft *f) {
 
 /* ---- dot ---- */
 
+/* One program's dot, from registers: 32x32x32 in every type (mma.sync or
+ * FMA), and f16/bf16 shapes that sm_90a runs on wgmma with its operands
+ * stored into #nvmma_shared buffers: one and two m64 tiles per warpgroup,
+ * two warpgroups along M or along N, instruction n from 16 to 256, K of 16
+ * (32-byte swizzle) to 64 (128-byte), B N-major (row-major) and K-major
+ * (BT: stored N x K). On sm_80/sm_90 the same cases run on mma.sync. */
 static void feat_dot(Ft *f) {
     static const tc_dtype types[] = {TC_DTYPE_F32, TC_DTYPE_F16, TC_DTYPE_BF16};
-    const int M = 32, N = 32, K = 32;
-    for (int ti = 0; ti < 3; ti++)
-        for (int acc = 0; acc < 2; acc++) {
+    static const struct {
+        int m, n, k, warps;
+    } shapes[] = {{32, 32, 32, 4},  {64, 64, 32, 4},  {128, 128, 64, 4}, {64, 256, 16, 8},
+                  {128, 256, 32, 8}, {256, 64, 64, 8}, {64, 32, 16, 4},   {64, 16, 32, 4}};
+    for (int ci = 0; ci < (int)(sizeof shapes / sizeof shapes[0]) * 3 * 2 * 2; ci++) {
+        int si = ci / 12, ti = ci / 4 % 3, acc = ci / 2 % 2, bt = ci % 2;
+        {
             tc_dtype t = types[ti];
-            char label[64];
-            snprintf(label, sizeof label, "dot 32x32x32 %s%s", gt_dtype_name(t), acc ? " + acc" : "");
-            tc_constexpr cx[] = {cx_dtype("T", t), cx_bool("ACC", acc)};
-            tc_kernel *k = get(f, label, SRC_MATMUL, "matmul", cx, 2, 4);
+            const int M = shapes[si].m, N = shapes[si].n, K = shapes[si].k;
+            if ((si > 0 && t == TC_DTYPE_F32) || (si == 0 && bt) || (si > 1 && acc && bt))
+                continue; /* f32 (FMA) at 32^3 only; each wgmma shape with and without acc, B both ways */
+            char label[96];
+            snprintf(label, sizeof label, "dot %dx%dx%d w%d %s%s%s", M, N, K, shapes[si].warps, gt_dtype_name(t),
+                     acc ? " + acc" : "", bt ? " B k-major" : "");
+            tc_constexpr cx[] = {cx_dtype("T", t), cx_bool("ACC", acc), cx_int("M", M), cx_int("N", N),
+                                 cx_int("K", K),   cx_bool("BT", bt)};
+            tc_kernel *k = get(f, label, SRC_MATMUL, "matmul", cx, 6, shapes[si].warps);
             if (!k)
                 continue;
             size_t es = gt_dtype_bytes(t);
@@ -1030,7 +1046,8 @@ static void feat_dot(Ft *f) {
                     for (int c = 0; c < N; c++) {
                         double s = acc ? F32(a0)[r * N + c] : 0;
                         for (int kk = 0; kk < K; kk++)
-                            s += gt_get(t, a.h, (size_t)(r * K + kk)) * gt_get(t, b.h, (size_t)(kk * N + c));
+                            s += gt_get(t, a.h, (size_t)(r * K + kk)) *
+                                 gt_get(t, b.h, (size_t)(bt ? c * K + kk : kk * N + c));
                         gt_err_add(&e, F32(out)[r * N + c], s);
                     }
                 report(label, t, gt_err_value(&e), gt_tolerance(t), buf_clobbered(&out, (size_t)M * N * 4, 4));
@@ -1042,6 +1059,7 @@ static void feat_dot(Ft *f) {
             buf_free(f, &a0);
             buf_free(f, &out);
         }
+    }
 }
 
 static void run_all(Ft *f) {
