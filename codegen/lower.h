@@ -69,6 +69,7 @@ struct Cg {
     LLVMValueRef fn;
     LLVMValueRef tid, lane, warp; /* i32 */
     LLVMValueRef smem;            /* @global_smem, the dynamic shared memory */
+    LLVMValueRef smem_window;     /* its shared-window address (i32), or NULL until wgmma needs it */
 
     IrMap vals; /* IrValue* -> CgVal* */
     IrMap lls;  /* const IrType* -> LinearLayout* */

@@ -218,10 +218,13 @@ static bool lower_mma(Cg *cg, IrOp *op, const TgMmaPlan *p) {
 /* ---- Hopper: wgmma (docs/hopper.md, target/wgmma.c) ---- */
 
 /* The shared-window address (i32) of the dynamic shared memory: computed
- * once, in the entry block. */
+ * once per kernel, in the entry block. */
 static LLVMValueRef smem_window(Cg *cg) {
-    LLVMValueRef p = LLVMBuildPtrToInt(cg->entry_b, cg->smem, cg->t_i64, "");
-    return LLVMBuildTrunc(cg->entry_b, p, cg->t_i32, "smem.window");
+    if (!cg->smem_window) {
+        LLVMValueRef p = LLVMBuildPtrToInt(cg->entry_b, cg->smem, cg->t_i64, "");
+        cg->smem_window = LLVMBuildTrunc(cg->entry_b, p, cg->t_i32, "smem.window");
+    }
+    return cg->smem_window;
 }
 
 /* The run-time part of a shared operand's offset: this thread's warpgroup's
@@ -305,14 +308,7 @@ static void wait_group(Cg *cg, int pending, CgVal **vals, int num_vals) {
         }
 }
 
-/* Is v the constant 0 (a zero accumulator: the first k step then ignores
- * its registers, scale-d = 0, so none are set)? */
-static bool zero_constant(const IrValue *v) {
-    double x;
-    return v->def && v->def->opc == IR_OP_CONSTANT && ir_value_const_number(v, &x) && x == 0.0;
-}
-
-static bool lower_wgmma(Cg *cg, IrOp *op) {
+bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
     int cap = tg_wgmma_plan_cap(op);
     TgWgmmaPlan *p = ARENA_NEW(&cg->arena, TgWgmmaPlan);
     int *storage = ARENA_ARRAY(&cg->arena, int, 2 * (size_t)(cap > 0 ? cap : 1));
@@ -349,7 +345,7 @@ static bool lower_wgmma(Cg *cg, IrOp *op) {
      * instruction writes a register the wgmmas read after the fence (ptxas
      * would add fences of its own, C7519). A zero accumulator is not set at
      * all: the first k step computes D = A B (scale-d 0). */
-    bool zero = zero_constant(op->operands[2]);
+    bool zero = ir_value_is_zero(op->operands[2]);
     int na = p->a_regs ? 4 * p->ksteps * p->tiles_m : 0;
     LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, na > 0 ? na : 1);
     for (int i = 0; i < na; i++)
@@ -380,65 +376,61 @@ static bool lower_wgmma(Cg *cg, IrOp *op) {
                 res->v[slot[i]] = through[i];
         }
     }
+    /* One instruction's text and constraints, the same for every (k step,
+     * tile): operands numbered outputs, tied inputs (one per output), then
+     * A (4 registers or a descriptor), B's descriptor, scale-d. */
     Buf text, cons;
-    for (int ks = 0; ks < p->ksteps; ks++)
-        for (int tm = 0; tm < p->tiles_m; tm++)
+    buf_init(&text);
+    buf_init(&cons);
+    int in = 2 * per;
+    buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", in + nargs - per - 1);
+    buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
+    for (int i = 0; i < per; i++) {
+        buf_printf(&text, "%s$%d", i ? ", " : "", i);
+        buf_printf(&cons, "%s=f", i ? "," : "");
+    }
+    for (int i = 0; i < per; i++)
+        buf_printf(&cons, ",%d", i);
+    if (p->a_regs)
+        buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", in, in + 1, in + 2, in + 3, in + 4,
+                   p->sb.mn_major);
+    else
+        buf_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", in, in + 1, p->sa.mn_major, p->sb.mn_major);
+    buf_puts(&cons, p->a_regs ? ",r,r,r,r,l,r,~{memory}" : ",l,l,r,~{memory}");
+    bool ok = true;
+    for (int ks = 0; ks < p->ksteps && ok; ks++)
+        for (int tm = 0; tm < p->tiles_m && ok; tm++)
             for (int tn = 0; tn < p->tiles_n; tn++) {
                 const int *acc = p->acc + (tm * p->tiles_n + tn) * per;
                 if (acc[0] < 0)
                     continue; /* another warpgroup's tile */
-                buf_init(&text);
-                buf_init(&cons);
-                /* operand numbers: the outputs, the tied inputs (one per output), then the rest */
-                int in = 2 * per;
-                buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", in + nargs - per - 1);
-                buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
-                for (int i = 0; i < per; i++) {
-                    buf_printf(&text, "%s$%d", i ? ", " : "", i);
-                    buf_printf(&cons, "%s=f", i ? "," : "");
-                }
-                for (int i = 0; i < per; i++) {
+                for (int i = 0; i < per; i++)
                     args[i] = zero && ks == 0 ? LLVMGetUndef(cg->t_f32) : res->v[acc[i]];
-                    buf_printf(&cons, ",%d", i);
-                }
                 int k = per;
                 if (p->a_regs) {
-                    if (!tg_frag_regs(&p->a, tm * 4, ks)) {
-                        buf_free(&text);
-                        buf_free(&cons);
-                        return cg_error(cg, op, "internal error: wgmma A fragment missing");
-                    }
                     LLVMValueRef *w = aw + 4 * (ks * p->tiles_m + tm);
-                    buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", in, in + 1, in + 2, in + 3,
-                               in + 4, p->sb.mn_major);
-                    for (int j = 0; j < 4; j++) {
+                    if (!(ok = w[0] != NULL))
+                        break;
+                    for (int j = 0; j < 4; j++)
                         args[k++] = w[j];
-                        buf_puts(&cons, ",r");
-                    }
                 } else {
                     args[k++] = descriptor(cg, &p->sa, window, base_a, wg_a, (int64_t)tm * 64, (int64_t)ks * 16);
-                    buf_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", in, in + 1, p->sa.mn_major,
-                               p->sb.mn_major);
-                    buf_puts(&cons, ",l");
                 }
                 args[k++] = descriptor(cg, &p->sb, window, base_b, wg_b, (int64_t)ks * 16, (int64_t)tn * p->n);
                 args[k++] = cg_i32(cg, zero && ks == 0 ? 0 : 1); /* scale-d: D = A B, or accumulate */
-                buf_puts(&cons, ",l,r,~{memory}");
                 LLVMValueRef d = cg_asm(cg, st, text.data, cons.data, args, k, true);
                 for (int i = 0; i < per; i++)
                     res->v[acc[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
-                buf_free(&text);
-                buf_free(&cons);
             }
+    buf_free(&text);
+    buf_free(&cons);
+    if (!ok)
+        return cg_error(cg, op, "internal error: wgmma A fragment missing");
     cg_asm(cg, cg->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
     if (ir_op_get_int(op, "async", 0) == 0)
         wait_group(cg, 0, &res, 1);
     cg_set(cg, op->results[0], res);
     return true;
-}
-
-bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
-    return lower_wgmma(cg, op);
 }
 
 bool cg_lower_warp_group_dot_wait(Cg *cg, IrOp *op) {

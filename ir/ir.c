@@ -497,6 +497,11 @@ bool ir_value_const_number(const IrValue *v, double *out) {
     return true;
 }
 
+bool ir_value_is_zero(const IrValue *v) {
+    double x;
+    return ir_value_const_number(v, &x) && x == 0.0;
+}
+
 /* ---- builder ---- */
 
 void ir_builder_at_end(IrBuilder *b, IrModule *m, IrBlock *block) {

@@ -453,6 +453,8 @@ void ir_walk_func(IrFunc *f, IrWalkFn fn, void *ctx);
 bool ir_value_is_constant(const IrValue *v);
 bool ir_value_const_int(const IrValue *v, int64_t *out);
 bool ir_value_const_number(const IrValue *v, double *out);
+/* v is a constant (scalar or splat) equal to 0 of either sign. */
+bool ir_value_is_zero(const IrValue *v);
 
 /* The builder inserts new ops before `before`, or at the end of `block` when
  * `before` is NULL, and stamps them with `loc`. */

@@ -165,26 +165,23 @@ static void split_warps(int64_t M, int64_t N, int num_warps, int *wm, int *wn) {
     *wn = r1;
 }
 
-static const Layout *mma_layout(IrModule *m, int wm, int wn) {
+/* #mma<version, wpc = [wm, wn], instr = [im, in, 16]>: mma.sync (2, m16n8)
+ * or wgmma (3, m64nN). */
+static const Layout *mma_layout(IrModule *m, int version, int wm, int wn, int im, int in) {
     Layout l;
     memset(&l, 0, sizeof l);
     l.kind = LAYOUT_MMA;
     l.rank = 2;
-    l.mma.version = 2;
+    l.mma.version = version;
     l.mma.wpc[0] = wm;
     l.mma.wpc[1] = wn;
-    l.mma.instr[0] = 16;
-    l.mma.instr[1] = 8;
+    l.mma.instr[0] = im;
+    l.mma.instr[1] = in;
     l.mma.instr[2] = 16;
     return ir_layout_intern(m, &l);
 }
 
 /* ---- the rewrite ---- */
-
-static bool is_zero_constant(const IrValue *v) {
-    double x;
-    return v->def && v->def->opc == IR_OP_CONSTANT && ir_value_const_number(v, &x) && x == 0.0;
-}
 
 /* The single user of v in f, or NULL when v has 0 or several uses. */
 static IrOp *only_user(IrBlock *scope, const IrValue *v, IrOp *found, int *count) {
@@ -203,7 +200,7 @@ static IrOp *only_user(IrBlock *scope, const IrValue *v, IrOp *found, int *count
 /* `add x, dot(a, b, 0)` -> `dot(a, b, x)`; returns the add's result, which
  * the dot's now replaces, or NULL. */
 static IrValue *fold_add(Accel *a, IrOp *dot) {
-    if (!is_zero_constant(dot->operands[2]))
+    if (!ir_value_is_zero(dot->operands[2]))
         return NULL;
     int count = 0;
     IrOp *add = only_user(a->f->body, dot->results[0], NULL, &count);
@@ -217,6 +214,28 @@ static IrValue *fold_add(Accel *a, IrOp *dot) {
     ir_op_insert_before(add, dot);
     ir_op_set_operand(dot, 2, x);
     return add->results[0];
+}
+
+/* Replaces dot by an `opc` (dot or warp_group_dot) of operands ops whose
+ * result has layout mma; the dot's users — and those of the add fold_add
+ * folded (replaced, which had the dot's type) — get it converted back to the
+ * layout they expect. */
+static void replace_dot(Accel *a, IrOp *dot, IrOpcode opc, IrValue **ops, const Layout *mma, IrValue *replaced) {
+    IrModule *m = a->m;
+    IrValue *old = dot->results[0];
+    const IrType *rt = ir_type_with_layout(m, old->type, mma);
+    IrOp *acc = ir_op_create(m, opc, 3, ops, 1, &rt);
+    acc->loc = dot->loc;
+    acc->results[0]->name = replaced ? replaced->name : old->name;
+    ir_op_insert_before(dot, acc);
+    ir_op_unlink(dot);
+    IrValue *back = pass_convert_to(&a->rw, acc->results[0], old->type->layout);
+    if (replaced) {
+        ir_replace_all_uses(a->f->body, replaced, back);
+        ir_op_unlink(replaced->def);
+    } else {
+        ir_replace_all_uses(a->f->body, old, back);
+    }
 }
 
 /* ---- wgmma (sm_90a) ---- */
@@ -234,20 +253,6 @@ static void split_warpgroups(int64_t M, int groups, bool chained, int *gm, int *
     }
     *gm = m;
     *gn = n;
-}
-
-static const Layout *mma_v3_layout(IrModule *m, int wm, int wn, int n) {
-    Layout l;
-    memset(&l, 0, sizeof l);
-    l.kind = LAYOUT_MMA;
-    l.rank = 2;
-    l.mma.version = 3;
-    l.mma.wpc[0] = wm;
-    l.mma.wpc[1] = wn;
-    l.mma.instr[0] = 64;
-    l.mma.instr[1] = n;
-    l.mma.instr[2] = 16;
-    return ir_layout_intern(m, &l);
 }
 
 /* The swizzle of a wgmma operand stored with dimension order[0]
@@ -319,7 +324,7 @@ static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
     if (M < 64 * (int64_t)gm || N < 8 * (int64_t)gn)
         return false;
     int64_t n = N / gn > 256 ? 256 : N / gn;
-    const Layout *mma = mma_v3_layout(m, 4 * gm, gn, (int)n);
+    const Layout *mma = mma_layout(m, 3, 4 * gm, gn, 64, (int)n);
     if (!layout_fits(mma, old->type, a->num_warps))
         return false;
     int ob[IR_MAX_RANK], oa[IR_MAX_RANK];
@@ -343,19 +348,7 @@ static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
                      : to_shared(a, dot->operands[0], nvmma_layout(m, oa, swa));
     ops[1] = to_shared(a, dot->operands[1], nvmma_layout(m, ob, swb));
     ops[2] = pass_convert_to(&a->rw, dot->operands[2], mma);
-    const IrType *rt = ir_type_with_layout(m, old->type, mma);
-    IrOp *wg = ir_op_create(m, IR_OP_WARP_GROUP_DOT, 3, ops, 1, &rt);
-    wg->loc = dot->loc;
-    wg->results[0]->name = replaced ? replaced->name : old->name;
-    ir_op_insert_before(dot, wg);
-    ir_op_unlink(dot);
-    IrValue *back = pass_convert_to(&a->rw, wg->results[0], old->type->layout);
-    if (replaced) {
-        ir_replace_all_uses(a->f->body, replaced, back);
-        ir_op_unlink(replaced->def);
-    } else {
-        ir_replace_all_uses(a->f->body, old, back);
-    }
+    replace_dot(a, dot, IR_OP_WARP_GROUP_DOT, ops, mma, replaced);
     return true;
 }
 
@@ -369,7 +362,7 @@ static void accelerate(Accel *a, IrOp *dot, bool chained) {
     int wm = a->num_warps, wn = 1;
     if (!chained)
         split_warps(M, N, a->num_warps, &wm, &wn);
-    const Layout *mma = mma_layout(m, wm, wn);
+    const Layout *mma = mma_layout(m, 2, wm, wn, 16, 8);
     const Layout *la = pass_dot_operand_layout(m, mma, 0, ta->elem);
     const Layout *lb = pass_dot_operand_layout(m, mma, 1, tb->elem);
     if (!layout_fits(mma, old->type, a->num_warps) || !layout_fits(la, ta, a->num_warps) ||
@@ -378,24 +371,7 @@ static void accelerate(Accel *a, IrOp *dot, bool chained) {
     IrValue *replaced = fold_add(a, dot);
     IrValue *ops[3] = {pass_convert_to(&a->rw, dot->operands[0], la), pass_convert_to(&a->rw, dot->operands[1], lb),
                        pass_convert_to(&a->rw, dot->operands[2], mma)};
-    IrMap none;
-    ir_map_init(&none, &m->arena);
-    IrOp *copy = ir_op_clone(m, dot, &none);
-    for (int i = 0; i < 3; i++)
-        ir_op_set_operand(copy, i, ops[i]);
-    copy->results[0]->type = ir_type_with_layout(m, old->type, mma);
-    copy->results[0]->name = replaced ? replaced->name : old->name;
-    ir_op_insert_before(dot, copy);
-    ir_op_unlink(dot);
-    /* The add (if folded) had the dot's type: both become the new dot,
-     * converted back to the layout their users expect. */
-    IrValue *back = pass_convert_to(&a->rw, copy->results[0], old->type->layout);
-    if (replaced) {
-        ir_replace_all_uses(a->f->body, replaced, back);
-        ir_op_unlink(replaced->def);
-    } else {
-        ir_replace_all_uses(a->f->body, old, back);
-    }
+    replace_dot(a, dot, IR_OP_DOT, ops, mma, replaced);
 }
 
 static void collect(IrOp *op, void *ctx) {

@@ -516,8 +516,8 @@ static void wait_for_init(IrOp *loop, const InitCopy *c) {
 
 /* The dot of body that may stay in flight across iterations: the body's
  * only dot, a warp_group_dot reading a ring, whose result only the yield
- * uses (a matmul's accumulator), or NULL. */
-static IrOp *async_dot_of(Pipe *p, IrBlock *body) {
+ * uses (a matmul's accumulator; *carried is its yield operand), or NULL. */
+static IrOp *async_dot_of(Pipe *p, IrBlock *body, int *carried) {
     IrOp *dot = NULL;
     for (IrOp *op = body->first; op; op = op->next) {
         if (op->opc == IR_OP_DOT || (op->opc == IR_OP_WARP_GROUP_DOT && dot))
@@ -534,8 +534,10 @@ static IrOp *async_dot_of(Pipe *p, IrBlock *body) {
     if (!reads_ring || !yield || yield->opc != IR_OP_YIELD || ir_count_uses(body, dot->results[0]) != 1)
         return NULL;
     for (int i = 0; i < yield->num_operands; i++)
-        if (yield->operands[i] == dot->results[0])
+        if (yield->operands[i] == dot->results[0]) {
+            *carried = i;
             return dot;
+        }
     return NULL;
 }
 
@@ -561,7 +563,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     /* A warp_group_dot that can stay in flight (see the essay): copies
      * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
      * stages (the one more is the stage the dot in flight still reads). */
-    IrOp *async_dot = async_dot_of(p, body);
+    int carried = -1;
+    IrOp *async_dot = async_dot_of(p, body, &carried);
     int64_t stages = async_dot ? num_stages + 1 : num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
 
@@ -707,14 +710,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ir_builder_at_end(&b, m, loop->parent);
     b.loc = loop->loc;
     build_wait(&b, 0);
-    if (async_dot) { /* the last dot completes before anything reads the accumulator */
-        IrOp *yield2 = body->last;
-        for (int i = 0; i < yield2->num_operands; i++) {
-            IrValue *y = yield2->operands[i];
-            if (y->def && y->def->opc == IR_OP_WARP_GROUP_DOT_WAIT && y->def->operands[0] == async_dot->results[0])
-                wait_after(p, loop, loop->parent, loop->results[i], 0);
-        }
-    }
+    if (async_dot) /* the last dot completes before anything reads the accumulator */
+        wait_after(p, loop, loop->parent, loop->results[carried], 0);
 }
 
 static void walk(Pipe *p, IrBlock *blk) {

@@ -148,7 +148,15 @@ static void reload(Stage *s, IrBlock *body, IrOp *load) {
     }
 }
 
-static void remember(Stage *s, IrOp *alloc);
+static void remember(Stage *s, IrOp *alloc) {
+    if (s->num_allocs == s->cap_allocs) {
+        int cap = s->cap_allocs ? 2 * s->cap_allocs : 8;
+        s->allocs = arena_grow(&s->m->arena, s->allocs, sizeof(IrOp *) * (size_t)s->num_allocs,
+                               sizeof(IrOp *) * (size_t)cap);
+        s->cap_allocs = cap;
+    }
+    s->allocs[s->num_allocs++] = alloc;
+}
 
 static void stage(Stage *s, IrOp *cvt) {
     IrModule *m = s->m;
@@ -179,16 +187,6 @@ static void stage(Stage *s, IrOp *cvt) {
     if (ir_count_uses(scope, load->results[0]) == 0)
         ir_op_unlink(load);
     remember(s, alloc);
-}
-
-static void remember(Stage *s, IrOp *alloc) {
-    if (s->num_allocs == s->cap_allocs) {
-        int cap = s->cap_allocs ? 2 * s->cap_allocs : 8;
-        s->allocs = arena_grow(&s->m->arena, s->allocs, sizeof(IrOp *) * (size_t)s->num_allocs,
-                               sizeof(IrOp *) * (size_t)cap);
-        s->cap_allocs = cap;
-    }
-    s->allocs[s->num_allocs++] = alloc;
 }
 
 static void walk(Stage *s, IrBlock *b) {

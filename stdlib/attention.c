@@ -113,7 +113,7 @@ enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, tc_attention_plan *p) {
-    bool wgmma = arch && strcmp(arch, "sm_90a") == 0;
+    bool wgmma = rt_stdlib_wgmma(arch);
     memset(p, 0, sizeof *p);
     p->file = "attention.tile";
     p->kernel = "attention_fwd";
@@ -220,9 +220,7 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     l->stream = stream;
     tc_options_init(&l->options);
     l->options.params = l->facts;
-    /* the context's target; the launch hook (the unit tests, with no real
-     * context) sees the plan of the default one */
-    const char *arch = rt_attention_launch_hook ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
+    const char *arch = rt_stdlib_target(ctx, rt_attention_launch_hook != NULL);
     rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, arch, &l->plan);
     if (scale < 0)
         attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);

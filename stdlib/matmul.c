@@ -180,7 +180,7 @@ static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam
      * wgmma (sm_90a) keeps its operands in shared memory and takes any
      * epilogue and either contiguous dimension (general strides spill 8
      * bytes) */
-    bool wgmma = arch && strcmp(arch, "sm_90a") == 0;
+    bool wgmma = rt_stdlib_wgmma(arch);
     bool row_major = sak == 1 && sbn == 1 && scn == 1;
     bool unit = order_of(sam, sak) && order_of(sbk, sbn) && order_of(scm, scn);
     bool big = wgmma ? unit : row_major && !has_bias && act == TC_ACTIVATION_NONE;
@@ -351,9 +351,7 @@ tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevicept
         return st;
     RtMatmulLaunch l;
     mm_begin(&l, entry, ctx, stream);
-    /* the context's target; the launch hook (the unit tests, with no real
-     * context) sees the plan of the default one */
-    const char *arch = rt_matmul_launch_hook ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
+    const char *arch = rt_stdlib_target(ctx, rt_matmul_launch_hook != NULL);
     if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                               bias != 0, act, (a | b | c) % 16 == 0, arch, &l.plan)) != TC_OK)
         return st;

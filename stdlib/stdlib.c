@@ -49,6 +49,14 @@ tc_status tc_stdlib_source(const char *name, const char **text, size_t *len) {
 
 /* ---- the argument checkers ---- */
 
+const char *rt_stdlib_target(const tc_context *ctx, bool hooked) {
+    return hooked ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
+}
+
+bool rt_stdlib_wgmma(const char *arch) {
+    return arch && strcmp(arch, "sm_90a") == 0;
+}
+
 tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p) {
     if (!p)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", entry, name);

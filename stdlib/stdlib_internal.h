@@ -81,6 +81,13 @@ static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
 
 /* p is not NULL ("ctx is NULL", "out is NULL"). */
 tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p);
+
+/* The target a family plans for: the context's (tc_context_arch), or the
+ * default one when a launch hook stands in for the launch (the unit tests,
+ * whose contexts are not real). */
+const char *rt_stdlib_target(const tc_context *ctx, bool hooked);
+/* Does a target run dots on wgmma (sm_90a)? The plans that differ by it. */
+bool rt_stdlib_wgmma(const char *arch);
 /* dtype is f16 or bf16, or also f32 when f32_too. */
 tc_status rt_stdlib_check_dtype(const char *entry, tc_dtype dtype, bool f32_too);
 /* A count (rows, an extent, a block count) in 1..max. */

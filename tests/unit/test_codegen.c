@@ -7,30 +7,12 @@
 #include "codegen/codegen.h"
 #include "tilec/runtime.h"
 #include "tilec/tilec.h"
+#include "ir_test_util.h"
 #include "unit.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static IrModule *parse(const char *text) {
-    static Source src;
-    src.name = "<test>";
-    src.text = text;
-    src.len = strlen(text);
-    DiagList d;
-    diag_init(&d);
-    IrModule *m = ir_parse(&src, &d);
-    if (diag_has_errors(&d)) {
-        Buf b;
-        buf_init(&b);
-        diag_render(&d, &b);
-        fprintf(stderr, "%s", b.data);
-        buf_free(&b);
-    }
-    diag_free(&d);
-    return m;
-}
 
 /* The op defining the value named `name` in the first function. */
 static IrOp *find_op(IrModule *m, const char *name) {
@@ -60,7 +42,7 @@ static const char *SCRATCH_IR =
 TEST(scratch_sizes) {
     /* The kernel above is not valid for codegen (tile parameters) but is for
      * the size formulas, which only read types and attributes. */
-    IrModule *m = parse(SCRATCH_IR);
+    IrModule *m = unit_parse_ir(SCRATCH_IR);
     CHECK(m != NULL);
     if (!m)
         return;
@@ -301,7 +283,7 @@ static const char *MMA_IR =
     "}\n";
 
 TEST(mma_dots) {
-    IrModule *m = parse(MMA_IR);
+    IrModule *m = unit_parse_ir(MMA_IR);
     CHECK(m != NULL);
     if (!m)
         return;

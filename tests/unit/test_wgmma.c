@@ -8,29 +8,11 @@
  */
 #include "ir/ir.h"
 #include "target/target.h"
+#include "ir_test_util.h"
 #include "unit.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static IrModule *parse(const char *text) {
-    static Source src;
-    src.name = "<test>";
-    src.text = text;
-    src.len = strlen(text);
-    DiagList d;
-    diag_init(&d);
-    IrModule *m = ir_parse(&src, &d);
-    if (diag_has_errors(&d)) {
-        Buf b;
-        buf_init(&b);
-        diag_render(&d, &b);
-        fprintf(stderr, "%s", b.data);
-        buf_free(&b);
-    }
-    diag_free(&d);
-    return m;
-}
 
 /* The first warp_group_dot of the first function. */
 static IrOp *first_wgmma(IrModule *m) {
@@ -50,7 +32,7 @@ static IrModule *wgmma_kernel(const char *a, const char *b, const char *c, int n
              "  return\n"
              "}\n",
              a, b, c, num_warps, c);
-    return parse(text);
+    return unit_parse_ir(text);
 }
 
 /* A plan with its tables; freed by plan_free. */
@@ -385,35 +367,33 @@ TEST(plan_register_a) {
 
 /* What does not fit wgmma: tg_wgmma_plan says why. */
 TEST(plan_rejects) {
-    /* A's 16 f16 rows are 32 bytes: not whole 128-byte swizzled rows. */
-    Plan r = plan("smem<64x16xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
-                  "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
-                  "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 64, 16]>>", 4);
-    CHECK(!r.ok);
-    CHECK(r.why != NULL);
-    plan_free(&r);
-    /* N-major B whose instruction covers 32 f16 = 64 bytes of a 128-byte
-     * swizzled row. */
-    r = plan("smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
-             "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
-             "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 32, 16]>>", 4);
-    CHECK(!r.ok);
-    CHECK(r.why != NULL);
-    plan_free(&r);
-    /* An mma.sync accumulator. */
-    r = plan("smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
-             "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
-             "tile<64x64xf32, #mma<version = 2, wpc = [4, 1], instr = [16, 8, 16]>>", 4);
-    CHECK(!r.ok);
-    CHECK(r.why != NULL);
-    plan_free(&r);
-    /* Warps that do not multiply to num_warps. */
-    r = plan("smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
-             "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
-             "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 64, 16]>>", 8);
-    CHECK(!r.ok);
-    CHECK(r.why != NULL);
-    plan_free(&r);
+    static const struct {
+        const char *a, *b, *c;
+        int warps;
+    } bad[] = {
+        /* A's 16 f16 rows are 32 bytes: not whole 128-byte swizzled rows. */
+        {"smem<64x16xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
+         "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
+         "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 64, 16]>>", 4},
+        /* N-major B whose instruction covers 32 f16 = 64 bytes of a 128-byte swizzled row. */
+        {"smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
+         "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
+         "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 32, 16]>>", 4},
+        /* An mma.sync accumulator. */
+        {"smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
+         "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
+         "tile<64x64xf32, #mma<version = 2, wpc = [4, 1], instr = [16, 8, 16]>>", 4},
+        /* Warps that do not multiply to num_warps. */
+        {"smem<64x16xf16, #nvmma_shared<swizzle = 32, order = [1, 0]>>",
+         "smem<16x64xf16, #nvmma_shared<swizzle = 128, order = [1, 0]>>",
+         "tile<64x64xf32, #mma<version = 3, wpc = [4, 1], instr = [64, 64, 16]>>", 8},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Plan r = plan(bad[i].a, bad[i].b, bad[i].c, bad[i].warps);
+        CHECK(!r.ok);
+        CHECK(r.why != NULL);
+        plan_free(&r);
+    }
 }
 
 UNIT_SUITE(wgmma, swizzle_choice, plan_128x128x64, plan_two_warpgroups_m, plan_two_warpgroups_n, plan_bf16_k_major_b,
