@@ -14,13 +14,17 @@ IrModule *unit_parse_ir(const char *text) {
     DiagList d;
     diag_init(&d);
     IrModule *m = ir_parse(&src, &d);
-    if (diag_has_errors(&d)) {
-        Buf b;
-        buf_init(&b);
-        diag_render(&d, &b);
-        fprintf(stderr, "%s", b.data);
-        buf_free(&b);
-    }
+    unit_print_diagnostics(&d);
     diag_free(&d);
     return m;
+}
+
+void unit_print_diagnostics(DiagList *d) {
+    if (!diag_has_errors(d))
+        return;
+    Buf b;
+    buf_init(&b);
+    diag_render(d, &b);
+    fprintf(stderr, "%s", b.data);
+    buf_free(&b);
 }

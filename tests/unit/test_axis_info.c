@@ -5,6 +5,7 @@
  * computes (soundness: the analysis may know little, never something false).
  */
 #include "passes/passes.h"
+#include "ir_test_util.h"
 #include "unit.h"
 
 #include <stdint.h>
@@ -46,13 +47,7 @@ static IrModule *parse(const char *text, Source *src) {
     IrModule *m = ir_parse(src, &d);
     CHECK(m != NULL);
     CHECK(m && ir_verify(m, &d));
-    if (d.num_errors) {
-        Buf b;
-        buf_init(&b);
-        diag_render(&d, &b);
-        fprintf(stderr, "%s", b.data);
-        buf_free(&b);
-    }
+    unit_print_diagnostics(&d);
     diag_free(&d);
     return m;
 }
