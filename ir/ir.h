@@ -183,6 +183,7 @@ typedef enum {
     IR_PTR,  /* uses elem (the pointee, a scalar type) */
     IR_TILE, /* uses elem (scalar or PTR), rank, shape, layout (NULL = none yet) */
     IR_SMEM, /* a buffer in shared memory: elem, rank, shape, layout (#shared) */
+    IR_TENSORMAP, /* a TMA tensor map (128 opaque bytes): only a kernel parameter the pipeline adds */
 } IrTypeKind;
 
 struct IrType {
@@ -195,6 +196,7 @@ struct IrType {
 
 const IrType *ir_type_scalar(IrModule *m, IrTypeKind kind);
 const IrType *ir_type_ptr(IrModule *m, const IrType *pointee);
+const IrType *ir_type_tensormap(IrModule *m);
 const IrType *ir_type_tile(IrModule *m, const IrType *elem, int rank, const int64_t *shape, const Layout *layout);
 const IrType *ir_type_smem(IrModule *m, const IrType *elem, int rank, const int64_t *shape, const Layout *layout);
 /* Same shape and layout as t (scalar if t is scalar), element type elem. */
@@ -484,6 +486,43 @@ bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *o
 int64_t ir_int_wrap(int64_t v, int bits); /* sign-extends the low `bits` bits */
 bool ir_fold_cmp(const char *pred, double a, double b, bool is_int, int64_t ia, int64_t ib);
 double ir_float_round(IrTypeKind k, double v); /* rounds to f16/bf16/f32 precision */
+
+/* ==== tensormap.c: what a `tensormap` kernel parameter describes ==== */
+
+/*
+ * A TMA tensor map parameter (docs/ir.md, "TMA") carries in its attributes
+ * how the runtime builds it at each launch from the other arguments:
+ *
+ *   tma_base = P            the pointer parameter the tensor starts at
+ *   tma_dim_params = [..]   per dimension (innermost first): the integer
+ *                           parameter holding its extent, or -1
+ *   tma_dims = [..]         the extent when the parameter is -1; 0 when
+ *                           unbounded (nothing is masked along it)
+ *   tma_stride_params = [..], tma_strides = [..]
+ *                           dimensions 1..rank-1: the stride in elements, a
+ *                           parameter or (when -1) the constant
+ *   tma_box = [..]          elements one copy moves along each dimension
+ *   tma_swizzle = S         0, 32, 64 or 128: the shared-memory swizzle
+ */
+#define IR_MAX_TMAP_RANK 5
+
+typedef struct IrTensorMap {
+    int base;
+    int rank;
+    int dim_param[IR_MAX_TMAP_RANK];
+    int64_t dim[IR_MAX_TMAP_RANK];
+    int stride_param[IR_MAX_TMAP_RANK]; /* [0] unused: dimension 0 has stride 1 */
+    int64_t stride[IR_MAX_TMAP_RANK];
+    int64_t box[IR_MAX_TMAP_RANK];
+    int swizzle;
+} IrTensorMap;
+
+/* Reads the attributes of a tensormap parameter of f; false with *why when
+ * they are missing or malformed (counts, kinds, ranges, parameter kinds). */
+bool ir_tensormap_of(const IrFunc *f, const IrValue *param, IrTensorMap *out, const char **why);
+/* Writes tm as the attributes of param. */
+void ir_tensormap_set(IrModule *m, IrValue *param, const IrTensorMap *tm);
+bool ir_tensormap_equal(const IrTensorMap *a, const IrTensorMap *b);
 
 /* ==== print.c: the text form ==== */
 

@@ -944,6 +944,10 @@ static const IrType *parse_type(Parser *p) {
         return parse_shaped(p, IR_TILE);
     if (tok_is(&p->tok, T_IDENT, "smem"))
         return parse_shaped(p, IR_SMEM);
+    if (tok_is(&p->tok, T_IDENT, "tensormap")) {
+        advance(p);
+        return ir_type_tensormap(p->m);
+    }
     return parse_elem_type(p);
 }
 

@@ -325,6 +325,7 @@ static void print_type_to(Printer *p, Buf *out, const IrType *t) {
         }
         buf_puts(out, ">");
         return;
+    case IR_TENSORMAP: buf_puts(out, "tensormap"); return;
     default: buf_puts(out, ir_scalar_name(t->kind)); return;
     }
 }

@@ -84,6 +84,13 @@ const IrType *ir_type_ptr(IrModule *m, const IrType *pointee) {
     return intern_type(m, &t);
 }
 
+const IrType *ir_type_tensormap(IrModule *m) {
+    IrType t;
+    memset(&t, 0, sizeof t);
+    t.kind = IR_TENSORMAP;
+    return intern_type(m, &t);
+}
+
 static const IrType *shaped(IrModule *m, IrTypeKind kind, const IrType *elem, int rank, const int64_t *shape,
                             const Layout *layout) {
     tc_assert(elem && elem->kind <= IR_PTR);

@@ -167,6 +167,9 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
     msg[0] = 0;
     if (!t) {
         snprintf(msg, sizeof msg, "%s has no type", what);
+    } else if (t->kind == IR_TENSORMAP) {
+        if (op || strncmp(what, "parameter", 9) != 0 || v->func->kind != IR_FUNC_KERNEL)
+            snprintf(msg, sizeof msg, "%s: a tensormap can only be a kernel parameter", what);
     } else if (t->kind == IR_PTR) {
         if (!is_scalar(t->elem))
             snprintf(msg, sizeof msg, "%s: pointee of a pointer must be a scalar type", what);
@@ -321,6 +324,7 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     case IR_OP_FOR: lo = 3, hi = -1; break;
     case IR_OP_LOCAL_ALLOC: lo = 0, hi = 1; break;
     case IR_OP_ASYNC_COPY: lo = 2, hi = 4; break;
+    case IR_OP_ASYNC_TMA_COPY: lo = 6, hi = 5 + IR_MAX_TMAP_RANK; break;
     case IR_OP_WARP_GROUP_DOT_WAIT: lo = 1, hi = -1; break;
     case IR_OP_YIELD:
     case IR_OP_RETURN:
@@ -928,6 +932,84 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
     }
 }
 
+/* Is t a buffer of mbarriers: smem<S x i64>? */
+static bool is_barriers(const IrType *t) {
+    return is_smem(t) && t->rank == 1 && t->elem->kind == IR_I64;
+}
+
+static bool is_scalar_kind(const IrType *t, IrTypeKind k) {
+    return t && t->kind == k;
+}
+
+/* mbarrier_* and async_tma_copy (docs/ir.md, "TMA"). */
+static void verify_tma_ops(Verifier *v, const IrOp *op) {
+    int bars = op->opc == IR_OP_ASYNC_TMA_COPY ? 2 : 0;
+    if (!is_barriers(OPND(bars))) {
+        op_error(v, op, "operand %d must be a buffer of mbarriers, smem<Nxi64>, got %s", bars, type_str(v, OPND(bars)));
+        return;
+    }
+    int64_t x;
+    switch (op->opc) {
+    case IR_OP_MBARRIER_INIT:
+        if (int_attr(op, "count", &x) && (x < 1 || x > 1024))
+            op_error(v, op, "count must be 1 to 1024 arrivals, got %lld", (long long)x);
+        return;
+    case IR_OP_MBARRIER_INVAL: return;
+    case IR_OP_MBARRIER_EXPECT:
+        if (!is_scalar_kind(OPND(1), IR_I32) || !is_scalar_kind(OPND(2), IR_I1))
+            op_error(v, op, "operands 1 and 2 must be the i32 index and the i1 predicate, got %s and %s",
+                     type_str(v, OPND(1)), type_str(v, OPND(2)));
+        if (int_attr(op, "bytes", &x) && (x < 1 || x >= (1 << 20)))
+            op_error(v, op, "bytes must be 1 to 2^20 - 1, got %lld", (long long)x);
+        return;
+    case IR_OP_MBARRIER_WAIT:
+        if (!is_scalar_kind(OPND(1), IR_I32) || !is_scalar_kind(OPND(2), IR_I32))
+            op_error(v, op, "operands 1 and 2 must be the i32 index and the i32 phase, got %s and %s",
+                     type_str(v, OPND(1)), type_str(v, OPND(2)));
+        return;
+    default: break;
+    }
+    /* async_tma_copy */
+    const IrValue *map = op->operands[0];
+    const IrType *dst = OPND(1);
+    IrTensorMap tm;
+    const char *why;
+    if (!is_scalar_kind(OPND(0), IR_TENSORMAP) || map->def || map->block != v->func->body) {
+        op_error(v, op, "operand 0 must be a tensormap parameter of the kernel, got %s", type_str(v, OPND(0)));
+        return;
+    }
+    if (!ir_tensormap_of(v->func, map, &tm, &why))
+        return; /* reported with the parameter */
+    if (!is_scalar_kind(OPND(3), IR_I32) || !is_scalar_kind(OPND(4), IR_I1))
+        op_error(v, op, "operands 3 and 4 must be the i32 barrier index and the i1 predicate, got %s and %s",
+                 type_str(v, OPND(3)), type_str(v, OPND(4)));
+    if (op->num_operands != 5 + tm.rank) {
+        op_error(v, op, "the tensor map has %d dimensions, so the copy takes %d coordinates, got %d", tm.rank, tm.rank,
+                 op->num_operands - 5);
+        return;
+    }
+    for (int i = 5; i < op->num_operands; i++)
+        if (!is_scalar_kind(OPND(i), IR_I32))
+            op_error(v, op, "coordinate %d must be i32, got %s", i - 5, type_str(v, OPND(i)));
+    const IrType *elem = v->func->body->args[tm.base]->type->elem;
+    const Layout *l = is_smem(dst) ? dst->layout : NULL;
+    if (!is_smem(dst) || dst->rank != 2 || dst->elem != elem || !l || l->kind != LAYOUT_NVMMA_SHARED ||
+        l->nvmma.swizzle != tm.swizzle) {
+        op_error(v, op, "copies into %s; expected a 2-D buffer of %s in #nvmma_shared with the map's swizzle (%d)",
+                 type_str(v, dst), type_str(v, elem), tm.swizzle);
+        return;
+    }
+    /* the map's dimension 0 is the buffer's contiguous one, dimension 1 the other; the boxes tile the buffer */
+    int c = l->nvmma.order[0];
+    if (tm.rank < 2 || dst->shape[c] % tm.box[0] || dst->shape[1 - c] % tm.box[1])
+        op_error(v, op, "the map's boxes (%lld x %lld) do not tile the buffer %s", (long long)tm.box[0],
+                 tm.rank > 1 ? (long long)tm.box[1] : 1LL, type_str(v, dst));
+    for (int d = 2; d < tm.rank; d++)
+        if (tm.box[d] != 1)
+            op_error(v, op, "the map's dimension %d has a box of %lld; only dimensions 0 and 1 may be wider than 1", d,
+                     (long long)tm.box[d]);
+}
+
 /* The op's own rule, once counts are known to be right. */
 static void verify_op_types(Verifier *v, const IrOp *op) {
     for (int i = 0; i < op->num_results; i++) {
@@ -1025,6 +1107,11 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
                 op_error(v, op, "result %d has type %s, operand %d %s", i, type_str(v, RES(i)), i,
                          type_str(v, OPND(i)));
         break;
+    case IR_OP_MBARRIER_INIT:
+    case IR_OP_MBARRIER_INVAL:
+    case IR_OP_MBARRIER_EXPECT:
+    case IR_OP_MBARRIER_WAIT:
+    case IR_OP_ASYNC_TMA_COPY: verify_tma_ops(v, op); break;
     case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_ASYNC_COMMIT:
     case IR_OP_BARRIER: break;
@@ -1090,6 +1177,11 @@ static void verify_block(Verifier *v, const IrBlock *b) {
             char what[32];
             snprintf(what, sizeof what, "parameter %d", i);
             check_type(v, NULL, what, a->type);
+            IrTensorMap tm;
+            const char *why;
+            if (a->type && a->type->kind == IR_TENSORMAP && v->func->kind == IR_FUNC_KERNEL &&
+                !ir_tensormap_of(v->func, a, &tm, &why))
+                func_error(v, "tensormap parameter %d: %s", i, why);
         }
     }
     for (const IrOp *op = b->first; op; op = op->next) {
