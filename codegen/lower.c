@@ -632,6 +632,11 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_DOT: return cg_lower_dot(cg, op);
     case IR_OP_WARP_GROUP_DOT: return cg_lower_warp_group_dot(cg, op);
     case IR_OP_WARP_GROUP_DOT_WAIT: return cg_lower_warp_group_dot_wait(cg, op);
+    case IR_OP_MBARRIER_INIT:
+    case IR_OP_MBARRIER_INVAL:
+    case IR_OP_MBARRIER_EXPECT:
+    case IR_OP_MBARRIER_WAIT:
+    case IR_OP_ASYNC_TMA_COPY: return cg_lower_tma(cg, op);
     case IR_OP_FENCE_ASYNC_SHARED:
         cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
         return true;
@@ -720,6 +725,32 @@ static bool ptx_identifier(const char *s) {
     return true;
 }
 
+/* Tensor map parameters (docs/codegen.md, "TMA"): `ptr byval([128 x i8])
+ * align 64`, listed as grid_constant in nvvm.annotations, so that NVPTX
+ * hands out the address of the parameter itself (cvta.param) instead of a
+ * local copy: cp.async.bulk.tensor reads the map there. */
+static void tensor_map_params(Cg *cg) {
+    IrBlock *body = cg->f->body;
+    LLVMMetadataRef idx[64];
+    int n = 0;
+    LLVMTypeRef map = LLVMArrayType2(cg->t_i8, 128);
+    for (int i = 0; i < body->num_args && n < 64; i++) {
+        if (body->args[i]->type->kind != IR_TENSORMAP)
+            continue;
+        unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+        unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+        LLVMAddAttributeAtIndex(cg->fn, (unsigned)i + 1, LLVMCreateTypeAttribute(cg->ctx, byval, map));
+        LLVMAddAttributeAtIndex(cg->fn, (unsigned)i + 1, LLVMCreateEnumAttribute(cg->ctx, align, 64));
+        idx[n++] = md_i32(cg, i + 1);
+    }
+    if (!n)
+        return;
+    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "grid_constant"),
+                              LLVMMDNodeInContext2(cg->ctx, idx, (size_t)n)};
+    LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
+                                LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 3)));
+}
+
 static bool lower_kernel(Cg *cg) {
     IrFunc *f = cg->f;
     IrBlock *body = f->body;
@@ -727,6 +758,10 @@ static bool lower_kernel(Cg *cg) {
     LLVMTypeRef *ptys = ARENA_ARRAY(&cg->arena, LLVMTypeRef, np ? np : 1);
     for (int i = 0; i < np; i++) {
         const IrType *t = body->args[i]->type;
+        if (t->kind == IR_TENSORMAP) {
+            ptys[i] = LLVMPointerTypeInContext(cg->ctx, 0);
+            continue;
+        }
         if (!ir_type_is_scalar(t)) {
             Buf tb;
             buf_init(&tb);
@@ -758,6 +793,7 @@ static bool lower_kernel(Cg *cg) {
                              md_i32(cg, 1)};
     LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
                                 LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 9)));
+    tensor_map_params(cg);
 
     LLVMBasicBlockRef entry = cg_block(cg, "entry"), start = cg_block(cg, "start");
     LLVMPositionBuilderAtEnd(cg->b, entry);
@@ -774,6 +810,13 @@ static bool lower_kernel(Cg *cg) {
     for (int i = 0; i < np; i++) {
         CgVal *v = cg_new_val(cg, 1, NULL);
         v->v[0] = LLVMGetParam(cg->fn, (unsigned)i);
+        if (body->args[i]->type->kind == IR_TENSORMAP) {
+            /* NVPTX passes a grid_constant parameter used by inline asm as its
+             * address in the param space; TMA takes a generic address */
+            v->v[0] = cg_asm(cg, cg->t_i64, "cvta.param.u64 $0, $1;", "=l,l", v->v, 1, false);
+            cg_set(cg, body->args[i], v);
+            continue;
+        }
         const char *name = body->args[i]->name;
         if (name)
             LLVMSetValueName2(v->v[0], name, strlen(name));

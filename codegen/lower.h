@@ -189,6 +189,10 @@ bool cg_lower_reduce(Cg *cg, IrOp *op);
 bool cg_lower_warp_group_dot(Cg *cg, IrOp *op);
 bool cg_lower_warp_group_dot_wait(Cg *cg, IrOp *op);
 
+/* ---- lower_tma.c: mbarrier_*, async_tma_copy ---- */
+
+bool cg_lower_tma(Cg *cg, IrOp *op);
+
 /* ---- lower_shared.c: local_alloc, memdesc_index, local_load / local_store, async copies ---- */
 
 bool cg_lower_shared(Cg *cg, IrOp *op);

@@ -62,6 +62,26 @@ bool pass_run(IrModule *m, const char *name, const PassOptions *opts);
  * names. Stops at the first pass that fails. */
 bool pass_run_list(IrModule *m, const char *names, const PassOptions *opts);
 
+/* ==== tma_access.c: loads a TMA copy can do (an analysis for the pipeline) ==== */
+
+/* A load proved to be a box of a tensor (tma_access.c has the rules): the
+ * tensor map (base, extents, strides; the caller sets box and swizzle) and
+ * the origin of the tile along each dimension: the sum of atoms[d] (scalar
+ * values of the load's block or above) plus offset[d]. */
+typedef struct TmaAccess {
+    IrTensorMap map;
+    const IrValue *atoms[IR_MAX_TMAP_RANK][16];
+    int num_atoms[IR_MAX_TMAP_RANK];
+    int64_t offset[IR_MAX_TMAP_RANK];
+    int contig_axis; /* the tile axis of dimension 0 */
+} TmaAccess;
+
+/* Does `load` (a 2-D tile) read a box whose dimension 0 runs along tile axis
+ * contig_axis, with zeros exactly where its mask is false? */
+bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAccess *out);
+/* The i32 origin of dimension d, built at b. */
+IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d);
+
 /* ==== axis_info.c: contiguity, divisibility and constancy (an analysis) ==== */
 
 /*

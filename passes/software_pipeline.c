@@ -128,10 +128,17 @@ typedef struct Candidate {
     IrOp *alloc;   /* the local_alloc it initializes (removed) */
     IrValue *ring; /* the ring local_alloc before the loop */
     bool select;   /* other is not zero: select after each local_load */
+    /* a TMA copy (NULL: cp.async): the tensor map parameter, and the
+     * tile's origin per dimension, computed in the body before the load */
+    IrValue *map;
+    IrValue *coords[IR_MAX_TMAP_RANK];
+    int rank;
 } Candidate;
 
 typedef struct Pipe {
     IrModule *m;
+    IrFunc *f;
+    bool tma; /* the target has TMA (sm_90a) */
     int num_stages;
     int num_warps;
     Candidate *cands;
@@ -248,7 +255,7 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
                               sizeof(Candidate) * (size_t)cap);
         p->cap_cands = cap;
     }
-    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load)};
+    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0};
 }
 
 static void find_candidates(Pipe *p, IrBlock *body) {
@@ -280,13 +287,34 @@ static IrValue *iv_plus(IrBuilder *b, IrValue *base, IrValue *step, int64_t s) {
 /* Issues the copy of every candidate for the iteration whose induction
  * variable is iv_s (valid when pred), into stage `stage` of its ring, each
  * followed by a commit. */
-static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage) {
+static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage,
+                         IrValue *bars) {
     IrMap map;
     ir_map_init(&map, &p->m->arena);
     ir_map_put(&map, body->args[0], iv_s);
+    int64_t tma_bytes = 0;
+    for (int i = 0; i < p->num_cands; i++)
+        if (p->cands[i].map) {
+            const IrType *t = p->cands[i].alloc->results[0]->type;
+            tma_bytes += ir_type_numel(t) * ir_type_bytes(t->elem);
+        }
+    if (tma_bytes) {
+        b->loc = body->parent_op->loc;
+        IrValue *ops[3] = {bars, stage, pred};
+        IrOp *e = ir_build_op(b, IR_OP_MBARRIER_EXPECT, 3, ops, 0, NULL);
+        ir_op_set_int(p->m, e, "bytes", tma_bytes);
+    }
     for (int i = 0; i < p->num_cands; i++) {
         Candidate *c = &p->cands[i];
         b->loc = c->load->loc;
+        if (c->map) {
+            IrValue *ops[5 + IR_MAX_TMAP_RANK] = {c->map, NULL, bars, stage, pred};
+            ops[1] = ir_build_binary(b, IR_OP_MEMDESC_INDEX, c->alloc->results[0]->type, c->ring, stage);
+            for (int d = 0; d < c->rank; d++)
+                ops[5 + d] = clone_at(p, b, c->coords[d], body, &map);
+            ir_build_op(b, IR_OP_ASYNC_TMA_COPY, 5 + c->rank, ops, 0, NULL);
+            continue;
+        }
         IrValue *ptrs = clone_at(p, b, c->load->operands[0], body, &map);
         const IrType *mt = ir_type_with_elem(p->m, ptrs->type, ir_type_scalar(p->m, IR_I1));
         IrValue *mask = ir_build_unary(b, IR_OP_SPLAT, mt, pred);
@@ -298,6 +326,57 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
         ir_op_set_int(p->m, copy, "vec", ir_op_get_int(c->load, "vec", 1)); /* the width coalesce proved */
         ir_build_op(b, IR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     }
+}
+
+/* The kernel's tensor map parameter with this description: an existing
+ * one (two loads of the same box of the same tensor share it), or a new
+ * one after the others. */
+static IrValue *tensor_map_param(Pipe *p, const IrTensorMap *tm) {
+    IrBlock *params = p->f->body;
+    for (int i = 0; i < params->num_args; i++) {
+        IrValue *a = params->args[i];
+        IrTensorMap have;
+        const char *why;
+        if (a->type->kind == IR_TENSORMAP && ir_tensormap_of(p->f, a, &have, &why) && ir_tensormap_equal(&have, tm))
+            return a;
+    }
+    const char *base = params->args[tm->base]->name;
+    IrValue *a = ir_func_add_param(p->f, ir_type_tensormap(p->m),
+                                   arena_printf(&p->m->arena, "%s_tmap", base ? base : "tensor"));
+    ir_tensormap_set(p->m, a, tm);
+    return a;
+}
+
+/* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
+ * (#nvmma_shared: the layout TMA writes) and the load is a box of a tensor
+ * (tma_access.c): the box is one swizzle width along the contiguous axis
+ * (at most 256 elements along the other), as many boxes as tile the
+ * buffer; the origin's coordinates are computed before the load, where the
+ * copies for other iterations clone them from. */
+static void plan_tma(Pipe *p, Candidate *c) {
+    const IrType *bt = c->alloc->results[0]->type;
+    const Layout *l = bt->layout;
+    if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
+        return;
+    TmaAccess a;
+    if (!tma_match_load(p->f, c->load, l->nvmma.order[0], &a))
+        return;
+    int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
+    int64_t inner = l->nvmma.swizzle / eb;
+    a.map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
+    a.map.box[1] = bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
+    for (int d = 2; d < a.map.rank; d++)
+        a.map.box[d] = 1;
+    a.map.swizzle = l->nvmma.swizzle;
+    if (bt->shape[ca] % a.map.box[0] || bt->shape[1 - ca] % a.map.box[1] || (a.map.box[0] * eb) % 16)
+        return;
+    c->map = tensor_map_param(p, &a.map);
+    IrBuilder b;
+    ir_builder_before(&b, c->load);
+    b.loc = c->load->loc;
+    for (int d = 0; d < a.map.rank; d++)
+        c->coords[d] = tma_build_coord(&b, &a, d);
+    c->rank = a.map.rank;
 }
 
 static IrOp *build_wait(IrBuilder *b, int64_t num) {
@@ -560,6 +639,12 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     find_candidates(p, body);
     if (!p->num_cands)
         return;
+    int num_tma = 0;
+    for (int i = 0; i < p->num_cands; i++) {
+        plan_tma(p, &p->cands[i]);
+        num_tma += p->cands[i].map != NULL;
+    }
+    int num_cp = p->num_cands - num_tma;
     /* A warp_group_dot that can stay in flight (see the essay): copies
      * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
      * stages (the one more is the stage the dot in flight still reads). */
@@ -572,9 +657,9 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
      * one (a chain, as in attention) puts the copies right after the first
      * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
     IrOp *first_read = NULL;
-    bool async_proxy = false; /* a ring read by wgmma */
+    bool async_proxy = false; /* a ring that cp.async fills and wgmma reads */
     for (int i = 0; i < p->num_cands; i++)
-        async_proxy |= is_nvmma(p->cands[i].alloc->results[0]);
+        async_proxy |= is_nvmma(p->cands[i].alloc->results[0]) && !p->cands[i].map;
     for (IrOp *op = body->first; op && !first_read; op = op->next)
         for (int i = 0; i < p->num_cands; i++)
             if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0]) ||
@@ -613,11 +698,26 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
             ir_value_set_name(m, ring->results[0], arena_printf(&m->arena, "%s_ring", c->load->results[0]->name));
         c->ring = ring->results[0];
     }
+    /* TMA copies complete on one mbarrier per stage (one thread arrives,
+     * announcing the stage's bytes), initialized before any copy */
+    IrValue *bars = NULL;
+    if (num_tma) {
+        b.loc = loop->loc;
+        int64_t n = stages;
+        Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
+        const IrType *bt = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &n, ir_layout_intern(m, &plain));
+        IrOp *alloc = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
+        bars = alloc->results[0];
+        ir_value_set_name(m, bars, "full");
+        IrOp *init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &bars, 0, NULL);
+        ir_op_set_int(m, init, "count", 1);
+        ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    }
     for (int64_t s = 0; s < ahead; s++) {
         b.loc = loop->loc;
         IrValue *iv_s = iv_plus(&b, lb, step, s);
         IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
-        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s));
+        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s), bars);
     }
     hoist_prologue(p, prologue, loop->prev);
     for (int i = 0; i < num_init; i++)
@@ -627,6 +727,9 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     ir_builder_before(&b, loop);
     b.loc = loop->loc;
     IrValue *stage = add_iter_arg(p, loop, ir_build_const_int(&b, i32, 0), "stage");
+    /* the parity of the stage's mbarrier phase: iteration i waits for fill
+     * i / stages of stage i mod stages */
+    IrValue *phase = num_tma ? add_iter_arg(p, loop, ir_build_const_int(&b, i32, 0), "phase") : NULL;
 
     /* In the body: wait + barrier before the first read; reads from the ring. */
     ir_builder_before(&b, first_read);
@@ -635,7 +738,12 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     for (int i = 0; i < p->num_cands; i++)
         views[i] = ir_build_binary(&b, IR_OP_MEMDESC_INDEX, p->cands[i].alloc->results[0]->type, p->cands[i].ring,
                                    stage);
-    build_wait(&b, (ahead - 1) * (int64_t)p->num_cands);
+    if (num_cp)
+        build_wait(&b, (ahead - 1) * (int64_t)num_cp);
+    if (num_tma) {
+        IrValue *ops[3] = {bars, stage, phase};
+        ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, ops, 0, NULL);
+    }
     if (async_proxy) /* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
         ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
@@ -681,14 +789,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         IrValue *sel[3] = {in, t, ir_build_binary(&b, IR_OP_SUB, i32, t, ir_build_const_int(&b, i32, stages))};
         IrValue *slot = ir_build(&b, IR_OP_SELECT, i32, 3, sel);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, ahead);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot);
+        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot, bars);
     }
     ir_builder_before(&b, yield);
     b.loc = loop->loc;
     if (!mid) {
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, stages);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage);
+        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars);
         b.loc = loop->loc;
     }
     IrValue *one = ir_build_const_int(&b, i32, 1);
@@ -696,6 +804,11 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrValue *wrap = ir_build_cmp(&b, "lt", inc, ir_build_const_int(&b, i32, stages));
     IrValue *ops[3] = {wrap, inc, ir_build_const_int(&b, i32, 0)};
     append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, ops));
+    if (num_tma) {
+        IrValue *flip = ir_build_binary(&b, IR_OP_XOR, i32, phase, one);
+        IrValue *sel[3] = {wrap, phase, flip};
+        append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, sel));
+    }
 
     /* The stores and loads that the copies replace. */
     for (int i = 0; i < p->num_cands; i++) {
@@ -709,7 +822,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     else
         ir_builder_at_end(&b, m, loop->parent);
     b.loc = loop->loc;
-    build_wait(&b, 0);
+    if (num_cp)
+        build_wait(&b, 0);
+    if (num_tma) {
+        /* every issued copy was waited for; once every thread is past its
+         * last wait the barriers' bytes may serve anything else */
+        ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+        ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &bars, 0, NULL);
+    }
     if (async_dot) /* the last dot completes before anything reads the accumulator */
         wait_after(p, loop, loop->parent, loop->results[carried], 0);
 }
@@ -729,6 +849,8 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         Pipe p;
         memset(&p, 0, sizeof p);
         p.m = m;
+        p.f = f;
+        p.tma = opts->target.arch_a && f->kind == IR_FUNC_KERNEL;
         p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->target.num_stages);
         p.num_warps = pass_func_num_warps(f, opts);
         if (p.num_stages <= 1)
