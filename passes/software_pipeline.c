@@ -258,10 +258,61 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
     p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0};
 }
 
+/* The kernel's tensor map parameter with this description: an existing
+ * one (two loads of the same box of the same tensor share it), or a new
+ * one after the others. */
+static IrValue *tensor_map_param(Pipe *p, const IrTensorMap *tm) {
+    IrBlock *params = p->f->body;
+    for (int i = 0; i < params->num_args; i++) {
+        IrValue *a = params->args[i];
+        IrTensorMap have;
+        const char *why;
+        if (a->type->kind == IR_TENSORMAP && ir_tensormap_of(p->f, a, &have, &why) && ir_tensormap_equal(&have, tm))
+            return a;
+    }
+    const char *base = params->args[tm->base]->name;
+    IrValue *a = ir_func_add_param(p->f, ir_type_tensormap(p->m),
+                                   arena_printf(&p->m->arena, "%s_tmap", base ? base : "tensor"));
+    ir_tensormap_set(p->m, a, tm);
+    return a;
+}
+
+/* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
+ * (#nvmma_shared: the layout TMA writes) and the load is a box of a tensor
+ * (tma_access.c): the box is one swizzle width along the contiguous axis
+ * (at most 256 elements along the other), as many boxes as tile the
+ * buffer; the origin's coordinates are computed before the load, where the
+ * copies for other iterations clone them from. */
+static void plan_tma(Pipe *p, Candidate *c) {
+    const IrType *bt = c->alloc->results[0]->type;
+    const Layout *l = bt->layout;
+    if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
+        return;
+    TmaAccess a;
+    if (!tma_match_load(p->f, c->load, l->nvmma.order[0], &a))
+        return;
+    int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
+    int64_t inner = l->nvmma.swizzle / eb;
+    a.map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
+    a.map.box[1] = bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
+    for (int d = 2; d < a.map.rank; d++)
+        a.map.box[d] = 1;
+    a.map.swizzle = l->nvmma.swizzle;
+    if (bt->shape[ca] % a.map.box[0] || bt->shape[1 - ca] % a.map.box[1] || (a.map.box[0] * eb) % 16)
+        return;
+    c->map = tensor_map_param(p, &a.map);
+    IrBuilder b;
+    ir_builder_before(&b, c->load);
+    b.loc = c->load->loc;
+    for (int d = 0; d < a.map.rank; d++)
+        c->coords[d] = tma_build_coord(&b, &a, d);
+    c->rank = a.map.rank;
+}
+
 static void find_candidates(Pipe *p, IrBlock *body) {
     p->num_cands = 0;
     for (IrOp *op = body->first; op; op = op->next) {
-        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || vec_bytes(op) < 4)
+        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE)
             continue;
         IrOp *alloc = alloc_of(body, op->results[0]);
         if (!alloc || !feeds_dot(body, alloc->results[0]))
@@ -270,8 +321,14 @@ static void find_candidates(Pipe *p, IrBlock *body) {
             continue; /* wgmma reads the buffer itself: no select after a local_load can give `other` */
         bool ok = rematerializable(op->operands[0], body, 0) &&
                   (op->num_operands < 2 || rematerializable(op->operands[1], body, 0));
-        if (ok)
-            add_candidate(p, op, alloc);
+        if (!ok)
+            continue;
+        /* cp.async needs copies of 4 bytes or more; TMA moves whole boxes
+         * whatever the mask (a K tail that is not a multiple of 8) */
+        add_candidate(p, op, alloc);
+        plan_tma(p, &p->cands[p->num_cands - 1]);
+        if (vec_bytes(op) < 4 && !p->cands[p->num_cands - 1].map)
+            p->num_cands--;
     }
 }
 
@@ -326,57 +383,6 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
         ir_op_set_int(p->m, copy, "vec", ir_op_get_int(c->load, "vec", 1)); /* the width coalesce proved */
         ir_build_op(b, IR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     }
-}
-
-/* The kernel's tensor map parameter with this description: an existing
- * one (two loads of the same box of the same tensor share it), or a new
- * one after the others. */
-static IrValue *tensor_map_param(Pipe *p, const IrTensorMap *tm) {
-    IrBlock *params = p->f->body;
-    for (int i = 0; i < params->num_args; i++) {
-        IrValue *a = params->args[i];
-        IrTensorMap have;
-        const char *why;
-        if (a->type->kind == IR_TENSORMAP && ir_tensormap_of(p->f, a, &have, &why) && ir_tensormap_equal(&have, tm))
-            return a;
-    }
-    const char *base = params->args[tm->base]->name;
-    IrValue *a = ir_func_add_param(p->f, ir_type_tensormap(p->m),
-                                   arena_printf(&p->m->arena, "%s_tmap", base ? base : "tensor"));
-    ir_tensormap_set(p->m, a, tm);
-    return a;
-}
-
-/* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
- * (#nvmma_shared: the layout TMA writes) and the load is a box of a tensor
- * (tma_access.c): the box is one swizzle width along the contiguous axis
- * (at most 256 elements along the other), as many boxes as tile the
- * buffer; the origin's coordinates are computed before the load, where the
- * copies for other iterations clone them from. */
-static void plan_tma(Pipe *p, Candidate *c) {
-    const IrType *bt = c->alloc->results[0]->type;
-    const Layout *l = bt->layout;
-    if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
-        return;
-    TmaAccess a;
-    if (!tma_match_load(p->f, c->load, l->nvmma.order[0], &a))
-        return;
-    int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
-    int64_t inner = l->nvmma.swizzle / eb;
-    a.map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
-    a.map.box[1] = bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
-    for (int d = 2; d < a.map.rank; d++)
-        a.map.box[d] = 1;
-    a.map.swizzle = l->nvmma.swizzle;
-    if (bt->shape[ca] % a.map.box[0] || bt->shape[1 - ca] % a.map.box[1] || (a.map.box[0] * eb) % 16)
-        return;
-    c->map = tensor_map_param(p, &a.map);
-    IrBuilder b;
-    ir_builder_before(&b, c->load);
-    b.loc = c->load->loc;
-    for (int d = 0; d < a.map.rank; d++)
-        c->coords[d] = tma_build_coord(&b, &a, d);
-    c->rank = a.map.rank;
 }
 
 static IrOp *build_wait(IrBuilder *b, int64_t num) {
@@ -640,10 +646,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     if (!p->num_cands)
         return;
     int num_tma = 0;
-    for (int i = 0; i < p->num_cands; i++) {
-        plan_tma(p, &p->cands[i]);
+    for (int i = 0; i < p->num_cands; i++)
         num_tma += p->cands[i].map != NULL;
-    }
     int num_cp = p->num_cands - num_tma;
     /* A warp_group_dot that can stay in flight (see the essay): copies
      * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
