@@ -61,7 +61,7 @@ static char dummy_ctx_storage;
 static tc_param_desc good_param = {"p", TC_DTYPE_F32, 1, 0};
 
 static tc_kernel_desc good_desc(void) {
-    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param};
+    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param, 0, NULL};
     return d;
 }
 
@@ -716,7 +716,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(aot_stages_1000, NOCTX, INV, "opt->num_stages", aot(A_STAGES))                                                   \
     X(aot_cx_kind_99, NOCTX, INV, "kind 99", aot(A_CX_KIND))
 
-static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param};
+static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param, 0, NULL};
 
 #define DEFINE_ROW(name, ctx, status, word, call)                                                                      \
     static tc_status row_##name(void) { return (call); }

@@ -337,10 +337,10 @@ TEST(test_cache_dir_from_env) {
 
 static const tc_param_desc softmax_params[] = {
     {"out", TC_DTYPE_F16, 1, 0}, {"x", TC_DTYPE_F16, 1, 1}, {"stride", TC_DTYPE_I64, 0, 0}, {"n", TC_DTYPE_I32, 0, 0}};
-static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params};
+static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params, 0, NULL};
 
 TEST(test_meta_round_trip) {
-    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL}};
+    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL, 0, NULL}};
     RtMeta m, back;
     CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
     RtBytes b = {0};
@@ -377,6 +377,178 @@ TEST(test_meta_round_trip) {
     rt_bytes_free(&c);
     rt_meta_free(&m);
     rt_meta_free(&back);
+}
+
+/* A kernel with two tensor maps, as the pipeline adds them on sm_90a: A
+ * (f16, extents from i32 parameters, its row stride an i64 parameter) and B
+ * (bf16, rank 3, a constant extent, an unbounded one and constant strides). */
+static const char tmap_ir[] =
+    "kernel @k(%a: ptr<f16> {divisibility = 16}, %M: i32, %K: i32, %s: i64 {divisibility = 8}, %b: ptr<bf16>, "
+    "%a_tmap: tensormap {tma_base = 0, tma_dim_params = [2, 1], tma_dims = [0, 0], tma_stride_params = [3], "
+    "tma_strides = [0], tma_box = [64, 128], tma_swizzle = 128}, "
+    "%b_tmap: tensormap {tma_base = 4, tma_dim_params = [-1, 1, -1], tma_dims = [96, 0, 0], tma_stride_params = "
+    "[-1, -1], tma_strides = [128, 16384], tma_box = [32, 16, 1], tma_swizzle = 64}) attrs {num_warps = 4} { return }\n";
+
+/* tc_opt's binary of IR text, or NULL with the diagnostics printed. */
+static tc_binary *opt_ir(const char *text, tc_status expect, const char *error) {
+    tc_compiler *cc = NULL;
+    tc_target t = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&t, &cc), TC_OK);
+    tc_source src = {"tmap.tir", text, strlen(text)};
+    tc_diagnostics *d = NULL;
+    tc_diagnostics_create(&d);
+    tc_binary *b = NULL;
+    tc_status st = tc_opt(cc, &src, NULL, NULL, &b, d);
+    CHECK_EQ_INT(st, expect);
+    if (error)
+        CHECK(strstr(tc_diagnostics_text(d), error) != NULL);
+    if (st != expect)
+        fprintf(stderr, "%s\n", tc_diagnostics_text(d));
+    tc_diagnostics_destroy(d);
+    tc_compiler_destroy(cc);
+    return b;
+}
+
+TEST(test_tensor_map_metadata) {
+    tc_binary *b = opt_ir(tmap_ir, TC_OK, NULL);
+    /* the tensormap parameters are not runtime parameters */
+    CHECK_EQ_INT(tc_binary_kernel_num_params(b, 0), 5);
+    CHECK_EQ_STR(tc_binary_kernel_param_name(b, 0, 4), "b");
+    CHECK(tc_binary_kernel_param_name(b, 0, 5) == NULL);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(b, 0), 2);
+    tc_tensor_map_desc m;
+    memset(&m, 0x55, sizeof m);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 0, &m), TC_OK);
+    CHECK(m.base == 0 && m.rank == 2 && m.swizzle == 128);
+    CHECK(m.dim_param[0] == 2 && m.dim_param[1] == 1 && m.stride_param[1] == 3);
+    CHECK(m.box[0] == 64 && m.box[1] == 128);
+    CHECK(m.dim_param[2] == -1 && m.dim[2] == 0 && m.box[2] == 0 && m.stride_param[0] == -1); /* unused: cleared */
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 1, &m), TC_OK);
+    CHECK(m.base == 4 && m.rank == 3 && m.swizzle == 64);
+    CHECK(m.dim_param[0] == -1 && m.dim[0] == 96 && m.dim_param[1] == 1 && m.dim_param[2] == -1 && m.dim[2] == 0);
+    CHECK(m.stride_param[1] == -1 && m.stride[1] == 128 && m.stride_param[2] == -1 && m.stride[2] == 16384);
+    CHECK(m.box[0] == 32 && m.box[1] == 16 && m.box[2] == 1);
+    /* out of range */
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 2, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tensor map 2 is out of range (kernel k has 2)") != NULL);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 1, 0, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "kernel 1 is out of range") != NULL);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 0, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(NULL, 0, 0, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(b, 1), 0);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(NULL, 0), 0);
+    /* the runtime's copy, as the JIT and tc_module_load read it */
+    RtMeta meta;
+    CHECK_EQ_INT(rt_meta_from_binary(b, &meta), TC_OK);
+    const tc_kernel_desc *d = rt_meta_find(&meta, "k");
+    CHECK(d && d->num_params == 5 && d->num_tensor_maps == 2);
+    if (d && d->num_tensor_maps == 2) {
+        CHECK(d->tensor_maps[0].dim_param[0] == 2 && d->tensor_maps[1].stride[2] == 16384);
+        char why[160];
+        CHECK(rt_tensor_map_check(d, &d->tensor_maps[0], why, sizeof why));
+        CHECK(rt_tensor_map_check(d, &d->tensor_maps[1], why, sizeof why));
+    }
+    rt_meta_free(&meta);
+    tc_binary_destroy(b);
+
+    /* maps the runtime cannot build, or a runtime parameter after a map */
+    b = opt_ir("kernel @k(%a: ptr<i1>, %a_tmap: tensormap {tma_base = 0, tma_dim_params = [-1], tma_dims = [0], "
+               "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}) { return }\n",
+               TC_ERROR_COMPILE, "parameter 1 (%a_tmap): no tensor map a launch can build: the base pointer's element "
+                                 "type i1 has no TMA data type");
+    CHECK(b == NULL);
+    b = opt_ir("kernel @k(%a: ptr<f32>, %a_tmap: tensormap {tma_base = 0, tma_dim_params = [2], tma_dims = [0], "
+               "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}, %n: i32) { return }\n",
+               TC_ERROR_COMPILE, "parameter 2 (%n) follows a tensormap parameter");
+    CHECK(b == NULL);
+}
+
+/* The metadata of tmap_ir's kernel, by hand. */
+static const tc_param_desc tmap_params[] = {{"a", TC_DTYPE_F16, 1, 1},  {"M", TC_DTYPE_I32, 0, 0},
+                                            {"K", TC_DTYPE_I32, 0, 0},  {"s", TC_DTYPE_I64, 0, 0},
+                                            {"b", TC_DTYPE_BF16, 1, 0}, {"e", TC_DTYPE_I8, 0, 0}};
+static const tc_tensor_map_desc tmap_maps[] = {
+    {0, 2, {2, 1, -1, -1, -1}, {0}, {-1, 3, -1, -1, -1}, {0}, {64, 128}, 128},
+    {4, 3, {-1, 1, -1, -1, -1}, {96, 0, 0}, {-1, -1, -1, -1, -1}, {0, 128, 16384}, {32, 16, 1}, 64}};
+static const tc_kernel_desc tmap_desc = {"k", 4, 0, 6, tmap_params, 2, tmap_maps};
+
+TEST(test_meta_tensor_maps) {
+    RtMeta m, back;
+    tc_kernel_desc two[2] = {softmax_desc, tmap_desc};
+    CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
+    RtBytes b = {0};
+    CHECK(rt_meta_encode(&m, &b));
+    CHECK(rt_meta_decode(b.data, b.len, &back));
+    const tc_kernel_desc *d = rt_meta_find(&back, "k");
+    CHECK(d && d->num_params == 6 && d->num_tensor_maps == 2);
+    if (d && d->num_tensor_maps == 2)
+        CHECK(memcmp(d->tensor_maps, m.kernels[1].tensor_maps, 2 * sizeof *d->tensor_maps) == 0);
+    d = rt_meta_find(&back, "softmax");
+    CHECK(d && d->num_tensor_maps == 0 && d->tensor_maps == NULL);
+    /* every truncation is rejected */
+    int accepted = 0;
+    for (size_t n = 0; n < b.len; n++) {
+        RtMeta bad;
+        accepted += rt_meta_decode(b.data, n, &bad);
+    }
+    CHECK_EQ_INT(accepted, 0);
+    rt_bytes_free(&b);
+    rt_meta_free(&back);
+
+    /* each spoiled field of a map is refused by the decoder (and by
+     * rt_tensor_map_check, which tc_module_load_ptx applies to a caller's) */
+    static const struct {
+        const char *what;
+        int field, value;
+    } spoil[] = {{"rank 0", 0, 0},          {"rank 6", 0, 6},           {"base -1", 1, -1},
+                 {"base 6", 1, 6},          {"base an integer", 1, 1},  {"dim_param a pointer", 2, 4},
+                 {"dim_param 6", 2, 6},     {"dim -1", 3, -1},          {"stride_param -2", 4, -2},
+                 {"stride -16", 5, -16},    {"box 0", 6, 0},            {"box 257", 6, 257},
+                 {"box[0] 8 bytes", 7, 4},  {"box[0] over the swizzle", 7, 128}, {"swizzle 16", 8, 16}};
+    for (size_t i = 0; i < sizeof spoil / sizeof spoil[0]; i++) {
+        tc_tensor_map_desc maps[2] = {tmap_maps[0], tmap_maps[1]};
+        tc_tensor_map_desc *t = &maps[1];
+        switch (spoil[i].field) {
+        case 0: t->rank = spoil[i].value; break;
+        case 1: t->base = spoil[i].value; break;
+        case 2: t->dim_param[2] = spoil[i].value; break;
+        case 3: t->dim[0] = spoil[i].value; break;
+        case 4: t->stride_param[1] = spoil[i].value; break;
+        case 5: t->stride[2] = spoil[i].value; break;
+        case 6: t->box[1] = (unsigned)spoil[i].value; break;
+        case 7: t->box[0] = (unsigned)spoil[i].value; break;
+        case 8: t->swizzle = spoil[i].value; break;
+        }
+        tc_kernel_desc kd = tmap_desc;
+        kd.tensor_maps = maps;
+        char why[160] = "";
+        bool ok = rt_tensor_map_check(&kd, t, why, sizeof why);
+        if (ok)
+            fprintf(stderr, "  accepted: %s\n", spoil[i].what);
+        CHECK(!ok && why[0]);
+        RtMeta one = {1, &kd}, bad;
+        RtBytes c = {0};
+        if (spoil[i].field != 0) { /* the encoder writes rank entries: a bad rank is not encoded */
+            CHECK(rt_meta_encode(&one, &c));
+            CHECK(!rt_meta_decode(c.data, c.len, &bad));
+        }
+        rt_bytes_free(&c);
+    }
+    /* an i8 extent, i16 stride parameters are fine; an i1 or f32 one is not */
+    tc_param_desc params[6];
+    memcpy(params, tmap_params, sizeof params);
+    tc_kernel_desc kd = tmap_desc;
+    kd.params = params;
+    tc_tensor_map_desc t = tmap_maps[0];
+    char why[160];
+    t.dim_param[1] = 5;
+    CHECK(rt_tensor_map_check(&kd, &t, why, sizeof why));
+    params[5].dtype = TC_DTYPE_I1;
+    CHECK(!rt_tensor_map_check(&kd, &t, why, sizeof why));
+    CHECK(strstr(why, "dim_param[1] is 5: neither -1 nor an integer parameter") != NULL);
+    params[5].dtype = TC_DTYPE_F32;
+    CHECK(!rt_tensor_map_check(&kd, &t, why, sizeof why));
+    rt_meta_free(&m);
 }
 
 static const char softmax_src[] =
@@ -1397,7 +1569,7 @@ TEST(test_aot_errors) {
 
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
-           test_signature, test_jit_keys, test_jit_build_and_cache,
+           test_tensor_map_metadata, test_meta_tensor_maps, test_signature, test_jit_keys, test_jit_build_and_cache,
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_aot_emit, test_aot_errors)
