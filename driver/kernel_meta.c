@@ -102,8 +102,8 @@ static bool check_value(const tc_kernel_desc *d, const char *what, int dim, int 
         return false;
     }
     if (param != -1 && !int_param(d, param)) {
-        snprintf(why, cap, "%s_param[%d] is %d: neither -1 nor an integer parameter (i8..i64) of the %zu", what, dim,
-                 param, d->num_params);
+        snprintf(why, cap, "%s_param[%d] is %d: neither -1 nor an integer parameter (i8..i64; the kernel has %zu)",
+                 what, dim, param, d->num_params);
         return false;
     }
     return true;
@@ -115,7 +115,7 @@ bool rt_tensor_map_check(const tc_kernel_desc *d, const tc_tensor_map_desc *m, c
         return false;
     }
     if (m->base < 0 || (size_t)m->base >= d->num_params || !d->params[m->base].is_pointer) {
-        snprintf(why, cap, "base %d is not a pointer parameter of the %zu", m->base, d->num_params);
+        snprintf(why, cap, "base %d is not a pointer parameter (the kernel has %zu)", m->base, d->num_params);
         return false;
     }
     tc_dtype t = d->params[m->base].dtype;
