@@ -22,6 +22,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "driver/driver.h"
+#include "driver/kernel_meta.h"
 #include "base/base.h"
 
 #include <llvm-c/Core.h>
@@ -56,6 +57,8 @@ typedef struct BinKernel {
     const char **param_names; /* "" when the IR has no name */
     const char **param_types; /* IR type text: "ptr<f16>", "i32" */
     tc_param_desc *params;    /* the same, as the runtime describes them */
+    size_t num_tensor_maps;   /* the kernel's tensormap parameters, after the runtime ones */
+    tc_tensor_map_desc *tensor_maps;
 } BinKernel;
 
 struct tc_binary {
@@ -336,18 +339,44 @@ const char *tc_binary_kernel_param_type(const tc_binary *b, size_t k, size_t p) 
     return bk && p < bk->num_params ? bk->param_types[p] : NULL;
 }
 
+/* The kernel an indexed accessor `fn` reads, or NULL with the reason set. */
+static const BinKernel *bin_kernel_checked(const char *fn, const tc_binary *b, size_t k, const void *out) {
+    if (!b || !out) {
+        rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, b ? "out" : "the binary");
+        return NULL;
+    }
+    if (k >= b->num_kernels)
+        rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernel %zu is out of range (the binary has %zu)", fn, k,
+                b->num_kernels);
+    return bin_kernel(b, k);
+}
+
 tc_status tc_binary_kernel_param(const tc_binary *b, size_t k, size_t p, tc_param_desc *out) {
-    const BinKernel *bk = bin_kernel(b, k);
-    if (!b || !out)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_kernel_param: %s is NULL", b ? "out" : "the binary");
+    const BinKernel *bk = bin_kernel_checked("tc_binary_kernel_param", b, k, out);
     if (!bk)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_binary_kernel_param: kernel %zu is out of range (the binary has %zu)",
-                       k, b->num_kernels);
+        return TC_ERROR_INVALID_ARGUMENT;
     if (p >= bk->num_params)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "tc_binary_kernel_param: parameter %zu is out of range (kernel %s has %zu)", p, bk->name,
                        bk->num_params);
     *out = bk->params[p];
+    return TC_OK;
+}
+
+size_t tc_binary_kernel_num_tensor_maps(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk ? bk->num_tensor_maps : 0;
+}
+
+tc_status tc_binary_kernel_tensor_map(const tc_binary *b, size_t k, size_t i, tc_tensor_map_desc *out) {
+    const BinKernel *bk = bin_kernel_checked("tc_binary_kernel_tensor_map", b, k, out);
+    if (!bk)
+        return TC_ERROR_INVALID_ARGUMENT;
+    if (i >= bk->num_tensor_maps)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "tc_binary_kernel_tensor_map: tensor map %zu is out of range (kernel %s has %zu)", i, bk->name,
+                       bk->num_tensor_maps);
+    *out = bk->tensor_maps[i];
     return TC_OK;
 }
 
@@ -371,11 +400,12 @@ static bool param_is_const(const AstNode *decl, const char *name) {
     return false;
 }
 
-/* Fills one kernel's launch metadata, in the binary's arena. */
-static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, const char *name, int num_warps,
-                        size_t shared_bytes, int num_params, const IrType *const *types, const char *const *names) {
+/* Fills one kernel's launch metadata, in the binary's arena: the runtime
+ * parameters from the IR's first num_params. */
+static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, const IrFunc *f, int num_warps,
+                        size_t shared_bytes, int num_params) {
     Arena *a = &bin->meta;
-    bk->name = arena_strdup(a, name);
+    bk->name = arena_strdup(a, f->name);
     bk->num_warps = num_warps;
     bk->shared_bytes = shared_bytes;
     bk->num_params = (size_t)num_params;
@@ -384,27 +414,82 @@ static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, cons
     bk->param_types = ARENA_ARRAY(a, const char *, np);
     bk->params = ARENA_ARRAY(a, tc_param_desc, np);
     for (int p = 0; p < num_params; p++) {
-        const IrType *t = types[p];
+        const IrType *t = f->body->args[p]->type;
+        const char *name = f->body->args[p]->name;
         Buf tb;
         buf_init(&tb);
         ir_print_type(&tb, t);
         bk->param_types[p] = arena_strdup(a, tb.data ? tb.data : "");
         buf_free(&tb);
-        bk->param_names[p] = arena_strdup(a, names[p] ? names[p] : "");
+        bk->param_names[p] = arena_strdup(a, name ? name : "");
         tc_param_desc *d = &bk->params[p];
         d->name = bk->param_names[p];
         d->is_pointer = t->kind == IR_PTR;
         d->dtype = (tc_dtype)(d->is_pointer ? t->elem->kind : t->kind);
-        d->is_const = param_is_const(decl, names[p]);
+        d->is_const = param_is_const(decl, name);
     }
+}
+
+/* The tensor maps of kernel f (its tensormap parameters, all after the
+ * runtime ones) into bk, whose runtime parameters are filled; false with a
+ * diagnostic for a map the runtime cannot build or one before a runtime
+ * parameter. */
+static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, DiagList *diags) {
+    int first = (int)bk->num_params, n = f->body->num_args - first;
+    bk->num_tensor_maps = (size_t)n;
+    bk->tensor_maps = ARENA_ARRAY(&bin->meta, tc_tensor_map_desc, n ? n : 1);
+    tc_kernel_desc kd = {bk->name, bk->num_warps, bk->shared_bytes, bk->num_params, bk->params, 0, NULL};
+    for (int i = 0; i < n; i++) {
+        const IrValue *param = f->body->args[first + i];
+        if (param->type->kind != IR_TENSORMAP) {
+            diag_error(diags, srcloc_none(),
+                       "kernel @%s: parameter %d (%%%s) follows a tensormap parameter: the tensormap parameters must "
+                       "come after every runtime parameter",
+                       f->name, first + i, param->name ? param->name : "");
+            return false;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        const IrValue *param = f->body->args[first + i];
+        IrTensorMap tm;
+        const char *why;
+        char text[160];
+        tc_tensor_map_desc *m = &bk->tensor_maps[i];
+        bool ok = ir_tensormap_of(f, param, &tm, &why);
+        if (ok) {
+            memset(m, 0, sizeof *m);
+            m->base = tm.base;
+            m->rank = tm.rank;
+            m->swizzle = tm.swizzle;
+            for (int d = 0; d < TC_MAX_TENSOR_MAP_RANK; d++) {
+                m->dim_param[d] = d < tm.rank ? tm.dim_param[d] : -1;
+                m->dim[d] = d < tm.rank ? tm.dim[d] : 0;
+                m->box[d] = d < tm.rank ? (unsigned)tm.box[d] : 0;
+                m->stride_param[d] = d > 0 && d < tm.rank ? tm.stride_param[d] : -1;
+                m->stride[d] = d > 0 && d < tm.rank ? tm.stride[d] : 0;
+            }
+            ok = rt_tensor_map_check(&kd, m, text, sizeof text);
+            why = text;
+        }
+        if (!ok) {
+            diag_error(diags, srcloc_none(), "kernel @%s: parameter %d (%%%s): no tensor map a launch can build: %s",
+                       f->name, first + i, param->name ? param->name : "", why);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The kernels of m into the binary: each one's parameters (with `const`
  * from the AST when there is one), its num_warps (its attribute, else
  * num_warps) and, once the passes have sized it (`sized`), its dynamic
  * shared memory; straight from the front end that is the runtime
- * signature, with no shared memory yet. */
-static void record_kernels(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast, bool sized) {
+ * signature, with no shared memory yet. A kernel's runtime parameters are
+ * those before its first tensormap parameter; the tensormap parameters,
+ * which the pipeline adds last, are its tensor maps (fill_tensor_maps:
+ * false, with a diagnostic, when one cannot be built). */
+static bool record_kernels(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast, bool sized,
+                           DiagList *diags) {
     int n = 0;
     for (IrFunc *f = m->first; f; f = f->next)
         n += f->kind == IR_FUNC_KERNEL;
@@ -414,17 +499,17 @@ static void record_kernels(tc_binary *bin, IrModule *m, int num_warps, const Ast
     for (IrFunc *f = m->first; f; f = f->next) {
         if (f->kind != IR_FUNC_KERNEL)
             continue;
-        int np = f->body->num_args;
-        const IrType **types = ARENA_ARRAY(&bin->meta, const IrType *, np ? np : 1);
-        const char **names = ARENA_ARRAY(&bin->meta, const char *, np ? np : 1);
-        for (int i = 0; i < np; i++) {
-            types[i] = f->body->args[i]->type;
-            names[i] = f->body->args[i]->name;
-        }
+        int np = 0;
+        while (np < f->body->num_args && f->body->args[np]->type->kind != IR_TENSORMAP)
+            np++;
         int warps = tg_kernel_num_warps(f, num_warps);
         size_t shared = sized ? (size_t)tg_kernel_shared_bytes(f, warps) : 0;
-        fill_kernel(bin, &bin->kernels[k++], find_ast_kernel(ast, f->name), f->name, warps, shared, np, types, names);
+        BinKernel *bk = &bin->kernels[k++];
+        fill_kernel(bin, bk, find_ast_kernel(ast, f->name), f, warps, shared, np);
+        if (!fill_tensor_maps(bin, bk, f, diags))
+            return false;
     }
+    return true;
 }
 
 /* Adds divisibility facts to the lowered kernels' parameters, as fe_lower
@@ -687,7 +772,10 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_INTERNAL, diags, out);
     }
-    record_kernels(j.bin, j.module, fo.num_warps, ast, false);
+    if (!record_kernels(j.bin, j.module, fo.num_warps, ast, false, &j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_INTERNAL, diags, out);
+    }
     int stop = opt.emit == TC_EMIT_SIGNATURE;
     if (!stop && opt.specialize) {
         const tc_param_spec *more = NULL;
@@ -735,7 +823,11 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     j.bin->times.passes_ms = clock_ms() - t1;
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast, true);
+    if (!record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast, true, &j.diags)) {
+        /* the pipeline added a tensor map the runtime cannot build: a bug */
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_INTERNAL, diags, out);
+    }
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
         ir_print_module(j.module, &j.bin->text);
     if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
@@ -781,7 +873,10 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
-    record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, NULL, true);
+    if (!record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, NULL, true, &j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, out);
+    }
     if (opt.emit == TC_EMIT_IR) {
         ir_print_module(j.module, &j.bin->text);
     } else if (!emit_code(&j, cc, &opt)) {

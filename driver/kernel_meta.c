@@ -1,17 +1,23 @@
 /*
  * kernel_meta.c — kernel metadata: what a launch must know about a kernel (its
- * entry name, num_warps, dynamic shared memory, and the type of each runtime
- * parameter), kept in one block per module, serialized into cache entries,
- * and obtained from the compiler.
+ * entry name, num_warps, dynamic shared memory, the type of each runtime
+ * parameter, and the tensor maps it builds from them), kept in one block per
+ * module, serialized into cache entries, and obtained from the compiler.
  *
  * Serialized form (integers little-endian, strings as u32 length + bytes):
  *
- *     u32 version (1)   u32 kernel count
+ *     u32 version (2)   u32 kernel count
  *     per kernel: str name, u32 num_warps, u64 shared_bytes, u32 param count,
  *                 per param: str name, u8 dtype, u8 is_pointer, u8 is_const
+ *                 u32 tensor map count,
+ *                 per map: u32 base, u8 rank, u8 swizzle,
+ *                          per dimension: u32 dim_param, u64 dim, u32 box,
+ *                          per dimension after the first: u32 stride_param, u64 stride
+ *                 (signed fields as their two's complement)
  *
- * Decoding validates every length, count and enum value: the bytes come from
- * a file another process wrote.
+ * Decoding validates every length, count and enum value, and each tensor
+ * map against its kernel's parameters (rt_tensor_map_check): the bytes come
+ * from a file another process wrote.
  *
  * Everything here reaches the compiler through the public API (tilec.h).
  * rt_signature is a TC_EMIT_SIGNATURE compile (the front end only, one
@@ -24,10 +30,11 @@
  */
 #include "driver/kernel_meta.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define META_VERSION 1u
+#define META_VERSION 2u
 #define META_MAX_COUNT ((uint64_t)TC_MAX_KERNEL_PARAMS) /* kernels or parameters (TC_MAX_KERNEL_DESCS is the same) */
 _Static_assert(TC_MAX_KERNEL_DESCS == TC_MAX_KERNEL_PARAMS, "one bound for both counts");
 
@@ -55,18 +62,115 @@ size_t tc_param_size(const tc_param_desc *p) {
     return !p ? 0 : p->is_pointer ? 8 : rt_dtype_size(p->dtype);
 }
 
+/* ---- tensor maps ---- */
+
+int rt_tensor_map_dtype(tc_dtype t) {
+    switch (t) {
+    case TC_DTYPE_I8: return RT_CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case TC_DTYPE_I16: return RT_CU_TENSOR_MAP_DATA_TYPE_UINT16;
+    case TC_DTYPE_I32: return RT_CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case TC_DTYPE_I64: return RT_CU_TENSOR_MAP_DATA_TYPE_INT64;
+    case TC_DTYPE_F16: return RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case TC_DTYPE_BF16: return RT_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case TC_DTYPE_F32: return RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case TC_DTYPE_F64: return RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+    case TC_DTYPE_I1: break;
+    }
+    return -1;
+}
+
+int rt_tensor_map_swizzle(int bytes) {
+    return bytes == 32    ? RT_CU_TENSOR_MAP_SWIZZLE_32B
+           : bytes == 64  ? RT_CU_TENSOR_MAP_SWIZZLE_64B
+           : bytes == 128 ? RT_CU_TENSOR_MAP_SWIZZLE_128B
+                          : RT_CU_TENSOR_MAP_SWIZZLE_NONE;
+}
+
+/* Whether parameter p of d is an integer a launch can read an extent or a
+ * stride from. */
+static bool int_param(const tc_kernel_desc *d, int p) {
+    return p >= 0 && (size_t)p < d->num_params && !d->params[p].is_pointer && d->params[p].dtype >= TC_DTYPE_I8 &&
+           d->params[p].dtype <= TC_DTYPE_I64;
+}
+
+/* A dimension's extent or stride: parameter -1 with a constant >= 0, or an
+ * integer parameter. */
+static bool check_value(const tc_kernel_desc *d, const char *what, int dim, int param, int64_t value, char *why,
+                        size_t cap) {
+    if (param == -1 && value < 0) {
+        snprintf(why, cap, "%s[%d] is %lld: a constant must be >= 0", what, dim, (long long)value);
+        return false;
+    }
+    if (param != -1 && !int_param(d, param)) {
+        snprintf(why, cap, "%s_param[%d] is %d: neither -1 nor an integer parameter (i8..i64; the kernel has %zu)",
+                 what, dim, param, d->num_params);
+        return false;
+    }
+    return true;
+}
+
+bool rt_tensor_map_check(const tc_kernel_desc *d, const tc_tensor_map_desc *m, char *why, size_t cap) {
+    if (m->rank < 1 || m->rank > TC_MAX_TENSOR_MAP_RANK) {
+        snprintf(why, cap, "rank %d is not from 1 to %d", m->rank, TC_MAX_TENSOR_MAP_RANK);
+        return false;
+    }
+    if (m->base < 0 || (size_t)m->base >= d->num_params || !d->params[m->base].is_pointer) {
+        snprintf(why, cap, "base %d is not a pointer parameter (the kernel has %zu)", m->base, d->num_params);
+        return false;
+    }
+    tc_dtype t = d->params[m->base].dtype;
+    if (rt_tensor_map_dtype(t) < 0) {
+        snprintf(why, cap, "the base pointer's element type %s has no TMA data type", rt_dtype_name(t));
+        return false;
+    }
+    for (int i = 0; i < m->rank; i++) {
+        if (!check_value(d, "dim", i, m->dim_param[i], m->dim[i], why, cap) ||
+            (i > 0 && !check_value(d, "stride", i, m->stride_param[i], m->stride[i], why, cap)))
+            return false;
+        if (m->box[i] < 1 || m->box[i] > 256) {
+            snprintf(why, cap, "box[%d] is %u: not from 1 to 256", i, m->box[i]);
+            return false;
+        }
+    }
+    if (m->swizzle != 0 && m->swizzle != 32 && m->swizzle != 64 && m->swizzle != 128) {
+        snprintf(why, cap, "swizzle %d is not 0, 32, 64 or 128", m->swizzle);
+        return false;
+    }
+    size_t inner = m->box[0] * rt_dtype_size(t);
+    if (inner % 16 || (m->swizzle && inner > (size_t)m->swizzle)) {
+        snprintf(why, cap, "box[0] is %u elements of %s, %zu bytes: it must be a multiple of 16 bytes%s", m->box[0],
+                 rt_dtype_name(t), inner, m->swizzle ? ", no wider than the swizzle" : "");
+        return false;
+    }
+    return true;
+}
+
 /* ---- storage ---- */
 
-/* Room for n kernels, np params and nstr bytes of strings, in one block. */
-static bool meta_alloc(RtMeta *m, size_t nk, size_t np, size_t nstr, tc_param_desc **params, char **strings) {
-    size_t size = nk * sizeof(tc_kernel_desc) + np * sizeof(tc_param_desc) + nstr;
+_Static_assert(sizeof(tc_kernel_desc) % _Alignof(tc_tensor_map_desc) == 0 &&
+                   sizeof(tc_tensor_map_desc) % _Alignof(tc_param_desc) == 0,
+               "each part of a metadata block starts aligned");
+
+/* The parts of one block of metadata: kernels, their tensor maps, their
+ * parameters, then their strings (every record's size is a multiple of 8,
+ * so each part is aligned). */
+typedef struct MetaParts {
+    tc_tensor_map_desc *maps;
+    tc_param_desc *params;
+    char *strings;
+} MetaParts;
+
+/* Room for nk kernels, nm maps, np params and nstr bytes of strings. */
+static bool meta_alloc(RtMeta *m, size_t nk, size_t nm, size_t np, size_t nstr, MetaParts *parts) {
+    size_t size = nk * sizeof(tc_kernel_desc) + nm * sizeof(tc_tensor_map_desc) + np * sizeof(tc_param_desc) + nstr;
     char *block = calloc(1, size ? size : 1);
     if (!block)
         return false;
     m->num_kernels = nk;
     m->kernels = (tc_kernel_desc *)block;
-    *params = (tc_param_desc *)(block + nk * sizeof(tc_kernel_desc));
-    *strings = block + nk * sizeof(tc_kernel_desc) + np * sizeof(tc_param_desc);
+    parts->maps = (tc_tensor_map_desc *)(block + nk * sizeof(tc_kernel_desc));
+    parts->params = (tc_param_desc *)((char *)parts->maps + nm * sizeof(tc_tensor_map_desc));
+    parts->strings = (char *)(parts->params + np);
     return true;
 }
 
@@ -78,32 +182,55 @@ static const char *put_str(char **strings, const char *s, size_t n) {
     return p;
 }
 
+/* A map with its unused entries (stride [0], everything past rank) cleared,
+ * so that equal maps have equal bytes. */
+static tc_tensor_map_desc map_canonical(const tc_tensor_map_desc *m) {
+    tc_tensor_map_desc c;
+    memset(&c, 0, sizeof c);
+    c.base = m->base;
+    c.rank = m->rank;
+    c.swizzle = m->swizzle;
+    for (int i = 0; i < TC_MAX_TENSOR_MAP_RANK; i++) {
+        bool used = i < m->rank;
+        c.dim_param[i] = used ? m->dim_param[i] : -1;
+        c.dim[i] = used ? m->dim[i] : 0;
+        c.box[i] = used ? m->box[i] : 0;
+        c.stride_param[i] = used && i > 0 ? m->stride_param[i] : -1;
+        c.stride[i] = used && i > 0 ? m->stride[i] : 0;
+    }
+    return c;
+}
+
 tc_status rt_meta_copy(const tc_kernel_desc *kernels, size_t num_kernels, RtMeta *out) {
     memset(out, 0, sizeof *out);
-    size_t np = 0, nstr = 0;
+    size_t np = 0, nm = 0, nstr = 0;
     for (size_t k = 0; k < num_kernels; k++) {
-        if (!kernels[k].name || (kernels[k].num_params && !kernels[k].params))
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel description %zu: no name or no params", k);
+        if (!kernels[k].name || (kernels[k].num_params && !kernels[k].params) ||
+            (kernels[k].num_tensor_maps && !kernels[k].tensor_maps))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel description %zu: no name, params or tensor_maps", k);
         nstr += strlen(kernels[k].name) + 1;
         np += kernels[k].num_params;
+        nm += kernels[k].num_tensor_maps;
         for (size_t p = 0; p < kernels[k].num_params; p++)
             nstr += (kernels[k].params[p].name ? strlen(kernels[k].params[p].name) : 0) + 1;
     }
-    tc_param_desc *params;
-    char *strings;
-    if (!meta_alloc(out, num_kernels, np, nstr, &params, &strings))
+    MetaParts parts;
+    if (!meta_alloc(out, num_kernels, nm, np, nstr, &parts))
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory copying kernel metadata");
     for (size_t k = 0; k < num_kernels; k++) {
         tc_kernel_desc *d = &out->kernels[k];
         *d = kernels[k];
-        d->name = put_str(&strings, kernels[k].name, strlen(kernels[k].name));
-        d->params = params;
+        d->name = put_str(&parts.strings, kernels[k].name, strlen(kernels[k].name));
+        d->params = parts.params;
         for (size_t p = 0; p < d->num_params; p++) {
-            *params = kernels[k].params[p];
-            const char *n = params->name ? params->name : "";
-            params->name = put_str(&strings, n, strlen(n));
-            params++;
+            *parts.params = kernels[k].params[p];
+            const char *n = parts.params->name ? parts.params->name : "";
+            parts.params->name = put_str(&parts.strings, n, strlen(n));
+            parts.params++;
         }
+        d->tensor_maps = d->num_tensor_maps ? parts.maps : NULL;
+        for (size_t i = 0; i < d->num_tensor_maps; i++)
+            *parts.maps++ = map_canonical(&kernels[k].tensor_maps[i]);
     }
     return TC_OK;
 }
@@ -122,6 +249,20 @@ const tc_kernel_desc *rt_meta_find(const RtMeta *m, const char *name) {
 
 /* ---- serialization ---- */
 
+static bool encode_map(RtBytes *out, const tc_tensor_map_desc *m) {
+    if (!rt_bytes_u32(out, (uint32_t)m->base) || !rt_bytes_u8(out, (uint8_t)m->rank) ||
+        !rt_bytes_u8(out, (uint8_t)m->swizzle))
+        return false;
+    for (int i = 0; i < m->rank; i++)
+        if (!rt_bytes_u32(out, (uint32_t)m->dim_param[i]) || !rt_bytes_u64(out, (uint64_t)m->dim[i]) ||
+            !rt_bytes_u32(out, m->box[i]))
+            return false;
+    for (int i = 1; i < m->rank; i++)
+        if (!rt_bytes_u32(out, (uint32_t)m->stride_param[i]) || !rt_bytes_u64(out, (uint64_t)m->stride[i]))
+            return false;
+    return true;
+}
+
 bool rt_meta_encode(const RtMeta *m, RtBytes *out) {
     if (!rt_bytes_u32(out, META_VERSION) || !rt_bytes_u32(out, (uint32_t)m->num_kernels))
         return false;
@@ -136,6 +277,11 @@ bool rt_meta_encode(const RtMeta *m, RtBytes *out) {
                 !rt_bytes_u8(out, q->is_pointer != 0) || !rt_bytes_u8(out, q->is_const != 0))
                 return false;
         }
+        if (!rt_bytes_u32(out, (uint32_t)d->num_tensor_maps))
+            return false;
+        for (size_t i = 0; i < d->num_tensor_maps; i++)
+            if (!encode_map(out, &d->tensor_maps[i]))
+                return false;
     }
     return true;
 }
@@ -170,11 +316,40 @@ static const char *rd_str(Reader *r, size_t *len) {
     return s;
 }
 
+/* One map's fields, range-checked only as far as reading needs (its rank);
+ * rt_tensor_map_check judges the rest once the kernel's parameters are in. */
+static bool decode_map(Reader *r, tc_tensor_map_desc *m) {
+    memset(m, 0, sizeof *m);
+    m->base = (int32_t)(uint32_t)rd(r, 4);
+    uint64_t rank = rd(r, 1);
+    m->swizzle = (int)rd(r, 1);
+    if (!r->ok || rank < 1 || rank > TC_MAX_TENSOR_MAP_RANK)
+        return false;
+    m->rank = (int)rank;
+    for (int i = 0; i < TC_MAX_TENSOR_MAP_RANK; i++)
+        m->dim_param[i] = m->stride_param[i] = -1;
+    for (int i = 0; i < m->rank; i++) {
+        m->dim_param[i] = (int32_t)(uint32_t)rd(r, 4);
+        m->dim[i] = (int64_t)rd(r, 8);
+        m->box[i] = (unsigned)rd(r, 4);
+    }
+    for (int i = 1; i < m->rank; i++) {
+        m->stride_param[i] = (int32_t)(uint32_t)rd(r, 4);
+        m->stride[i] = (int64_t)rd(r, 8);
+    }
+    return r->ok;
+}
+
+/* What one pass over the bytes counts: kernels, tensor maps, parameters,
+ * bytes of strings. */
+typedef struct MetaCounts {
+    size_t nk, nm, np, nstr;
+} MetaCounts;
+
 /* One pass over the bytes: counts (fill == NULL) or fills. */
-static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, tc_param_desc *params, char *strings,
-                       size_t *nk_out, size_t *np_out, size_t *nstr_out) {
+static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, MetaParts *parts, MetaCounts *out) {
     Reader r = {data, data + len, true};
-    size_t np = 0, nstr = 0;
+    MetaCounts c = {0, 0, 0, 0};
     if (rd(&r, 4) != META_VERSION)
         return false;
     uint64_t nk = rd(&r, 4);
@@ -187,49 +362,69 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, tc_param_d
         if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
             shared > TC_MAX_SHARED_BYTES)
             return false;
-        nstr += n + 1;
+        c.nstr += n + 1;
         tc_kernel_desc *d = fill ? &fill->kernels[k] : NULL;
         if (d) {
-            d->name = put_str(&strings, name, n);
+            d->name = put_str(&parts->strings, name, n);
             d->num_warps = (int)warps;
             d->shared_bytes = (size_t)shared;
             d->num_params = (size_t)nparams;
-            d->params = params;
+            d->params = parts->params;
         }
         for (uint64_t p = 0; p < nparams; p++) {
             const char *pname = rd_str(&r, &n);
             uint64_t dtype = rd(&r, 1), is_ptr = rd(&r, 1), is_const = rd(&r, 1);
             if (!r.ok || dtype > TC_DTYPE_F64 || is_ptr > 1 || is_const > 1)
                 return false;
-            nstr += n + 1;
-            np++;
+            c.nstr += n + 1;
+            c.np++;
             if (d) {
-                params->name = put_str(&strings, pname, n);
-                params->dtype = (tc_dtype)dtype;
-                params->is_pointer = (int)is_ptr;
-                params->is_const = (int)is_const;
-                params++;
+                tc_param_desc *q = parts->params++;
+                q->name = put_str(&parts->strings, pname, n);
+                q->dtype = (tc_dtype)dtype;
+                q->is_pointer = (int)is_ptr;
+                q->is_const = (int)is_const;
             }
+        }
+        uint64_t nmaps = rd(&r, 4);
+        if (!r.ok || nmaps > TC_MAX_TENSOR_MAPS)
+            return false;
+        if (d) {
+            d->num_tensor_maps = (size_t)nmaps;
+            d->tensor_maps = nmaps ? parts->maps : NULL;
+        }
+        for (uint64_t i = 0; i < nmaps; i++) {
+            tc_tensor_map_desc m;
+            if (!decode_map(&r, &m))
+                return false;
+            c.nm++;
+            if (d)
+                *parts->maps++ = m;
         }
     }
     if (r.p != r.end)
         return false; /* trailing bytes */
-    *nk_out = (size_t)nk;
-    *np_out = np;
-    *nstr_out = nstr;
+    c.nk = (size_t)nk;
+    *out = c;
     return true;
 }
 
 bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out) {
     memset(out, 0, sizeof *out);
-    size_t nk, np, nstr;
-    if (!data || !meta_parse(data, len, NULL, NULL, NULL, &nk, &np, &nstr))
+    MetaCounts c;
+    if (!data || !meta_parse(data, len, NULL, NULL, &c))
         return false;
-    tc_param_desc *params;
-    char *strings;
-    if (!meta_alloc(out, nk, np, nstr, &params, &strings))
+    MetaParts parts;
+    if (!meta_alloc(out, c.nk, c.nm, c.np, c.nstr, &parts))
         return false;
-    meta_parse(data, len, out, params, strings, &nk, &np, &nstr);
+    meta_parse(data, len, out, &parts, &c);
+    char why[160];
+    for (size_t k = 0; k < out->num_kernels; k++)
+        for (size_t i = 0; i < out->kernels[k].num_tensor_maps; i++)
+            if (!rt_tensor_map_check(&out->kernels[k], &out->kernels[k].tensor_maps[i], why, sizeof why)) {
+                rt_meta_free(out);
+                return false;
+            }
     return true;
 }
 
@@ -237,16 +432,19 @@ bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out) {
 
 tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
     memset(out, 0, sizeof *out);
-    size_t nk = tc_binary_kernel_count(bin), np = 0;
-    for (size_t k = 0; k < nk; k++)
+    size_t nk = tc_binary_kernel_count(bin), np = 0, nm = 0;
+    for (size_t k = 0; k < nk; k++) {
         np += tc_binary_kernel_num_params(bin, k);
+        nm += tc_binary_kernel_num_tensor_maps(bin, k);
+    }
     tc_kernel_desc *descs = calloc(nk ? nk : 1, sizeof *descs);
     tc_param_desc *params = calloc(np ? np : 1, sizeof *params);
+    tc_tensor_map_desc *maps = calloc(nm ? nm : 1, sizeof *maps);
     tc_status st = TC_OK;
-    if (!descs || !params) {
+    if (!descs || !params || !maps) {
         st = rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory reading kernel metadata");
     } else {
-        size_t p = 0;
+        size_t p = 0, m = 0;
         for (size_t k = 0; k < nk; k++) {
             descs[k].name = tc_binary_kernel_name(bin, k);
             descs[k].num_warps = tc_binary_kernel_num_warps(bin, k);
@@ -255,11 +453,16 @@ tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
             descs[k].params = &params[p];
             for (size_t i = 0; i < descs[k].num_params; i++, p++)
                 tc_binary_kernel_param(bin, k, i, &params[p]);
+            descs[k].num_tensor_maps = tc_binary_kernel_num_tensor_maps(bin, k);
+            descs[k].tensor_maps = &maps[m];
+            for (size_t i = 0; i < descs[k].num_tensor_maps; i++, m++)
+                tc_binary_kernel_tensor_map(bin, k, i, &maps[m]);
         }
         st = rt_meta_copy(descs, nk, out);
     }
     free(descs);
     free(params);
+    free(maps);
     return st;
 }
 

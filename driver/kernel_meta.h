@@ -18,7 +18,7 @@ typedef struct RtCompileRequest RtCompileRequest;
 /* Kernel descriptions with their own storage. */
 struct RtMeta {
     size_t num_kernels;
-    tc_kernel_desc *kernels; /* descs, params and names all in one block */
+    tc_kernel_desc *kernels; /* descs, tensor maps, params and names all in one block */
 };
 
 tc_status rt_meta_copy(const tc_kernel_desc *kernels, size_t num_kernels, RtMeta *out);
@@ -36,6 +36,37 @@ bool rt_meta_decode(const uint8_t *data, size_t len, RtMeta *out);
  * TC_ERROR_INVALID_ARGUMENT. */
 tc_status rt_signature(const tc_source *src, const char *kernel, const tc_constexpr *constexprs, size_t num_constexprs,
                        int num_warps, RtMeta *out, tc_diagnostics *diags);
+/* ---- tensor maps (tc_tensor_map_desc) ---- */
+
+/* The values of cuda.h's enums that a launch passes to
+ * cuTensorMapEncodeTiled (the runtime and the AOT launchers include no
+ * cuda.h; test_runtime checks these against it where it is installed). */
+enum {
+    RT_CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+    RT_CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    RT_CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+    RT_CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+    RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+    RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+    RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+    RT_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+    RT_CU_TENSOR_MAP_INTERLEAVE_NONE = 0,
+    RT_CU_TENSOR_MAP_SWIZZLE_NONE = 0,
+    RT_CU_TENSOR_MAP_SWIZZLE_32B = 1,
+    RT_CU_TENSOR_MAP_SWIZZLE_64B = 2,
+    RT_CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    RT_CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
+    RT_CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0,
+};
+/* The CUtensorMapDataType of an element type, or -1 (i1 has none). */
+int rt_tensor_map_dtype(tc_dtype t);
+/* The CUtensorMapSwizzle of a swizzle width in bytes (0, 32, 64, 128). */
+int rt_tensor_map_swizzle(int bytes);
+/* Whether map m can be built at a launch of kernel d from its runtime
+ * parameters: every rule of tc_tensor_map_desc that does not depend on the
+ * arguments' values. If not, false with the field and the rule in why. */
+bool rt_tensor_map_check(const tc_kernel_desc *d, const tc_tensor_map_desc *m, char *why, size_t cap);
+
 /* Bytes of an argument of this scalar type (1 for i1). */
 size_t rt_dtype_size(tc_dtype t);
 const char *rt_dtype_name(tc_dtype t); /* "i32", "bf16", ... */

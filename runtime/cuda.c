@@ -20,17 +20,21 @@
 
 RtCuda rt_cu;
 
-/* Each entry: the table slot, the symbol, and an older name to fall back to. */
+/* Each entry: the table slot, the symbol, an older name to fall back to,
+ * and whether a driver may lack it. */
 typedef struct Sym {
     size_t offset;
     const char *name;
     const char *fallback;
+    bool optional;
 } Sym;
 
 #define SYM(field, name)                                                                                               \
-    { offsetof(RtCuda, field), name, NULL }
+    { offsetof(RtCuda, field), name, NULL, false }
 #define SYM2(field, name, old)                                                                                         \
-    { offsetof(RtCuda, field), name, old }
+    { offsetof(RtCuda, field), name, old, false }
+#define SYM_OPTIONAL(field, name)                                                                                      \
+    { offsetof(RtCuda, field), name, NULL, true }
 
 static const Sym syms[] = {
     SYM(cuInit, "cuInit"),
@@ -71,6 +75,8 @@ static const Sym syms[] = {
     /* CUDA 12.8 added _v2 and CUDA 13's cuda.h maps the name to it. */
     SYM2(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
     SYM(cuEventDestroy, "cuEventDestroy_v2"),
+    /* CUDA 12.0: only kernels with tensor maps (TMA, sm_90a) need it. */
+    SYM_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
 };
 
 tc_status rt_cuda_open(const char *soname, RtCuda *out) {
@@ -82,6 +88,8 @@ tc_status rt_cuda_open(const char *soname, RtCuda *out) {
         void *p = dlsym(h, syms[i].name);
         if (!p && syms[i].fallback)
             p = dlsym(h, syms[i].fallback);
+        if (!p && syms[i].optional)
+            continue;
         if (!p) {
             dlclose(h);
             memset(out, 0, sizeof *out);

@@ -8,7 +8,9 @@
  * memory (and the opt-in above 48 KB, done once with cuFuncSetAttribute),
  * the indices of pointer parameters — and tc_launch itself only compares
  * the argument count, checks the pointer arguments for 0, and calls the
- * driver: no allocation, no lock, no context call.
+ * driver: no allocation, no lock, no context call. A kernel with tensor
+ * maps (TMA) leaves that path for launch_with_maps, which builds them on
+ * its stack from the arguments (tensor_map.c) and passes them after them.
  *
  * Contexts: the driver launches into the calling thread's current context.
  * tc_context_create makes the primary context current on the creating
@@ -173,6 +175,11 @@ tc_status tc_context_destroy(tc_context *ctx) {
         st = st ? st : s;
         module_free(m);
     }
+    CUdeviceptr zero = atomic_load(&ctx->zero_buf);
+    if (zero && pushed) {
+        tc_status s = rt_cuda_check(rt_cu.cuMemFree(zero), "cuMemFree (the tensor maps' zero buffer)");
+        st = st ? st : s;
+    }
     if (pushed)
         rt_ctx_pop(ctx);
     rt_jit_table_free(ctx->jit);
@@ -331,6 +338,8 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
     k->module = m;
     k->desc = d;
     k->name = d->name;
+    k->num_maps = (uint32_t)d->num_tensor_maps;
+    k->encode = rt_cu.cuTensorMapEncodeTiled;
     return TC_OK;
 }
 
@@ -447,6 +456,18 @@ static tc_status check_descs(const char *fn, const tc_kernel_desc *kernels, size
                                "%s: kernels[%zu] (%s): params[%zu] (%s): dtype %d is not a tc_dtype", fn, k, d->name,
                                p, q->name, (int)q->dtype);
         }
+        if (d->num_tensor_maps > TC_MAX_TENSOR_MAPS)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): num_tensor_maps %zu is more than %d", fn,
+                           k, d->name, d->num_tensor_maps, TC_MAX_TENSOR_MAPS);
+        if (d->num_tensor_maps && !d->tensor_maps)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: kernels[%zu] (%s): tensor_maps is NULL with num_tensor_maps %zu", fn, k, d->name,
+                           d->num_tensor_maps);
+        char why[160];
+        for (size_t i = 0; i < d->num_tensor_maps; i++)
+            if (!rt_tensor_map_check(d, &d->tensor_maps[i], why, sizeof why))
+                return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): tensor_maps[%zu]: %s", fn, k,
+                               d->name, i, why);
     }
     return TC_OK;
 }
@@ -627,6 +648,42 @@ static tc_status launch_retry(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigne
     return rt_cuda_check(r, what);
 }
 
+/* Arguments a launch with tensor maps passes from its stack: the runtime
+ * ones and the maps' addresses (more take a heap block). */
+#define LAUNCH_STACK_ARGS 64
+
+/* tc_launch for a kernel with tensor maps, once the arguments and the grid
+ * are checked: the maps encoded on this stack, passed after the arguments. */
+static __attribute__((noinline)) tc_status launch_with_maps(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args,
+                                                            size_t num_args) {
+    if (!k->encode)
+        return rt_fail(TC_ERROR_UNSUPPORTED,
+                       "tc_launch: kernel %s takes %u tensor maps (TMA), and this CUDA driver has no "
+                       "cuTensorMapEncodeTiled to build them (CUDA 12.0 or newer has)",
+                       k->name, k->num_maps);
+    RtTensorMapSlot maps[TC_MAX_TENSOR_MAPS];
+    void *stack[LAUNCH_STACK_ARGS];
+    size_t n = num_args + k->num_maps;
+    void **all = n <= LAUNCH_STACK_ARGS ? stack : malloc(n * sizeof *all);
+    if (!all)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_launch: kernel %s: out of memory for %zu arguments", k->name, n);
+    if (num_args)
+        memcpy(all, args, num_args * sizeof *all);
+    tc_status st = TC_OK;
+    for (uint32_t i = 0; i < k->num_maps && st == TC_OK; i++) {
+        st = rt_tensor_map_encode(k, i, args, &maps[i]);
+        all[num_args + i] = maps[i].bytes;
+    }
+    if (st == TC_OK) {
+        RtCuResult r = k->launch(k->fn, grid.x, grid.y, grid.z, k->block, 1, 1, k->shared, stream, all, NULL);
+        if (r != RT_CUDA_SUCCESS)
+            st = launch_retry(k, grid, (tc_dim3){k->block, 1, 1}, k->shared, stream, all, r);
+    }
+    if (all != stack)
+        free(all);
+    return st;
+}
+
 tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args) {
     if (__builtin_expect(!k || !k->desc || num_args != k->num_params || (num_args && !args), 0))
         return launch_arg_error(k, args, num_args);
@@ -640,6 +697,8 @@ tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, si
         return grid_error("tc_launch", k, grid);
     if (!grid.x || !grid.y || !grid.z)
         return TC_OK;
+    if (__builtin_expect(k->num_maps != 0, 0))
+        return launch_with_maps(k, grid, stream, args, num_args);
     RtCuResult r = k->launch(k->fn, grid.x, grid.y, grid.z, k->block, 1, 1, k->shared, stream, args, NULL);
     if (__builtin_expect(r != RT_CUDA_SUCCESS, 0))
         return launch_retry(k, grid, (tc_dim3){k->block, 1, 1}, k->shared, stream, args, r);

@@ -93,6 +93,11 @@ enum {
 
 typedef RtCuResult (*RtCuLaunchKernelFn)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                          unsigned bz, unsigned shared, CUstream stream, void **params, void **extra);
+/* cuTensorMapEncodeTiled, its enums as ints (their values: driver/kernel_meta.h). */
+typedef RtCuResult (*RtCuTensorMapEncodeTiledFn)(void *map, int dtype, uint32_t rank, void *address,
+                                                 const uint64_t *dim, const uint64_t *strides, const uint32_t *box,
+                                                 const uint32_t *element_strides, int interleave, int swizzle,
+                                                 int l2_promotion, int oob_fill);
 
 struct RtCuda {
     void *handle; /* from dlopen */
@@ -135,6 +140,7 @@ struct RtCuda {
     RtCuResult (*cuEventSynchronize)(CUevent event);
     RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if present */
     RtCuResult (*cuEventDestroy)(CUevent event);                             /* _v2 */
+    RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled; /* optional (CUDA 12.0): NULL when absent */
 };
 
 /* The process's driver table: valid once rt_cuda_load() returned TC_OK. */
@@ -142,7 +148,8 @@ extern RtCuda rt_cu;
 
 /* Opens `soname` and resolves every symbol into *out (nothing else is
  * touched: tests use it with libraries that are not libcuda). A missing
- * library or symbol is TC_ERROR_NO_DRIVER with the reason in tc_last_error. */
+ * library or symbol is TC_ERROR_NO_DRIVER with the reason in tc_last_error,
+ * except for the optional ones, which stay NULL. */
 tc_status rt_cuda_open(const char *soname, RtCuda *out);
 void rt_cuda_close(RtCuda *cu);
 /* Loads libcuda.so.1 and calls cuInit, once per process (thread-safe); later
@@ -285,6 +292,11 @@ struct tc_context {
      * on attached; so runtime/ frees it without knowing what it is. */
     _Atomic(void *) attached;
     void (*attached_free)(void *attached);
+    /* 16 zeroed bytes of device memory that the tensor maps of a tensor
+     * whose every element is masked cover (tensor_map.c): 0 until the first
+     * launch that needs it, then written once, under lock; freed by
+     * tc_context_destroy. */
+    _Atomic(CUdeviceptr) zero_buf;
 };
 
 /* Everything tc_launch reads, precomputed at load time. */
@@ -299,6 +311,8 @@ struct tc_kernel {
     tc_module *module;
     const tc_kernel_desc *desc; /* NULL: no metadata */
     const char *name;
+    uint32_t num_maps;                 /* desc->num_tensor_maps: built at each launch, passed after the arguments */
+    RtCuTensorMapEncodeTiledFn encode; /* rt_cu.cuTensorMapEncodeTiled (NULL: the driver has none) */
 };
 
 /* An entry found by name in a module loaded without metadata for it. */
@@ -338,6 +352,35 @@ const char *rt_arch_for_cc(int cc);
  * `arch` instead (TILEC_ARCH: sm_90 or sm_80 on an H100 forces the mma.sync
  * path), else why not. */
 const char *rt_arch_override_check(const char *arch, int cc);
+
+/* ==== tensor_map.c: the tensor maps a launch builds ==== */
+
+/* The arguments of one cuTensorMapEncodeTiled call, but the map. */
+typedef struct RtTensorMapArgs {
+    int dtype; /* CUtensorMapDataType */
+    uint32_t rank;
+    CUdeviceptr address;
+    uint64_t dim[TC_MAX_TENSOR_MAP_RANK];
+    uint64_t stride[TC_MAX_TENSOR_MAP_RANK - 1]; /* bytes, dimensions 1..rank-1 */
+    uint32_t box[TC_MAX_TENSOR_MAP_RANK];
+    int swizzle; /* CUtensorMapSwizzle */
+    bool zero;   /* every element is masked: the map covers the context's zero buffer (address 0 here) */
+} RtTensorMapArgs;
+
+/* Storage for one map: 128 bytes, 64-byte aligned, as the driver wants it. */
+typedef struct RtTensorMapSlot {
+    _Alignas(64) unsigned char bytes[128];
+} RtTensorMapSlot;
+
+/* Map i of kernel d from a launch's arguments (tc_tensor_map_desc's
+ * rules): TC_ERROR_INVALID_ARGUMENT, naming the kernel, the parameter and
+ * the rule, for a base or a stride the kernel was not specialized for. */
+tc_status rt_tensor_map_args(const tc_kernel_desc *d, size_t i, void *const *args, RtTensorMapArgs *out);
+/* Encodes map i of k into slot with k->encode (the zero buffer's map from
+ * k's context when every element is masked). */
+tc_status rt_tensor_map_encode(const tc_kernel *k, size_t i, void *const *args, RtTensorMapSlot *slot);
+/* The context's zero buffer, allocated and zeroed by the first call. */
+tc_status rt_context_zero_buffer(tc_context *ctx, CUdeviceptr *out);
 
 /* ==== jit.c: keys and the driver-free half of tc_jit ==== */
 

@@ -101,15 +101,56 @@ typedef struct tc_param_desc {
     int is_const; /* a pointer declared `const T*` */
 } tc_param_desc;
 
+/* A TMA tensor map (CUtensorMap: 128 bytes) that the kernel takes as a
+ * hidden `__grid_constant__` parameter, after its runtime parameters. The
+ * caller never passes it: tc_launch builds it at each launch, with
+ * cuTensorMapEncodeTiled, from the values of the runtime parameters named
+ * here, so a kernel whose loads the compiler turned into TMA copies takes
+ * the same arguments as before. Parameter indices are runtime parameter
+ * indices; the element type is the base pointer's (f16, bf16, f32, f64, i8,
+ * i16, i32 or i64). At a launch:
+ *  - an extent that is a constant 0 (unbounded: the kernel masks nothing
+ *    along it), or a value above 2^32, becomes 2^32 (TMA coordinates are 32
+ *    bits, so nothing changes);
+ *  - an extent <= 0 means that the kernel masks every element of the
+ *    tensor: the map then covers a 16-byte zeroed buffer of the context
+ *    instead, so every copy reads the zeros the masked load would give;
+ *  - otherwise the base address must be 16-byte aligned and each stride in
+ *    bytes (stride x element size) a multiple of 16 from 0 to 2^40 - 1: the
+ *    kernel was specialized for such arguments (tc_jit's facts), so others
+ *    are TC_ERROR_INVALID_ARGUMENT.
+ * The map is tiled, without interleave, element strides 1, L2 promotion of
+ * 128 bytes and zeros for elements out of bounds. Entries past `rank` are
+ * ignored. tc_module_load_ptx and _cubin check every field against the
+ * kernel's parameters (TC_ERROR_INVALID_ARGUMENT). */
+#define TC_MAX_TENSOR_MAP_RANK 5
+#define TC_MAX_TENSOR_MAPS 16 /* tc_kernel_desc.num_tensor_maps */
+typedef struct tc_tensor_map_desc {
+    int base;                                  /* the pointer parameter the tensor starts at */
+    int rank;                                  /* 1..TC_MAX_TENSOR_MAP_RANK; dimension 0 is the contiguous one */
+    int dim_param[TC_MAX_TENSOR_MAP_RANK];     /* the integer parameter holding dimension d's extent, or -1: dim[d] */
+    int64_t dim[TC_MAX_TENSOR_MAP_RANK];       /* the extent when dim_param[d] is -1: >= 0, 0 = unbounded */
+    int stride_param[TC_MAX_TENSOR_MAP_RANK];  /* d >= 1: the integer parameter holding the stride in elements,
+                                                  or -1: stride[d]; [0] is unused (dimension 0 has stride 1) */
+    int64_t stride[TC_MAX_TENSOR_MAP_RANK];    /* the stride in elements when stride_param[d] is -1: >= 0 */
+    unsigned box[TC_MAX_TENSOR_MAP_RANK];      /* elements one copy moves along each dimension: 1..256, box[0]
+                                                  x element size a multiple of 16 bytes */
+    int swizzle;                               /* the shared-memory swizzle in bytes: 0, 32, 64 or 128 (then
+                                                  box[0] x element size is at most that) */
+} tc_tensor_map_desc;
+
 /* What a launch needs to know about a kernel. The runtime parameters are
- * the kernel's parameters less its constexpr ones, in order. */
+ * the kernel's parameters less its constexpr ones, in order; the tensor
+ * maps, if any, follow them in the kernel's PTX parameter list. */
 typedef struct tc_kernel_desc {
     const char *name;    /* the PTX entry (required, not empty) */
     int num_warps;       /* a program runs 32 * num_warps threads: a power of two 1..TC_MAX_NUM_WARPS */
     size_t shared_bytes; /* dynamic shared memory per program, <= TC_MAX_SHARED_BYTES; with the kernel's
                             static shared memory at most what the device allows (else TC_ERROR_UNSUPPORTED) */
-    size_t num_params;   /* <= TC_MAX_KERNEL_PARAMS */
+    size_t num_params;   /* runtime parameters, the ones a launch passes: <= TC_MAX_KERNEL_PARAMS */
     const tc_param_desc *params; /* num_params entries (NULL only when 0) */
+    size_t num_tensor_maps;      /* hidden parameters after the runtime ones: <= TC_MAX_TENSOR_MAPS */
+    const tc_tensor_map_desc *tensor_maps; /* num_tensor_maps entries, in parameter order (NULL only when 0) */
 } tc_kernel_desc;
 
 /* Bytes of a launch argument for this parameter (8 for pointers). */
@@ -192,7 +233,11 @@ TC_API CUfunction tc_kernel_function(const tc_kernel *k);
  * parameter count, no pointer argument may be 0, and the grid must be within
  * TC_MAX_GRID_X x TC_MAX_GRID_YZ x TC_MAX_GRID_YZ (all
  * TC_ERROR_INVALID_ARGUMENT, checked before the driver is called). An empty
- * grid (a zero extent) launches nothing and returns TC_OK. */
+ * grid (a zero extent) launches nothing and returns TC_OK. A kernel with
+ * tensor maps gets them built from the arguments and passed after them
+ * (tc_tensor_map_desc has the rules); a driver without
+ * cuTensorMapEncodeTiled makes its launches TC_ERROR_UNSUPPORTED, and a map
+ * the driver refuses is TC_ERROR_CUDA with the map's parameters. */
 TC_API tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args);
 /* For entries without metadata: no checks of the arguments; the grid as for
  * tc_launch, and a block of 1 to TC_MAX_BLOCK_THREADS threads. */

@@ -255,6 +255,16 @@ TC_API const char *tc_binary_kernel_param_type(const tc_binary *b, size_t kernel
  * is_const comes from the source (`const T*`): tc_compile's binaries have
  * it, tc_opt's do not (the IR does not keep `const`). */
 TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_t param, struct tc_param_desc *out);
+/* The TMA tensor maps the kernel takes after its runtime parameters, which
+ * a launch builds from the arguments (tc_tensor_map_desc, runtime.h): the
+ * kernel's IR parameters of type `tensormap`, which the pipeline adds on
+ * sm_90a. They are not runtime parameters: tc_binary_kernel_num_params does
+ * not count them. Kernel or map index out of range: 0, and
+ * TC_ERROR_INVALID_ARGUMENT. */
+struct tc_tensor_map_desc; /* include/tilec/runtime.h */
+TC_API size_t tc_binary_kernel_num_tensor_maps(const tc_binary *b, size_t kernel);
+TC_API tc_status tc_binary_kernel_tensor_map(const tc_binary *b, size_t kernel, size_t i,
+                                             struct tc_tensor_map_desc *out);
 
 /* Compiles `kernel` (NULL: every kernel of the file) specialized with the
  * given constexpr values. cc, src and out are required, cx too when num_cx

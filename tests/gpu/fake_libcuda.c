@@ -12,10 +12,18 @@
  * marker), and a launch runs a C version of the kernel the entry names —
  * softmax_fwd, softmax_bwd, rmsnorm_fwd, rmsnorm_bwd (the storage type read
  * off the PTX's conversions: cvt.f32.bf16, cvt.f32.f16, else f32) — or,
- * for `empty`, nothing. Any other kernel fails to launch with
- * CUDA_ERROR_NOT_SUPPORTED. It reports compute capability 9.0 and driver
- * version 99999, so that the JIT's disk cache never mixes its "cubins" with
- * a real driver's. Never install it: cmake/gpu_bundle.cmake does not.
+ * for a kernel whose name starts with `empty`, nothing. Any other kernel
+ * fails to launch with CUDA_ERROR_NOT_SUPPORTED. It reports compute
+ * capability 9.0 and driver version 99999, so that the JIT's disk cache
+ * never mixes its "cubins" with a real driver's. Never install it:
+ * cmake/gpu_bundle.cmake does not.
+ *
+ * Tensor maps: cuTensorMapEncodeTiled checks its arguments by the rules of
+ * the driver's documentation (CUDA_ERROR_INVALID_VALUE otherwise) and writes
+ * them into the map (FakeTensorMap, fake_libcuda.h); every launch records,
+ * per calling thread, the parameters its PTX entry declares, with a copy of
+ * each tensor map (`.param .align 64 .b8 NAME[128]`), which tests read
+ * through fake_cuda_last_launch.
  */
 #include <math.h>
 #include <stdint.h>
@@ -25,6 +33,7 @@
 #include <time.h>
 
 #include "f16.h" /* examples/f16.h */
+#include "fake_libcuda.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -41,11 +50,22 @@ enum {
 
 static const char MARK[] = "FAKE-CUBIN\n";
 
+_Static_assert(sizeof(FakeTensorMap) <= 128, "a fake tensor map fits in a CUtensorMap");
+
+/* the calling thread's last launch, and its counts */
+static _Thread_local FakeLaunch last_launch;
+
+API const FakeLaunch *fake_cuda_last_launch(void) {
+    return &last_launch;
+}
+
 typedef enum { T_F32, T_F16, T_BF16 } Ty;
 
 typedef struct Func {
     char name[128];
     Ty ty;
+    int num_params;              /* as the PTX entry declares them */
+    int is_map[FAKE_MAX_PARAMS]; /* a 128-byte parameter: a tensor map */
 } Func;
 
 typedef struct Module {
@@ -234,6 +254,23 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
         Func *f = &m->funcs[m->num_funcs++];
         snprintf(f->name, sizeof f->name, "%.*s", (int)len, name);
         f->ty = ty;
+        /* the parameter list: "(.param .u64 a, .param .align 64 .b8 m[128])" */
+        const char *open = name + len, *close;
+        while (*open == ' ' || *open == '\n')
+            open++;
+        if (*open != '(' || !(close = strchr(open, ')')))
+            continue;
+        for (const char *q = open + 1; q < close && f->num_params < FAKE_MAX_PARAMS;) {
+            const char *end = memchr(q, ',', (size_t)(close - q));
+            if (!end)
+                end = close;
+            const char *decl = memmem(q, (size_t)(end - q), ".param", 6);
+            if (decl) {
+                f->is_map[f->num_params] = memmem(q, (size_t)(end - q), "[128]", 5) != NULL;
+                f->num_params++;
+            }
+            q = end + 1;
+        }
     }
     *out = m;
     return OK;
@@ -265,8 +302,21 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
 }
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned shared, void *stream, void **params, void **extra) {
-    (void)by, (void)bz, (void)shared, (void)stream, (void)extra;
+    (void)by, (void)bz, (void)stream, (void)extra;
     const Func *f = fn;
+    FakeLaunch *l = &last_launch;
+    snprintf(l->kernel, sizeof l->kernel, "%s", f->name);
+    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+    l->block = bx;
+    l->shared = shared;
+    l->num_params = f->num_params;
+    l->launches++;
+    for (int i = 0; i < f->num_params; i++) {
+        l->params[i] = params ? params[i] : NULL;
+        l->is_map[i] = f->is_map[i];
+        if (f->is_map[i] && params)
+            memcpy(&l->map[i], params[i], sizeof l->map[i]);
+    }
     void (*kernel)(Ty, int64_t, void **) = NULL;
     if (strcmp(f->name, "softmax_fwd") == 0)
         kernel = softmax_fwd;
@@ -276,12 +326,48 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
         kernel = rmsnorm_fwd;
     else if (strcmp(f->name, "rmsnorm_bwd") == 0)
         kernel = rmsnorm_bwd;
-    else if (strcmp(f->name, "empty") != 0)
+    else if (strncmp(f->name, "empty", 5) != 0)
         return ERR_NOT_SUPPORTED;
     if (gy != 1 || gz != 1 || bx == 0 || bx % 32)
         return ERR_INVALID_VALUE;
     for (unsigned r = 0; kernel && r < gx; r++)
         kernel(f->ty, r, params);
+    return OK;
+}
+
+/* Bytes per element of each CUtensorMapDataType up to TFLOAT32_FTZ. */
+static const unsigned tmap_elem_bytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+
+API CUresult cuTensorMapEncodeTiled(void *map, int dtype, uint32_t rank, void *address, const uint64_t *dim,
+                                    const uint64_t *strides, const uint32_t *box, const uint32_t *element_strides,
+                                    int interleave, int swizzle, int l2_promotion, int oob_fill) {
+    last_launch.encodes++;
+    if (!map || (uintptr_t)map % 64 || dtype < 0 || dtype > 12 || rank < 1 || rank > 5 ||
+        (uintptr_t)address % 16 || interleave != 0 || swizzle < 0 || swizzle > 3 || l2_promotion < 0 ||
+        l2_promotion > 3 || oob_fill < 0 || oob_fill > 1)
+        return ERR_INVALID_VALUE;
+    unsigned eb = tmap_elem_bytes[dtype];
+    for (uint32_t i = 0; i < rank; i++)
+        if (dim[i] < 1 || dim[i] > ((uint64_t)1 << 32) || box[i] < 1 || box[i] > 256 || element_strides[i] < 1 ||
+            element_strides[i] > 8 || (i > 0 && (strides[i - 1] % 16 || strides[i - 1] >= ((uint64_t)1 << 40))))
+            return ERR_INVALID_VALUE;
+    if (box[0] * eb % 16 || (swizzle && box[0] * eb > (16u << swizzle)))
+        return ERR_INVALID_VALUE;
+    FakeTensorMap t;
+    memset(&t, 0, sizeof t);
+    t.magic = FAKE_TMAP_MAGIC;
+    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
+    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
+    t.address = (uint64_t)(uintptr_t)address;
+    for (uint32_t i = 0; i < rank; i++) {
+        t.element_strides[i] = (uint8_t)element_strides[i];
+        t.dim[i] = dim[i];
+        t.box[i] = box[i];
+        if (i > 0)
+            t.stride[i - 1] = strides[i - 1];
+    }
+    memset(map, 0xA5, 128);
+    memcpy(map, &t, sizeof t);
     return OK;
 }
 

@@ -61,7 +61,7 @@ static char dummy_ctx_storage;
 static tc_param_desc good_param = {"p", TC_DTYPE_F32, 1, 0};
 
 static tc_kernel_desc good_desc(void) {
-    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param};
+    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param, 0, NULL};
     return d;
 }
 
@@ -206,14 +206,28 @@ static tc_status bin_param(const tc_binary *b, size_t k, size_t p, int with_out)
     return tc_binary_kernel_param(b, k, p, with_out ? &d : NULL);
 }
 
+static tc_status bin_map(const tc_binary *b, size_t k, size_t i, int with_out) {
+    tc_tensor_map_desc d;
+    return tc_binary_kernel_tensor_map(b, k, i, with_out ? &d : NULL);
+}
+
 /* ---- modules ---- */
 
-enum { D_NAME_NULL, D_NAME_EMPTY, D_WARPS, D_SHARED, D_NPARAMS, D_PARAMS_NULL, D_PNAME_NULL, D_DTYPE };
+enum {
+    D_NAME_NULL, D_NAME_EMPTY, D_WARPS, D_SHARED, D_NPARAMS, D_PARAMS_NULL, D_PNAME_NULL, D_DTYPE,
+    D_NMAPS, D_MAPS_NULL, D_MAP_RANK, D_MAP_BASE, D_MAP_DIM_PARAM, D_MAP_BOX, D_MAP_SWIZZLE
+};
 
 static tc_status load_desc(int field, int64_t v, size_t sv) {
     tc_param_desc p = good_param;
     tc_kernel_desc d = good_desc();
     d.params = &p;
+    /* one tensor map over p (f32), rank 1, unbounded, 4 elements (16 bytes) a copy */
+    tc_tensor_map_desc map = {0, 1, {-1, -1, -1, -1, -1}, {0}, {-1, -1, -1, -1, -1}, {0}, {4}, 0};
+    if (field >= D_NMAPS) {
+        d.num_tensor_maps = 1;
+        d.tensor_maps = &map;
+    }
     switch (field) {
     case D_NAME_NULL: d.name = NULL; break;
     case D_NAME_EMPTY: d.name = ""; break;
@@ -223,6 +237,13 @@ static tc_status load_desc(int field, int64_t v, size_t sv) {
     case D_PARAMS_NULL: d.params = NULL; break;
     case D_PNAME_NULL: p.name = NULL; break;
     case D_DTYPE: p.dtype = (tc_dtype)v; break;
+    case D_NMAPS: d.num_tensor_maps = sv; break;
+    case D_MAPS_NULL: d.tensor_maps = NULL; break;
+    case D_MAP_RANK: map.rank = (int)v; break;
+    case D_MAP_BASE: map.base = (int)v; break;
+    case D_MAP_DIM_PARAM: map.dim_param[0] = (int)v; break;
+    case D_MAP_BOX: map.box[0] = (unsigned)v; break;
+    case D_MAP_SWIZZLE: map.swizzle = (int)v; break;
     }
     tc_module *m = NULL;
     tc_status st = tc_module_load_ptx(fx.ctx, empty_ptx, strlen(empty_ptx), &d, 1, &m);
@@ -483,6 +504,10 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(param_null_out, NOCTX, INV, "out", bin_param(fx.bin, 0, 0, 0))                                                   \
     X(param_kernel_size_max, NOCTX, INV, "kernel", bin_param(fx.bin, SIZE_MAX, 0, 1))                                  \
     X(param_param_size_max, NOCTX, INV, "parameter", bin_param(fx.bin, 0, SIZE_MAX, 1))                                \
+    X(map_null_binary, NOCTX, INV, "binary", bin_map(NULL, 0, 0, 1))                                                   \
+    X(map_null_out, NOCTX, INV, "out", bin_map(fx.bin, 0, 0, 0))                                                       \
+    X(map_kernel_size_max, NOCTX, INV, "kernel", bin_map(fx.bin, SIZE_MAX, 0, 1))                                      \
+    X(map_none, NOCTX, INV, "tensor map 0 is out of range", bin_map(fx.bin, 0, 0, 1))                                  \
     /* tc_compile: pointers and sources */                                                                            \
     X(compile_null_cc, NOCTX, INV, "compiler",                                                                         \
       tc_compile(NULL, &fx.src, NULL, NULL, 0, NULL, &(tc_binary *){0}, NULL))                                         \
@@ -587,6 +612,21 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(desc_dtype_99, CTX, INV, "dtype 99", load_desc(D_DTYPE, 99, 0))                                                  \
     X(desc_dtype_neg, CTX, INV, "dtype -1", load_desc(D_DTYPE, -1, 0))                                                 \
     X(desc_good, CTX, TC_OK, "", load_desc(D_SHARED, 0, 1024))                                                         \
+    X(desc_nmaps_max, CTX, INV, "num_tensor_maps", load_desc(D_NMAPS, 0, SIZE_MAX))                                     \
+    X(desc_nmaps_17, CTX, INV, "num_tensor_maps 17", load_desc(D_NMAPS, 0, 17))                                         \
+    X(desc_maps_null, CTX, INV, "tensor_maps is NULL", load_desc(D_MAPS_NULL, 0, 0))                                    \
+    X(desc_map_rank_0, CTX, INV, "tensor_maps[0]: rank 0", load_desc(D_MAP_RANK, 0, 0))                                 \
+    X(desc_map_rank_6, CTX, INV, "rank 6", load_desc(D_MAP_RANK, 6, 0))                                                 \
+    X(desc_map_rank_min, CTX, INV, "rank", load_desc(D_MAP_RANK, INT_MIN, 0))                                           \
+    X(desc_map_base_1, CTX, INV, "base 1 is not a pointer parameter", load_desc(D_MAP_BASE, 1, 0))                      \
+    X(desc_map_base_neg, CTX, INV, "base -1", load_desc(D_MAP_BASE, -1, 0))                                             \
+    X(desc_map_dim_ptr, CTX, INV, "dim_param[0] is 0", load_desc(D_MAP_DIM_PARAM, 0, 0))                                \
+    X(desc_map_dim_max, CTX, INV, "dim_param[0]", load_desc(D_MAP_DIM_PARAM, INT_MAX, 0))                               \
+    X(desc_map_box_0, CTX, INV, "box[0] is 0", load_desc(D_MAP_BOX, 0, 0))                                              \
+    X(desc_map_box_300, CTX, INV, "box[0] is 300", load_desc(D_MAP_BOX, 300, 0))                                        \
+    X(desc_map_box_3, CTX, INV, "12 bytes", load_desc(D_MAP_BOX, 3, 0))                                                 \
+    X(desc_map_swizzle_16, CTX, INV, "swizzle 16", load_desc(D_MAP_SWIZZLE, 16, 0))                                     \
+    X(desc_map_good, CTX, TC_OK, "", load_desc(D_MAP_SWIZZLE, 32, 0))                                                   \
     X(cubin_null, CTX, INV, "cubin is NULL", load_cubin(NULL, 10))                                                     \
     X(cubin_len_max, CTX, INV, "len", load_cubin(empty_ptx, SIZE_MAX))                                                 \
     X(get_kernel_null_module, NOCTX, INV, "module", get_kernel(NULL, "empty", 1))                                      \
@@ -716,7 +756,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(aot_stages_1000, NOCTX, INV, "opt->num_stages", aot(A_STAGES))                                                   \
     X(aot_cx_kind_99, NOCTX, INV, "kind 99", aot(A_CX_KIND))
 
-static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param};
+static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param, 0, NULL};
 
 #define DEFINE_ROW(name, ctx, status, word, call)                                                                      \
     static tc_status row_##name(void) { return (call); }

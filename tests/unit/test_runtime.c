@@ -15,8 +15,10 @@
 #include "tilec/aot.h"
 #include "fs_util.h"
 #include "unit.h"
+#include "../gpu/fake_libcuda.h" /* FakeTensorMap, FakeLaunch */
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,10 +339,10 @@ TEST(test_cache_dir_from_env) {
 
 static const tc_param_desc softmax_params[] = {
     {"out", TC_DTYPE_F16, 1, 0}, {"x", TC_DTYPE_F16, 1, 1}, {"stride", TC_DTYPE_I64, 0, 0}, {"n", TC_DTYPE_I32, 0, 0}};
-static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params};
+static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params, 0, NULL};
 
 TEST(test_meta_round_trip) {
-    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL}};
+    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL, 0, NULL}};
     RtMeta m, back;
     CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
     RtBytes b = {0};
@@ -377,6 +379,178 @@ TEST(test_meta_round_trip) {
     rt_bytes_free(&c);
     rt_meta_free(&m);
     rt_meta_free(&back);
+}
+
+/* A kernel with two tensor maps, as the pipeline adds them on sm_90a: A
+ * (f16, extents from i32 parameters, its row stride an i64 parameter) and B
+ * (bf16, rank 3, a constant extent, an unbounded one and constant strides). */
+static const char tmap_ir[] =
+    "kernel @k(%a: ptr<f16> {divisibility = 16}, %M: i32, %K: i32, %s: i64 {divisibility = 8}, %b: ptr<bf16>, "
+    "%a_tmap: tensormap {tma_base = 0, tma_dim_params = [2, 1], tma_dims = [0, 0], tma_stride_params = [3], "
+    "tma_strides = [0], tma_box = [64, 128], tma_swizzle = 128}, "
+    "%b_tmap: tensormap {tma_base = 4, tma_dim_params = [-1, 1, -1], tma_dims = [96, 0, 0], tma_stride_params = "
+    "[-1, -1], tma_strides = [128, 16384], tma_box = [32, 16, 1], tma_swizzle = 64}) attrs {num_warps = 4} { return }\n";
+
+/* tc_opt's binary of IR text, or NULL with the diagnostics printed. */
+static tc_binary *opt_ir(const char *text, tc_status expect, const char *error) {
+    tc_compiler *cc = NULL;
+    tc_target t = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&t, &cc), TC_OK);
+    tc_source src = {"tmap.tir", text, strlen(text)};
+    tc_diagnostics *d = NULL;
+    tc_diagnostics_create(&d);
+    tc_binary *b = NULL;
+    tc_status st = tc_opt(cc, &src, NULL, NULL, &b, d);
+    CHECK_EQ_INT(st, expect);
+    if (error)
+        CHECK(strstr(tc_diagnostics_text(d), error) != NULL);
+    if (st != expect)
+        fprintf(stderr, "%s\n", tc_diagnostics_text(d));
+    tc_diagnostics_destroy(d);
+    tc_compiler_destroy(cc);
+    return b;
+}
+
+TEST(test_tensor_map_metadata) {
+    tc_binary *b = opt_ir(tmap_ir, TC_OK, NULL);
+    /* the tensormap parameters are not runtime parameters */
+    CHECK_EQ_INT(tc_binary_kernel_num_params(b, 0), 5);
+    CHECK_EQ_STR(tc_binary_kernel_param_name(b, 0, 4), "b");
+    CHECK(tc_binary_kernel_param_name(b, 0, 5) == NULL);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(b, 0), 2);
+    tc_tensor_map_desc m;
+    memset(&m, 0x55, sizeof m);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 0, &m), TC_OK);
+    CHECK(m.base == 0 && m.rank == 2 && m.swizzle == 128);
+    CHECK(m.dim_param[0] == 2 && m.dim_param[1] == 1 && m.stride_param[1] == 3);
+    CHECK(m.box[0] == 64 && m.box[1] == 128);
+    CHECK(m.dim_param[2] == -1 && m.dim[2] == 0 && m.box[2] == 0 && m.stride_param[0] == -1); /* unused: cleared */
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 1, &m), TC_OK);
+    CHECK(m.base == 4 && m.rank == 3 && m.swizzle == 64);
+    CHECK(m.dim_param[0] == -1 && m.dim[0] == 96 && m.dim_param[1] == 1 && m.dim_param[2] == -1 && m.dim[2] == 0);
+    CHECK(m.stride_param[1] == -1 && m.stride[1] == 128 && m.stride_param[2] == -1 && m.stride[2] == 16384);
+    CHECK(m.box[0] == 32 && m.box[1] == 16 && m.box[2] == 1);
+    /* out of range */
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 2, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tensor map 2 is out of range (kernel k has 2)") != NULL);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 1, 0, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "kernel 1 is out of range") != NULL);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 0, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(NULL, 0, 0, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(b, 1), 0);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(NULL, 0), 0);
+    /* the runtime's copy, as the JIT and tc_module_load read it */
+    RtMeta meta;
+    CHECK_EQ_INT(rt_meta_from_binary(b, &meta), TC_OK);
+    const tc_kernel_desc *d = rt_meta_find(&meta, "k");
+    CHECK(d && d->num_params == 5 && d->num_tensor_maps == 2);
+    if (d && d->num_tensor_maps == 2) {
+        CHECK(d->tensor_maps[0].dim_param[0] == 2 && d->tensor_maps[1].stride[2] == 16384);
+        char why[160];
+        CHECK(rt_tensor_map_check(d, &d->tensor_maps[0], why, sizeof why));
+        CHECK(rt_tensor_map_check(d, &d->tensor_maps[1], why, sizeof why));
+    }
+    rt_meta_free(&meta);
+    tc_binary_destroy(b);
+
+    /* maps the runtime cannot build, or a runtime parameter after a map */
+    b = opt_ir("kernel @k(%a: ptr<i1>, %a_tmap: tensormap {tma_base = 0, tma_dim_params = [-1], tma_dims = [0], "
+               "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}) { return }\n",
+               TC_ERROR_COMPILE, "parameter 1 (%a_tmap): no tensor map a launch can build: the base pointer's element "
+                                 "type i1 has no TMA data type");
+    CHECK(b == NULL);
+    b = opt_ir("kernel @k(%a: ptr<f32>, %a_tmap: tensormap {tma_base = 0, tma_dim_params = [2], tma_dims = [0], "
+               "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}, %n: i32) { return }\n",
+               TC_ERROR_COMPILE, "parameter 2 (%n) follows a tensormap parameter");
+    CHECK(b == NULL);
+}
+
+/* The metadata of tmap_ir's kernel, by hand. */
+static const tc_param_desc tmap_params[] = {{"a", TC_DTYPE_F16, 1, 1},  {"M", TC_DTYPE_I32, 0, 0},
+                                            {"K", TC_DTYPE_I32, 0, 0},  {"s", TC_DTYPE_I64, 0, 0},
+                                            {"b", TC_DTYPE_BF16, 1, 0}, {"e", TC_DTYPE_I8, 0, 0}};
+static const tc_tensor_map_desc tmap_maps[] = {
+    {0, 2, {2, 1, -1, -1, -1}, {0}, {-1, 3, -1, -1, -1}, {0}, {64, 128}, 128},
+    {4, 3, {-1, 1, -1, -1, -1}, {96, 0, 0}, {-1, -1, -1, -1, -1}, {0, 128, 16384}, {32, 16, 1}, 64}};
+static const tc_kernel_desc tmap_desc = {"k", 4, 0, 6, tmap_params, 2, tmap_maps};
+
+TEST(test_meta_tensor_maps) {
+    RtMeta m, back;
+    tc_kernel_desc two[2] = {softmax_desc, tmap_desc};
+    CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
+    RtBytes b = {0};
+    CHECK(rt_meta_encode(&m, &b));
+    CHECK(rt_meta_decode(b.data, b.len, &back));
+    const tc_kernel_desc *d = rt_meta_find(&back, "k");
+    CHECK(d && d->num_params == 6 && d->num_tensor_maps == 2);
+    if (d && d->num_tensor_maps == 2)
+        CHECK(memcmp(d->tensor_maps, m.kernels[1].tensor_maps, 2 * sizeof *d->tensor_maps) == 0);
+    d = rt_meta_find(&back, "softmax");
+    CHECK(d && d->num_tensor_maps == 0 && d->tensor_maps == NULL);
+    /* every truncation is rejected */
+    int accepted = 0;
+    for (size_t n = 0; n < b.len; n++) {
+        RtMeta bad;
+        accepted += rt_meta_decode(b.data, n, &bad);
+    }
+    CHECK_EQ_INT(accepted, 0);
+    rt_bytes_free(&b);
+    rt_meta_free(&back);
+
+    /* each spoiled field of a map is refused by the decoder (and by
+     * rt_tensor_map_check, which tc_module_load_ptx applies to a caller's) */
+    static const struct {
+        const char *what;
+        int field, value;
+    } spoil[] = {{"rank 0", 0, 0},          {"rank 6", 0, 6},           {"base -1", 1, -1},
+                 {"base 6", 1, 6},          {"base an integer", 1, 1},  {"dim_param a pointer", 2, 4},
+                 {"dim_param 6", 2, 6},     {"dim -1", 3, -1},          {"stride_param -2", 4, -2},
+                 {"stride -16", 5, -16},    {"box 0", 6, 0},            {"box 257", 6, 257},
+                 {"box[0] 8 bytes", 7, 4},  {"box[0] over the swizzle", 7, 128}, {"swizzle 16", 8, 16}};
+    for (size_t i = 0; i < sizeof spoil / sizeof spoil[0]; i++) {
+        tc_tensor_map_desc maps[2] = {tmap_maps[0], tmap_maps[1]};
+        tc_tensor_map_desc *t = &maps[1];
+        switch (spoil[i].field) {
+        case 0: t->rank = spoil[i].value; break;
+        case 1: t->base = spoil[i].value; break;
+        case 2: t->dim_param[2] = spoil[i].value; break;
+        case 3: t->dim[0] = spoil[i].value; break;
+        case 4: t->stride_param[1] = spoil[i].value; break;
+        case 5: t->stride[2] = spoil[i].value; break;
+        case 6: t->box[1] = (unsigned)spoil[i].value; break;
+        case 7: t->box[0] = (unsigned)spoil[i].value; break;
+        case 8: t->swizzle = spoil[i].value; break;
+        }
+        tc_kernel_desc kd = tmap_desc;
+        kd.tensor_maps = maps;
+        char why[160] = "";
+        bool ok = rt_tensor_map_check(&kd, t, why, sizeof why);
+        if (ok)
+            fprintf(stderr, "  accepted: %s\n", spoil[i].what);
+        CHECK(!ok && why[0]);
+        RtMeta one = {1, &kd}, bad;
+        RtBytes c = {0};
+        if (spoil[i].field != 0) { /* the encoder writes rank entries: a bad rank is not encoded */
+            CHECK(rt_meta_encode(&one, &c));
+            CHECK(!rt_meta_decode(c.data, c.len, &bad));
+        }
+        rt_bytes_free(&c);
+    }
+    /* an i8 extent, i16 stride parameters are fine; an i1 or f32 one is not */
+    tc_param_desc params[6];
+    memcpy(params, tmap_params, sizeof params);
+    tc_kernel_desc kd = tmap_desc;
+    kd.params = params;
+    tc_tensor_map_desc t = tmap_maps[0];
+    char why[160];
+    t.dim_param[1] = 5;
+    CHECK(rt_tensor_map_check(&kd, &t, why, sizeof why));
+    params[5].dtype = TC_DTYPE_I1;
+    CHECK(!rt_tensor_map_check(&kd, &t, why, sizeof why));
+    CHECK(strstr(why, "dim_param[1] is 5: neither -1 nor an integer parameter") != NULL);
+    params[5].dtype = TC_DTYPE_F32;
+    CHECK(!rt_tensor_map_check(&kd, &t, why, sizeof why));
+    rt_meta_free(&m);
 }
 
 static const char softmax_src[] =
@@ -1255,6 +1429,10 @@ static struct {
     unsigned grid[3], block[3], shared;
     void **args;
     RtCuResult result;
+    /* kept from params during the call (the array may live on tc_launch's stack) */
+    int num_params, first_map;
+    void *params[FAKE_MAX_PARAMS];
+    FakeTensorMap maps[FAKE_MAX_PARAMS];
 } stub;
 
 static RtCuResult stub_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -1264,7 +1442,42 @@ static RtCuResult stub_launch(CUfunction f, unsigned gx, unsigned gy, unsigned g
     stub.block[0] = bx, stub.block[1] = by, stub.block[2] = bz;
     stub.shared = shared;
     stub.args = params;
+    for (int i = 0; i < stub.num_params && i < FAKE_MAX_PARAMS; i++) {
+        stub.params[i] = params[i];
+        if (i >= stub.first_map)
+            memcpy(&stub.maps[i], params[i], sizeof stub.maps[i]);
+    }
     return stub.result;
+}
+
+/* cuTensorMapEncodeTiled's stand-in: its arguments written into the map,
+ * as the fake libcuda writes them. */
+static struct {
+    int calls;
+    RtCuResult result;
+    uintptr_t map_addr; /* the last map's address */
+} enc;
+
+static RtCuResult stub_encode(void *map, int dtype, uint32_t rank, void *address, const uint64_t *dim,
+                              const uint64_t *strides, const uint32_t *box, const uint32_t *element_strides,
+                              int interleave, int swizzle, int l2_promotion, int oob_fill) {
+    enc.calls++;
+    enc.map_addr = (uintptr_t)map;
+    FakeTensorMap t;
+    memset(&t, 0, sizeof t);
+    t.magic = FAKE_TMAP_MAGIC;
+    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
+    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
+    t.address = (uint64_t)(uintptr_t)address;
+    for (uint32_t i = 0; i < rank && i < 5; i++) {
+        t.element_strides[i] = (uint8_t)element_strides[i];
+        t.dim[i] = dim[i];
+        t.box[i] = box[i];
+        if (i > 0)
+            t.stride[i - 1] = strides[i - 1];
+    }
+    memcpy(map, &t, sizeof t);
+    return enc.result;
 }
 
 TEST(test_launch_checks) {
@@ -1324,6 +1537,302 @@ TEST(test_launch_checks) {
     int calls = stub.calls;
     CHECK_EQ_INT(tc_launch_raw(&raw, (tc_dim3){2, 1, 1}, (tc_dim3){64, 2, 1}, 77, NULL, args), TC_OK);
     CHECK(stub.calls == calls + 1 && stub.block[0] == 64 && stub.block[1] == 2 && stub.shared == 77);
+}
+
+/* ---- tensor maps at launch ---- */
+
+#define TWO_32 ((uint64_t)1 << 32)
+
+/* tmap_desc's kernel with a stub driver: the arguments a, M, K, s, b, e. */
+typedef struct TmapLaunch {
+    tc_kernel k;
+    uint32_t ptrs[2];
+    CUdeviceptr a, b;
+    int32_t M, K;
+    int64_t s;
+    int8_t e;
+    void *args[6];
+} TmapLaunch;
+
+static void tmap_launch_init(TmapLaunch *t, const tc_kernel_desc *d) {
+    memset(t, 0, sizeof *t);
+    t->ptrs[0] = 0, t->ptrs[1] = 4;
+    t->k = (tc_kernel){.launch = stub_launch, .num_params = 6, .block = 128, .ptr_params = t->ptrs,
+                       .num_ptr_params = 2, .desc = d, .name = "k", .num_maps = 2, .encode = stub_encode};
+    t->a = 0x100000, t->b = 0x200000, t->M = 1000, t->K = 4096, t->s = 4104, t->e = 3;
+    void *args[6] = {&t->a, &t->M, &t->K, &t->s, &t->b, &t->e};
+    memcpy(t->args, args, sizeof args);
+    memset(&stub, 0, sizeof stub);
+    memset(&enc, 0, sizeof enc);
+    stub.num_params = 8;
+    stub.first_map = 6;
+}
+
+TEST(test_launch_tensor_maps) {
+    TmapLaunch t;
+    tmap_launch_init(&t, &tmap_desc);
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){3, 2, 1}, NULL, t.args, 6), TC_OK);
+    CHECK_EQ_INT(stub.calls, 1);
+    CHECK_EQ_INT(enc.calls, 2);
+    CHECK(enc.map_addr % 64 == 0);
+    /* the arguments as given, then the maps */
+    for (int i = 0; i < 6; i++)
+        CHECK(stub.params[i] == t.args[i]);
+    const FakeTensorMap *a = &stub.maps[6], *b = &stub.maps[7];
+    CHECK(a->magic == FAKE_TMAP_MAGIC && b->magic == FAKE_TMAP_MAGIC);
+    /* A: f16 [M, K] rows s apart, a 128x64 box, 128-byte swizzle */
+    CHECK_EQ_INT(a->dtype, RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+    CHECK_EQ_INT(a->rank, 2);
+    CHECK(a->address == 0x100000);
+    CHECK(a->dim[0] == 4096 && a->dim[1] == 1000);
+    CHECK_EQ_INT(a->stride[0], 4104 * 2);
+    CHECK(a->box[0] == 64 && a->box[1] == 128);
+    CHECK_EQ_INT(a->swizzle, RT_CU_TENSOR_MAP_SWIZZLE_128B);
+    CHECK(a->interleave == 0 && a->l2_promotion == RT_CU_TENSOR_MAP_L2_PROMOTION_L2_128B && a->oob_fill == 0);
+    CHECK(a->element_strides[0] == 1 && a->element_strides[1] == 1);
+    /* B: bf16, a constant extent, M, then an unbounded one (2^32); constant strides */
+    CHECK_EQ_INT(b->dtype, RT_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    CHECK_EQ_INT(b->rank, 3);
+    CHECK(b->address == 0x200000);
+    CHECK(b->dim[0] == 96 && b->dim[1] == 1000 && b->dim[2] == TWO_32);
+    CHECK(b->stride[0] == 256 && b->stride[1] == 32768);
+    CHECK(b->box[0] == 32 && b->box[1] == 16 && b->box[2] == 1);
+    CHECK_EQ_INT(b->swizzle, RT_CU_TENSOR_MAP_SWIZZLE_64B);
+    CHECK(b->element_strides[0] == 1 && b->element_strides[1] == 1 && b->element_strides[2] == 1);
+
+    /* an extent over 2^32 is clamped (i64 and i8 extents) */
+    tc_tensor_map_desc maps[2] = {tmap_maps[0], tmap_maps[1]};
+    tc_kernel_desc d = tmap_desc;
+    d.tensor_maps = maps;
+    maps[0].dim_param[1] = 3; /* s, an i64 */
+    maps[1].dim_param[0] = 5; /* e, an i8 */
+    tmap_launch_init(&t, &d);
+    t.s = ((int64_t)1 << 40) + 16;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "2^40 bytes or more") != NULL);
+    t.s = (int64_t)TWO_32 * 3;
+    t.e = 64;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_OK);
+    CHECK(stub.maps[6].dim[1] == TWO_32 && stub.maps[6].stride[0] == TWO_32 * 6);
+    CHECK_EQ_INT(stub.maps[7].dim[0], 64);
+
+    /* every dtype and swizzle */
+    static const struct {
+        tc_dtype t;
+        int cu;
+    } types[] = {{TC_DTYPE_I8, RT_CU_TENSOR_MAP_DATA_TYPE_UINT8},      {TC_DTYPE_I16, RT_CU_TENSOR_MAP_DATA_TYPE_UINT16},
+                 {TC_DTYPE_I32, RT_CU_TENSOR_MAP_DATA_TYPE_INT32},     {TC_DTYPE_I64, RT_CU_TENSOR_MAP_DATA_TYPE_INT64},
+                 {TC_DTYPE_F16, RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT16},   {TC_DTYPE_BF16, RT_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16},
+                 {TC_DTYPE_F32, RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT32},   {TC_DTYPE_F64, RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT64}};
+    static const int swizzles[][2] = {{0, RT_CU_TENSOR_MAP_SWIZZLE_NONE}, {32, RT_CU_TENSOR_MAP_SWIZZLE_32B},
+                                      {64, RT_CU_TENSOR_MAP_SWIZZLE_64B}, {128, RT_CU_TENSOR_MAP_SWIZZLE_128B}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        tc_param_desc params[6];
+        memcpy(params, tmap_params, sizeof params);
+        params[0].dtype = types[i].t;
+        d = tmap_desc;
+        d.params = params;
+        maps[0] = tmap_maps[0];
+        maps[0].box[0] = 32 / (unsigned)rt_dtype_size(types[i].t);
+        maps[0].swizzle = swizzles[i % 4][0];
+        d.tensor_maps = maps;
+        RtTensorMapArgs ma;
+        CHECK_EQ_INT(rt_tensor_map_args(&d, 0, t.args, &ma), TC_OK);
+        CHECK_EQ_INT(ma.dtype, types[i].cu);
+        CHECK_EQ_INT(ma.swizzle, swizzles[i % 4][1]);
+        CHECK_EQ_INT(ma.stride[0], (uint64_t)t.s * rt_dtype_size(types[i].t));
+        CHECK(!ma.zero);
+    }
+
+    /* an extent <= 0 (here M): every element is masked, the map covers 16
+     * zero bytes whatever the base and strides */
+    tmap_launch_init(&t, &tmap_desc);
+    t.a = 0x100002;
+    t.s = 3;
+    RtTensorMapArgs ma;
+    for (int32_t m = 0; m >= -1; m--) {
+        t.M = m;
+        CHECK_EQ_INT(rt_tensor_map_args(&tmap_desc, 0, t.args, &ma), TC_OK);
+        CHECK(ma.zero && ma.address == 0 && ma.rank == 2 && ma.dim[0] == 1 && ma.dim[1] == 1 && ma.stride[0] == 16);
+        CHECK(ma.box[0] == 64 && ma.box[1] == 128 && ma.dtype == RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+        CHECK_EQ_INT(rt_tensor_map_args(&tmap_desc, 1, t.args, &ma), TC_OK); /* B's extent M too */
+        CHECK(ma.zero && ma.dim[0] == 1 && ma.dim[1] == 1 && ma.dim[2] == 1 && ma.stride[0] == 16 && ma.stride[1] == 16);
+    }
+    /* a kernel with no context has no zero buffer to point at */
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INTERNAL);
+
+    /* what the kernel was not specialized for: refused before the driver */
+    tmap_launch_init(&t, &tmap_desc);
+    t.a = 0x100008;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "kernel k: tensor map 0: pointer argument 0 (a) = 0x100008 is not 16-byte aligned: "
+                                  "the kernel was specialized for 16-byte aligned pointers") != NULL);
+    t.a = 0x100000;
+    t.s = 4100;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "the stride of dimension 1, argument 3 (s) = 4100 elements of f16, is not a multiple "
+                                  "of 16 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
+    t.s = -8;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "= -8 elements of f16, is negative") != NULL);
+    t.s = (int64_t)1 << 39; /* 2^40 bytes */
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "2^40 bytes or more") != NULL);
+    t.s = ((int64_t)1 << 39) - 8; /* the largest stride */
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_OK);
+    CHECK(stub.maps[6].stride[0] == ((uint64_t)1 << 40) - 16);
+    int launches = stub.calls;
+    t.s = INT64_MIN;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    t.s = INT64_MAX;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    t.s = 4104;
+    maps[0] = tmap_maps[0], maps[1] = tmap_maps[1];
+    maps[1].stride[1] = 100; /* a constant stride */
+    d = tmap_desc;
+    d.tensor_maps = maps;
+    t.k.desc = &d;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tensor map 1 over argument 4 (b): the stride of dimension 1, the constant 100 "
+                                  "elements of bf16, is not a multiple of 16 bytes") != NULL);
+    t.k.desc = &tmap_desc;
+    CHECK_EQ_INT(stub.calls, launches);
+
+    /* the driver's refusal, with the map's parameters */
+    enc.result = 1; /* CUDA_ERROR_INVALID_VALUE */
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_CUDA);
+    CHECK(strstr(tc_last_error(), "cuTensorMapEncodeTiled (kernel k, tensor map 0 over argument 0 (a): data type 6, "
+                                  "rank 2, address 0x100000, dims {4096, 1000}, strides {8208} bytes, box {64, 128}, "
+                                  "swizzle 128 bytes)") != NULL);
+    enc.result = 0;
+    CHECK_EQ_INT(stub.calls, launches);
+    /* a driver without the encoder */
+    t.k.encode = NULL;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_UNSUPPORTED);
+    CHECK(strstr(tc_last_error(), "kernel k takes 2 tensor maps (TMA), and this CUDA driver has no "
+                                  "cuTensorMapEncodeTiled") != NULL);
+    t.k.encode = stub_encode;
+    /* an empty grid builds nothing */
+    int encodes = enc.calls;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){0, 1, 1}, NULL, t.args, 6), TC_OK);
+    CHECK_EQ_INT(enc.calls, encodes);
+    /* a launch error, retried as without maps */
+    stub.result = 1;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){2, 1, 1}, NULL, t.args, 6), TC_ERROR_CUDA);
+    CHECK(strstr(tc_last_error(), "cuLaunchKernel(k, grid 2x1x1") != NULL);
+    stub.result = 0;
+
+    /* more arguments than tc_launch keeps on its stack */
+    enum { N = 70 };
+    tc_param_desc many[N];
+    void *many_args[N];
+    CUdeviceptr base = 0x300000;
+    int32_t ext = 77;
+    for (int i = 0; i < N; i++) {
+        many[i] = (tc_param_desc){"x", i == 0 ? TC_DTYPE_F32 : TC_DTYPE_I32, i == 0, 0};
+        many_args[i] = i == 0 ? (void *)&base : (void *)&ext;
+    }
+    tc_tensor_map_desc one = {0, 1, {N - 1, -1, -1, -1, -1}, {0}, {-1, -1, -1, -1, -1}, {0}, {8}, 0};
+    tc_kernel_desc md = {"many", 4, 0, N, many, 1, &one};
+    uint32_t mptr = 0;
+    tc_kernel mk = {.launch = stub_launch, .num_params = N, .block = 128, .ptr_params = &mptr, .num_ptr_params = 1,
+                    .desc = &md, .name = "many", .num_maps = 1, .encode = stub_encode};
+    memset(&stub, 0, sizeof stub);
+    stub.num_params = N + 1;
+    stub.first_map = N;
+    CHECK_EQ_INT(tc_launch(&mk, (tc_dim3){1, 1, 1}, NULL, many_args, N), TC_OK);
+    CHECK(stub.params[0] == many_args[0] && stub.params[N - 1] == many_args[N - 1]);
+    CHECK(stub.maps[N].magic == FAKE_TMAP_MAGIC && stub.maps[N].rank == 1 && stub.maps[N].dim[0] == 77 &&
+          stub.maps[N].address == 0x300000 && stub.maps[N].dtype == RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+}
+
+/* The same through the driver (tests/gpu's fake libcuda, which checks the
+ * encoder's arguments and records the launch), with the zero buffer. */
+TEST(test_launch_tensor_maps_driver) {
+    tc_context *ctx = NULL;
+    if (tc_context_create(0, &ctx) != TC_OK) {
+        fprintf(stderr, "  runtime: no driver (%s): tensor maps through the driver not checked\n", tc_last_error());
+        return;
+    }
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = cuda ? dlsym(cuda, "fake_cuda_last_launch") : NULL;
+    if (!sym) {
+        fprintf(stderr, "  runtime: a real driver: the launch with tensor maps is checked by tests/gpu\n");
+        tc_context_destroy(ctx);
+        if (cuda)
+            dlclose(cuda);
+        return;
+    }
+    FakeLastLaunchFn last_fn;
+    memcpy(&last_fn, &sym, sizeof last_fn);
+    static const char ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                              ".visible .entry empty_tmap(.param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s, "
+                              ".param .u64 b, .param .u8 e, .param .align 64 .b8 a_tmap[128], "
+                              ".param .align 64 .b8 b_tmap[128])\n{\n\tret;\n}\n";
+    tc_kernel_desc d = tmap_desc;
+    d.name = "empty_tmap";
+    tc_module *m = NULL;
+    tc_kernel *k = NULL;
+    CHECK_EQ_INT(tc_module_load_ptx(ctx, ptx, strlen(ptx), &d, 1, &m), TC_OK);
+    CHECK_EQ_INT(tc_module_get_kernel(m, "empty_tmap", &k), TC_OK);
+    CHECK(k && tc_kernel_get_desc(k)->num_tensor_maps == 2);
+    CUdeviceptr a = 0, b = 0;
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 1 << 16, &a), TC_OK);
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 1 << 16, &b), TC_OK);
+    int32_t M = 100, K = 64;
+    int64_t s = 72;
+    int8_t e = 0;
+    void *args[] = {&a, &M, &K, &s, &b, &e};
+    const FakeLaunch *l = last_fn();
+    long encodes = l->encodes;
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_OK);
+    CHECK_EQ_STR(l->kernel, "empty_tmap");
+    CHECK_EQ_INT(l->num_params, 8);
+    CHECK_EQ_INT(l->encodes - encodes, 2);
+    for (int i = 0; i < 6; i++)
+        CHECK(l->params[i] == args[i] && !l->is_map[i]);
+    CHECK(l->is_map[6] && l->is_map[7]);
+    const FakeTensorMap *ma = &l->map[6], *mb = &l->map[7];
+    CHECK(ma->magic == FAKE_TMAP_MAGIC && ma->address == a && ma->dim[0] == 64 && ma->dim[1] == 100 &&
+          ma->stride[0] == 144 && ma->box[0] == 64 && ma->box[1] == 128 && ma->swizzle == RT_CU_TENSOR_MAP_SWIZZLE_128B);
+    CHECK(mb->magic == FAKE_TMAP_MAGIC && mb->address == b && mb->dim[0] == 96 && mb->dim[1] == 100 &&
+          mb->dim[2] == TWO_32 && mb->stride[0] == 256 && mb->stride[1] == 32768);
+    /* M = 0: both maps over the context's zero buffer, the same at every launch */
+    M = 0;
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_OK);
+    uint64_t zero = l->map[6].address;
+    CHECK(zero && zero != a && zero % 16 == 0 && l->map[7].address == zero);
+    CHECK(l->map[6].dim[0] == 1 && l->map[6].dim[1] == 1 && l->map[6].stride[0] == 16 && l->map[6].box[0] == 64);
+    CHECK(l->map[7].dim[2] == 1 && l->map[7].stride[1] == 16);
+    unsigned char bytes[16];
+    memset(bytes, 0xFF, sizeof bytes);
+    CHECK_EQ_INT(tc_memcpy_dtoh(ctx, bytes, (CUdeviceptr)zero, 16), TC_OK);
+    int nonzero = 0;
+    for (int i = 0; i < 16; i++)
+        nonzero += bytes[i] != 0;
+    CHECK_EQ_INT(nonzero, 0);
+    M = -5;
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_OK);
+    CHECK(l->map[6].address == zero);
+    /* the driver's own checks agree with tc_launch's */
+    M = 100;
+    s = 68;
+    long launches = l->launches;
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(l->launches, launches);
+    /* a description the loader refuses */
+    tc_tensor_map_desc bad = tmap_maps[0];
+    bad.base = 1;
+    d.tensor_maps = &bad;
+    d.num_tensor_maps = 1;
+    tc_module *m2 = NULL;
+    CHECK_EQ_INT(tc_module_load_ptx(ctx, ptx, strlen(ptx), &d, 1, &m2), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "kernels[0] (empty_tmap): tensor_maps[0]: base 1 is not a pointer parameter") != NULL);
+    CHECK(m2 == NULL);
+    CHECK_EQ_INT(tc_mem_free(ctx, a), TC_OK);
+    CHECK_EQ_INT(tc_mem_free(ctx, b), TC_OK);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK); /* frees the zero buffer too */
+    dlclose(cuda);
 }
 
 /* ---- AOT ---- */
@@ -1397,7 +1906,8 @@ TEST(test_aot_errors) {
 
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
-           test_signature, test_jit_keys, test_jit_build_and_cache,
+           test_tensor_map_metadata, test_meta_tensor_maps, test_signature, test_jit_keys, test_jit_build_and_cache,
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
-           test_arch_for_cc, test_launch_checks, test_aot_emit, test_aot_errors)
+           test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
+           test_aot_emit, test_aot_errors)

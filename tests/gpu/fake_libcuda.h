@@ -1,0 +1,42 @@
+/*
+ * fake_libcuda.h — what the fake libcuda.so.1 (fake_libcuda.c) records of
+ * the tensor maps it encodes and of the launches it runs, for the tests
+ * that check what the runtime and the AOT launchers pass the driver. A test
+ * finds the recorder with dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)
+ * and dlsym(handle, "fake_cuda_last_launch").
+ */
+#ifndef TILEC_FAKE_LIBCUDA_H
+#define TILEC_FAKE_LIBCUDA_H
+
+#include <stdint.h>
+
+#define FAKE_TMAP_MAGIC 0x70616d74u /* "tmap" */
+#define FAKE_MAX_PARAMS 80
+
+/* The arguments of a cuTensorMapEncodeTiled call, as the fake writes them
+ * into the 128 bytes of the map it encodes. */
+typedef struct FakeTensorMap {
+    uint32_t magic; /* FAKE_TMAP_MAGIC */
+    uint8_t dtype, rank, interleave, swizzle, l2_promotion, oob_fill;
+    uint8_t element_strides[5];
+    uint64_t address;
+    uint64_t dim[5];
+    uint64_t stride[4]; /* bytes */
+    uint32_t box[5];
+} FakeTensorMap;
+
+/* The last launch: its kernel, and the parameters its PTX entry declares. */
+typedef struct FakeLaunch {
+    char kernel[128];
+    unsigned grid[3], block, shared;
+    int num_params;                  /* in the entry's PTX declaration */
+    void *params[FAKE_MAX_PARAMS];   /* the addresses the launch passed */
+    int is_map[FAKE_MAX_PARAMS];     /* declared `.param .align 64 .b8 NAME[128]`: a tensor map, copied below */
+    FakeTensorMap map[FAKE_MAX_PARAMS];
+    long launches;                   /* launches so far */
+    long encodes;                    /* cuTensorMapEncodeTiled calls so far */
+} FakeLaunch;
+
+typedef const FakeLaunch *(*FakeLastLaunchFn)(void);
+
+#endif
