@@ -12,8 +12,14 @@
  *   NAME.c  the images as C data (PTX as string literals, one per line so a
  *           reader can find a kernel; cubins as bytes), a table saying which
  *           image serves which compute capability and each kernel's block
- *           size and shared memory per image, a small dlopen loader for the
- *           dozen driver functions it calls, and the launchers.
+ *           size, shared memory and tensor maps per image, a small dlopen
+ *           loader for the driver functions it calls, and the launchers.
+ *
+ * Tensor maps: a kernel compiled for sm_90a may take TMA tensor maps after
+ * its arguments (tc_tensor_map_desc); the launcher builds them at each
+ * launch from the arguments, by the runtime's rules, with the image's own
+ * table of them (the sm_80 image has none, so the same kernel takes more
+ * parameters in one image than in another).
  *
  * Why a dlopen loader in every launcher rather than a call into libtilec:
  * libtilec carries LLVM (25 MB); a deployed program should need neither it
@@ -175,6 +181,58 @@ static int image_rank(const CgAotImage *img, bool cubin) {
     return (cubin ? 0 : 1000) - cc * 2 - exact;
 }
 
+/* The most tensor maps kernel `name` takes in any image. */
+static size_t kernel_max_maps(const CgAotInput *in, const char *name) {
+    size_t most = 0;
+    for (size_t i = 0; i < in->num_images; i++) {
+        const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, name);
+        if (m && m->num_tensor_maps > most)
+            most = m->num_tensor_maps;
+    }
+    return most;
+}
+
+/* Bytes of the launch argument a map reads an extent or stride from: the
+ * launchers pass i8 and i16 in 32-bit temporaries. */
+static unsigned arg_bytes(const tc_kernel_desc *d, int param) {
+    return param < 0 ? 0 : d->params[param].dtype == TC_DTYPE_I64 ? 8 : 4;
+}
+
+/* Image i's table of the tensor maps of kernel d (d's description in that
+ * image, which has some). */
+static void emit_maps(Buf *c, const char *name, size_t i, size_t k, const tc_kernel_desc *d) {
+    buf_printf(c, "\n/* %s: tensor maps of image %zu */\nstatic const struct %s_tensor_map %s_maps_%zu_%zu[] = {\n",
+               d->name, i, name, name, i, k);
+    for (size_t j = 0; j < d->num_tensor_maps; j++) {
+        const tc_tensor_map_desc *m = &d->tensor_maps[j];
+        const tc_param_desc *base = &d->params[m->base];
+        buf_printf(c, "    {\"%s\", %d, %d, %zu, %d, {", base->name, m->base, rt_tensor_map_dtype(base->dtype),
+                   rt_dtype_size(base->dtype), m->rank);
+        for (int x = 0; x < m->rank; x++)
+            buf_printf(c, "%s%d", x ? ", " : "", m->dim_param[x]);
+        buf_puts(c, "}, {");
+        for (int x = 0; x < m->rank; x++)
+            buf_printf(c, "%s%u", x ? ", " : "", arg_bytes(d, m->dim_param[x]));
+        buf_puts(c, "}, {");
+        for (int x = 0; x < m->rank; x++)
+            buf_printf(c, "%s%lld", x ? ", " : "", (long long)m->dim[x]);
+        buf_puts(c, "}, {-1");
+        for (int x = 1; x < m->rank; x++)
+            buf_printf(c, ", %d", m->stride_param[x]);
+        buf_puts(c, "}, {0");
+        for (int x = 1; x < m->rank; x++)
+            buf_printf(c, ", %u", arg_bytes(d, m->stride_param[x]));
+        buf_puts(c, "}, {0");
+        for (int x = 1; x < m->rank; x++)
+            buf_printf(c, ", %lld", (long long)m->stride[x]);
+        buf_puts(c, "}, {");
+        for (int x = 0; x < m->rank; x++)
+            buf_printf(c, "%s%u", x ? ", " : "", m->box[x]);
+        buf_printf(c, "}, %d},\n", rt_tensor_map_swizzle(m->swizzle));
+    }
+    buf_puts(c, "};\n");
+}
+
 typedef struct Slot {
     const CgAotImage *img;
     size_t index; /* of img in the input */
@@ -199,6 +257,11 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
 
     for (size_t i = 0; i < in->num_images; i++)
         buf_printf(&targets, "%s%s (PTX%s)", i ? ", " : "", in->images[i].arch, in->images[i].cubin ? ", cubin" : "");
+    size_t max_maps = 1;
+    for (size_t k = 0; k < sig->num_kernels; k++) {
+        size_t n = kernel_max_maps(in, sig->kernels[k].name);
+        max_maps = n > max_maps ? n : max_maps;
+    }
 
     /* ---- NAME.h ---- */
     char *guard = arena_printf(&a, "%s_TILEC_AOT_H", name);
@@ -284,10 +347,12 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                "\n"
                "#define %s_NUM_KERNELS %zu\n"
                "#define %s_TARGETS \"%s\"\n"
+               "#define %s_MAX_MAPS %zu /* tensor maps of a launch, at most (at least 1) */\n"
                "\n"
                "static const char *const %s_kernel_names[%s_NUM_KERNELS] = {",
                name, in->source_name, tc_version(), *in->specialization ? in->specialization : "(none)",
-               in->header_name, name, sig->num_kernels, name, targets.data ? targets.data : "", name, name);
+               in->header_name, name, sig->num_kernels, name, targets.data ? targets.data : "", name, max_maps, name,
+               name);
     for (size_t k = 0; k < sig->num_kernels; k++)
         buf_printf(c, "%s\"%s\"", k ? ", " : "", sig->kernels[k].name);
     buf_puts(c, "};\n\n/* ---- code ---- */\n");
@@ -305,6 +370,31 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
         }
     }
     buf_printf(c,
+               "\n/* A TMA tensor map a launch builds from its arguments (tilec's tc_tensor_map_desc):\n"
+               " * cuTensorMapEncodeTiled's parameters, dimensions innermost first. */\n"
+               "struct %s_tensor_map {\n"
+               "    const char *base_name; /* the pointer argument the tensor starts at */\n"
+               "    int base;              /* ... its index */\n"
+               "    int dtype;             /* CUtensorMapDataType */\n"
+               "    unsigned elem_bytes;\n"
+               "    unsigned rank;\n"
+               "    int dim_arg[5];           /* the argument holding an extent, or -1: dim */\n"
+               "    unsigned dim_bytes[5];    /* ... an int32_t (4) or an int64_t (8) */\n"
+               "    long long dim[5];         /* a constant extent; 0: unbounded */\n"
+               "    int stride_arg[5];        /* dimensions 1..rank-1: the argument holding the stride in elements, or -1 */\n"
+               "    unsigned stride_bytes[5];\n"
+               "    long long stride[5];      /* a constant stride, in elements */\n"
+               "    unsigned box[5];          /* elements one copy moves along each dimension */\n"
+               "    int swizzle;              /* CUtensorMapSwizzle */\n"
+               "};\n",
+               name);
+    for (size_t i = 0; i < in->num_images; i++)
+        for (size_t k = 0; k < sig->num_kernels; k++) {
+            const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, sig->kernels[k].name);
+            if (m && m->num_tensor_maps)
+                emit_maps(c, name, i, k, m);
+        }
+    buf_printf(c,
                "\n/* Which image serves which device, and each kernel's launch shape in it. */\n"
                "struct %s_image_desc {\n"
                "    const char *what;  /* \"sm_90a cubin\" */\n"
@@ -314,11 +404,13 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                "    const void *image;\n"
                "    unsigned block[%s_NUM_KERNELS];  /* threads per program */\n"
                "    unsigned shared[%s_NUM_KERNELS]; /* dynamic shared memory, bytes */\n"
+               "    unsigned num_maps[%s_NUM_KERNELS]; /* tensor maps passed after the arguments */\n"
+               "    const struct %s_tensor_map *maps[%s_NUM_KERNELS];\n"
                "};\n"
                "\n"
                "/* In order of preference: cubins, then PTX; newer targets first. */\n"
                "static const struct %s_image_desc %s_images[] = {\n",
-               name, name, name, name, name);
+               name, name, name, name, name, name, name, name);
     size_t num_slots = 0;
     Slot *slots = ARENA_ARRAY(&a, Slot, 2 * in->num_images + 1);
     for (size_t i = 0; i < in->num_images; i++) {
@@ -349,6 +441,19 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
             const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
             buf_printf(c, "%s%zu", k ? ", " : "", m ? m->shared_bytes : 0);
         }
+        buf_puts(c, "}, {");
+        for (size_t k = 0; k < sig->num_kernels; k++) {
+            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
+            buf_printf(c, "%s%zu", k ? ", " : "", m ? m->num_tensor_maps : 0);
+        }
+        buf_puts(c, "}, {");
+        for (size_t k = 0; k < sig->num_kernels; k++) {
+            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
+            if (m && m->num_tensor_maps)
+                buf_printf(c, "%s%s_maps_%zu_%zu", k ? ", " : "", name, slots[s].index, k);
+            else
+                buf_printf(c, "%sNULL", k ? ", " : "");
+        }
         buf_puts(c, "}},\n");
     }
     buf_puts(c, "};\n\n");
@@ -374,7 +479,9 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
             else if (q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16)
                 buf_printf(c, "    uint32_t tc_a%zu = %s;\n", p, n);
         }
-        buf_printf(c, "    void *tc_args[%zu] = {", d->num_params ? d->num_params : 1);
+        /* room for the tensor maps that the loaded image's kernel takes after the arguments */
+        size_t room = d->num_params + kernel_max_maps(in, d->name);
+        buf_printf(c, "    void *tc_args[%zu] = {", room ? room : 1);
         for (size_t p = 0; p < d->num_params; p++) {
             const tc_param_desc *q = &d->params[p];
             bool temp =
@@ -392,7 +499,8 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                            "    if (!%s)\n"
                            "        return %s_fail(TC_ERROR_INVALID_ARGUMENT, \"%s_%s: %s is NULL\");\n",
                            c_param_name(&a, d->params[p].name), name, name, d->name, d->params[p].name);
-        buf_printf(c, "    return %s_launch(%zu, \"%s_%s\", grid, stream, tc_args);\n}\n", name, k, name, d->name);
+        buf_printf(c, "    return %s_launch(%zu, \"%s_%s\", grid, stream, tc_args, %zu);\n}\n", name, k, name, d->name,
+                   d->num_params);
     }
     tc_guard_pop(&g);
     buf_free(&targets);

@@ -1,7 +1,9 @@
 /*
  * loader.c — the part of every launcher that `tilec --aot` generates which
  * is the same for all of them: the CUDA driver opened with dlopen, loading
- * the best image for the device, and the launch with its context handling.
+ * the best image for the device, and the launch with its context handling
+ * and the tensor maps it builds (by the rules of tilec's runtime:
+ * tc_tensor_map_desc in include/tilec/runtime.h).
  *
  * It is written here as C and compiled as C (tests/aot/loader_harness.c
  * compiles and runs it under the fake driver); the build embeds it into
@@ -13,8 +15,13 @@
  *
  *     #define tcaot_NUM_KERNELS n
  *     #define tcaot_TARGETS "sm_90a (PTX, cubin), ..."
+ *     #define tcaot_MAX_MAPS m   (the most tensor maps a launch builds; at least 1)
  *     static const char *const tcaot_kernel_names[tcaot_NUM_KERNELS];
- *     struct tcaot_image_desc { what, cc, exact, is_cubin, image, block[], shared[] };
+ *     struct tcaot_tensor_map { base_name, base, dtype, elem_bytes, rank, dim_arg[5],
+ *                               dim_bytes[5], dim[5], stride_arg[5], stride_bytes[5],
+ *                               stride[5], box[5], swizzle };
+ *     struct tcaot_image_desc { what, cc, exact, is_cubin, image, block[], shared[],
+ *                               num_maps[], maps[] };
  *     static const struct tcaot_image_desc tcaot_images[];
  *
  * It must stay plain C11 with no other dependency, clean under -Wall
@@ -46,6 +53,14 @@ struct tcaot_driver {
                           CUstream, void **, void **);
     tcaot_CUresult (*error_name)(tcaot_CUresult, const char **);
     tcaot_CUresult (*error_string)(tcaot_CUresult, const char **);
+    tcaot_CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    tcaot_CUresult (*mem_free)(CUdeviceptr);
+    tcaot_CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
+    tcaot_CUresult (*stream_synchronize)(CUstream);
+    /* optional (CUDA 12.0): only images with tensor maps need it */
+    tcaot_CUresult (*tensor_map_encode)(void *, int, unsigned, void *, const unsigned long long *,
+                                     const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
+                                     int);
 };
 
 static struct tcaot_driver tcaot_cu;
@@ -57,6 +72,7 @@ static struct {
     CUdevice device;
     const struct tcaot_image_desc *image;
     CUfunction fn[tcaot_NUM_KERNELS];
+    CUdeviceptr zero; /* 16 zeroed bytes: what the tensor maps of a fully masked tensor cover */
 } tcaot_state;
 
 static _Thread_local char tcaot_error[4096];
@@ -116,7 +132,12 @@ static tc_status tcaot_open_driver(void) {
         {offsetof(struct tcaot_driver, launch), "cuLaunchKernel"},
         {offsetof(struct tcaot_driver, error_name), "cuGetErrorName"},
         {offsetof(struct tcaot_driver, error_string), "cuGetErrorString"},
+        {offsetof(struct tcaot_driver, mem_alloc), "cuMemAlloc_v2"},
+        {offsetof(struct tcaot_driver, mem_free), "cuMemFree_v2"},
+        {offsetof(struct tcaot_driver, memset_d8), "cuMemsetD8_v2"},
+        {offsetof(struct tcaot_driver, stream_synchronize), "cuStreamSynchronize"},
     };
+    void *encode;
     struct tcaot_driver cu;
     if (tcaot_cu.lib)
         return TC_OK;
@@ -133,6 +154,8 @@ static tc_status tcaot_open_driver(void) {
         }
         memcpy((char *)&cu + syms[i].offset, &p, sizeof p);
     }
+    encode = dlsym(cu.lib, "cuTensorMapEncodeTiled");
+    memcpy(&cu.tensor_map_encode, &encode, sizeof encode);
     tcaot_CUresult r = cu.init(0);
     if (r != 0) {
         tc_status st;
@@ -144,6 +167,21 @@ static tc_status tcaot_open_driver(void) {
     }
     tcaot_cu = cu;
     return TC_OK;
+}
+
+/* Allocates and zeroes tcaot_state.zero. The context is current. */
+static tc_status tcaot_zero_buffer(void) {
+    CUdeviceptr p = 0;
+    tc_status st = tcaot_check(tcaot_cu.mem_alloc(&p, 16), "cuMemAlloc (the tensor maps' zero buffer)");
+    if (st == TC_OK)
+        st = tcaot_check(tcaot_cu.memset_d8(p, 0, 16), "cuMemsetD8 (the tensor maps' zero buffer)");
+    if (st == TC_OK) /* on the legacy stream, which a non-blocking stream does not wait for */
+        st = tcaot_check(tcaot_cu.stream_synchronize(NULL), "cuStreamSynchronize");
+    if (st == TC_OK)
+        tcaot_state.zero = p;
+    else if (p)
+        tcaot_cu.mem_free(p);
+    return st;
 }
 
 /* Tries the images that can run on the device, best first. The context is current. */
@@ -204,6 +242,14 @@ static tc_status tcaot_load_module(void) {
             memset(tcaot_state.fn, 0, sizeof tcaot_state.fn);
             return st;
         }
+        for (k = 0; k < tcaot_NUM_KERNELS && st == TC_OK; k++)
+            if (img->num_maps[k] && !tcaot_state.zero)
+                st = tcaot_zero_buffer();
+        if (st != TC_OK) {
+            tcaot_cu.module_unload(module);
+            memset(tcaot_state.fn, 0, sizeof tcaot_state.fn);
+            return st;
+        }
         tcaot_state.module = module;
         tcaot_state.image = img;
         return TC_OK;
@@ -259,6 +305,10 @@ tc_status tcaot_unload(void) {
     st = tcaot_check(tcaot_cu.ctx_push(tcaot_state.ctx), "cuCtxPushCurrent");
     if (st == TC_OK) {
         st = tcaot_check(tcaot_cu.module_unload(tcaot_state.module), "cuModuleUnload");
+        if (tcaot_state.zero) {
+            tc_status freed = tcaot_check(tcaot_cu.mem_free(tcaot_state.zero), "cuMemFree");
+            st = st != TC_OK ? st : freed;
+        }
         tcaot_cu.ctx_pop(&popped);
     }
     if (tcaot_state.retained)
@@ -267,17 +317,83 @@ tc_status tcaot_unload(void) {
     return st;
 }
 
-/* Launches kernel k. If its context is not current on this thread, makes
- * it current (none was) or pushes it for the launch (another was). */
-static tc_status tcaot_launch(int k, const char *what, tc_dim3 grid, CUstream stream, void **args) {
-    const struct tcaot_image_desc *img = tcaot_state.image;
+/* An integer argument an extent or a stride is read from. */
+static long long tcaot_int_arg(void **args, int i, unsigned bytes) {
+    int64_t v64;
+    int32_t v32;
+    if (bytes == 8) {
+        memcpy(&v64, args[i], sizeof v64);
+        return (long long)v64;
+    }
+    memcpy(&v32, args[i], sizeof v32);
+    return v32;
+}
+
+/* Encodes map m of a launch into slot (128 bytes, 64-byte aligned), by
+ * the rules of tilec's runtime: an extent of 0 (unbounded) or above 2^32
+ * is 2^32; an extent <= 0 makes every element masked, and the map then
+ * covers the zero buffer; the base and the strides in bytes must be
+ * 16-byte aligned, the strides below 2^40 bytes. */
+static tc_status tcaot_encode_map(const char *what, int i, const struct tcaot_tensor_map *m, void **args,
+                                  void *slot) {
+    static const unsigned ones[5] = {1, 1, 1, 1, 1};
+    const unsigned long long two32 = 1ull << 32;
+    unsigned long long dim[5], stride[4], address;
+    int zero = 0;
+    unsigned d;
+    void *base;
     tcaot_CUresult r;
-    if (!tcaot_state.module)
-        return tcaot_fail(TC_ERROR_INVALID_ARGUMENT, "%s: tcaot_load has not been called", what);
-    if (!grid.x || !grid.y || !grid.z)
+    char text[512];
+    for (d = 0; d < m->rank; d++) {
+        long long e = m->dim_arg[d] < 0 ? (m->dim[d] ? m->dim[d] : (long long)two32)
+                                        : tcaot_int_arg(args, m->dim_arg[d], m->dim_bytes[d]);
+        zero |= e <= 0;
+        dim[d] = e <= 0 ? 1 : (unsigned long long)e > two32 ? two32 : (unsigned long long)e;
+    }
+    memcpy(&base, args[m->base], sizeof base);
+    address = zero ? (unsigned long long)tcaot_state.zero : (unsigned long long)(size_t)base;
+    for (d = 0; zero && d < m->rank; d++) {
+        dim[d] = 1;
+        if (d > 0)
+            stride[d - 1] = 16;
+    }
+    if (!zero && address % 16)
+        return tcaot_fail(TC_ERROR_INVALID_ARGUMENT,
+                          "%s: %s = 0x%llx is not 16-byte aligned: the kernel was specialized for 16-byte aligned "
+                          "pointers (its tensor map %d reads it)",
+                          what, m->base_name, address, i);
+    for (d = 1; !zero && d < m->rank; d++) {
+        long long s = m->stride_arg[d] < 0 ? m->stride[d] : tcaot_int_arg(args, m->stride_arg[d], m->stride_bytes[d]);
+        if (s < 0 || s >= (1ll << 40) / (long long)m->elem_bytes || s * (long long)m->elem_bytes % 16)
+            return tcaot_fail(TC_ERROR_INVALID_ARGUMENT,
+                              "%s: the stride of dimension %u of %s's tensor map (map %d) is %lld elements of %u "
+                              "bytes: the kernel was specialized for 16-byte aligned strides below 2^40 bytes",
+                              what, d, m->base_name, i, s, m->elem_bytes);
+        stride[d - 1] = (unsigned long long)s * m->elem_bytes;
+    }
+    if (!tcaot_cu.tensor_map_encode)
+        return tcaot_fail(TC_ERROR_UNSUPPORTED,
+                          "%s: this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0 or newer has), which the "
+                          "kernel's tensor maps need",
+                          what);
+    r = tcaot_cu.tensor_map_encode(slot, m->dtype, m->rank, (void *)(size_t)address, dim, stride, m->box, ones, 0,
+                                   m->swizzle, 2 /* L2 promotion 128B */, 0 /* out of bounds: zeros */);
+    if (r == 0)
         return TC_OK;
-    r = tcaot_cu.launch(tcaot_state.fn[k], grid.x, grid.y, grid.z, img->block[k], 1, 1, img->shared[k], stream, args,
-                    NULL);
+    snprintf(text, sizeof text,
+             "cuTensorMapEncodeTiled (%s, tensor map %d over %s: data type %d, rank %u, address 0x%llx, dims "
+             "{%llu, %llu, ...}, box {%u, ...})",
+             what, i, m->base_name, m->dtype, m->rank, address, dim[0], m->rank > 1 ? dim[1] : 1ull, m->box[0]);
+    return tcaot_check(r, text);
+}
+
+/* The driver's launch, retried with the context made current. If the
+ * context is not current on this thread, makes it current (none was) or
+ * pushes it for the launch (another was). */
+static tc_status tcaot_launch_args(int k, const char *what, tc_dim3 grid, CUstream stream, void **args) {
+    const struct tcaot_image_desc *img = tcaot_state.image;
+    tcaot_CUresult r = tcaot_cu.launch(tcaot_state.fn[k], grid.x, grid.y, grid.z, img->block[k], 1, 1,
+                                       img->shared[k], stream, args, NULL);
     if (r == 201 || r == 400) { /* CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE */
         CUcontext cur = NULL;
         tcaot_cu.ctx_get_current(&cur);
@@ -293,4 +409,24 @@ static tc_status tcaot_launch(int k, const char *what, tc_dim3 grid, CUstream st
         }
     }
     return tcaot_check(r, what);
+}
+
+/* Launches kernel k with its num_args arguments; args has room after them
+ * for the tensor maps of the loaded image's kernel, which are built here. */
+static tc_status tcaot_launch(int k, const char *what, tc_dim3 grid, CUstream stream, void **args, unsigned num_args) {
+    struct {
+        _Alignas(64) unsigned char bytes[128];
+    } maps[tcaot_MAX_MAPS];
+    unsigned i;
+    if (!tcaot_state.module)
+        return tcaot_fail(TC_ERROR_INVALID_ARGUMENT, "%s: tcaot_load has not been called", what);
+    if (!grid.x || !grid.y || !grid.z)
+        return TC_OK;
+    for (i = 0; i < tcaot_state.image->num_maps[k]; i++) {
+        tc_status st = tcaot_encode_map(what, (int)i, &tcaot_state.image->maps[k][i], args, maps[i].bytes);
+        if (st != TC_OK)
+            return st;
+        args[num_args + i] = maps[i].bytes;
+    }
+    return tcaot_launch_args(k, what, grid, stream, args);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- helpers ---- */
@@ -1866,17 +1867,157 @@ TEST(test_aot_emit) {
     CHECK(c.data &&
           strstr(c.data, "static _Alignas(16) const unsigned char mylib_cubin_1[] = {\n    0x7f, 0x45,") != NULL);
     /* preference: the cubin, then sm_90a PTX, then sm_80 PTX */
-    const char *p1 = c.data ? strstr(c.data, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}}") : NULL;
-    const char *p2 = c.data ? strstr(c.data, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}}") : NULL;
-    const char *p3 = c.data ? strstr(c.data, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}}") : NULL;
+    const char *p1 =
+        c.data ? strstr(c.data, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}, {0}, {NULL}}") : NULL;
+    const char *p2 =
+        c.data ? strstr(c.data, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}, {0}, {NULL}}") : NULL;
+    const char *p3 = c.data ? strstr(c.data, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}, {0}, {NULL}}") : NULL;
     CHECK(p1 && p2 && p3 && p1 < p2 && p2 < p3);
     CHECK(has(c.data, "dlopen(\"libcuda.so.1\""));
+    CHECK(has(c.data, "#define mylib_MAX_MAPS 1 "));
+    CHECK(has(c.data, "void *tc_args[4] = {"));
+    CHECK(has(c.data, "return mylib_launch(0, \"mylib_softmax\", grid, stream, tc_args, 4);"));
     CHECK(c.data && !has(c.data, "exit(") && !has(c.data, "abort("));
     CHECK(c.data && strchr(c.data, '@') == NULL);
     buf_free(&h);
     buf_free(&c);
     rt_meta_free(&sig);
     rt_meta_free(&meta);
+}
+
+/* Runs a shell command; its output (up to cap bytes) and exit status. */
+static int run_command(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    size_t n = 0;
+    if (!p)
+        return -1;
+    while (n + 1 < cap && fgets(out + n, (int)(cap - n), p))
+        n += strlen(out + n);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool write_text(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    bool ok = f && fputs(text, f) >= 0;
+    return f && fclose(f) == 0 && ok;
+}
+
+/* A program over the generated launcher: it loads it, launches the kernel
+ * with tensor maps and prints what the fake libcuda saw (exit 77 without
+ * the fake). */
+static const char aot_main[] =
+    "#include \"tlib.h\"\n"
+    "#include \"fake_libcuda.h\"\n"
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+    "static void show(const FakeTensorMap *m) {\n"
+    "    printf(\" dt%u r%u %llx dims\", m->dtype, m->rank, (unsigned long long)m->address);\n"
+    "    for (unsigned d = 0; d < m->rank; d++) printf(\" %llu\", (unsigned long long)m->dim[d]);\n"
+    "    printf(\" strides\");\n"
+    "    for (unsigned d = 1; d < m->rank; d++) printf(\" %llu\", (unsigned long long)m->stride[d - 1]);\n"
+    "    printf(\" box\");\n"
+    "    for (unsigned d = 0; d < m->rank; d++) printf(\" %u\", m->box[d]);\n"
+    "    printf(\" sw%u\\n\", m->swizzle);\n"
+    "}\n"
+    "int main(void) {\n"
+    "    tc_dim3 grid = {1, 1, 1};\n"
+    "    tc_status st = tlib_load(NULL);\n"
+    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD), *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"
+    "    FakeLastLaunchFn last;\n"
+    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"
+    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"
+    "    memcpy(&last, &sym, sizeof last);\n"
+    "    st = tlib_empty_tmap(NULL, (void *)0x10000, 100, 64, 72, (void *)0x20000, 48, grid);\n"
+    "    printf(\"%s %d %s params %d\\n\", tlib_image(), (int)st, last()->kernel, last()->num_params);\n"
+    "    show(&last()->map[6]);\n"
+    "    show(&last()->map[7]);\n"
+    "    st = tlib_empty_tmap(NULL, (void *)0x10000, 100, 64, 68, (void *)0x20000, 48, grid);\n"
+    "    printf(\"%d %s\\n\", (int)st, tlib_last_error());\n"
+    "    return tlib_unload() == TC_OK ? 0 : 1;\n"
+    "}\n";
+
+/* A kernel whose sm_90a image takes tensor maps: the generated tables, and
+ * the generated C compiled (-Werror -pedantic) and run under the fake
+ * libcuda (under unit.fake.runtime), where the maps must be tilec's. */
+TEST(test_aot_tensor_maps) {
+    tc_tensor_map_desc maps[2] = {tmap_maps[0], tmap_maps[1]};
+    maps[1].dim_param[0] = 5; /* e, an i8: the launcher passes it in an int32_t */
+    tc_kernel_desc d = tmap_desc, plain = tmap_desc;
+    d.name = plain.name = "empty_tmap";
+    d.tensor_maps = maps;
+    plain.num_tensor_maps = 0;
+    plain.tensor_maps = NULL;
+    RtMeta sig, m80, m90;
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &sig), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &m80), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&d, 1, &m90), TC_OK);
+    static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty_tmap(.param "
+                                ".u64 a, .param .u32 M, .param .u32 K, .param .u64 s, .param .u64 b, .param .u32 e)\n"
+                                "{\n\tret;\n}\n";
+    static const char ptx90[] = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry empty_tmap(.param "
+                                ".u64 a, .param .u32 M, .param .u32 K, .param .u64 s, .param .u64 b, .param .u32 e, "
+                                ".param .align 64 .b8 a_tmap[128], .param .align 64 .b8 b_tmap[128])\n{\n\tret;\n}\n";
+    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &m80},
+                            {"sm_90a", ptx90, strlen(ptx90), NULL, 0, &m90}};
+    CgAotInput in = {"tlib", "tlib.h", "tmap.tile", "", &sig, images, 2};
+    Buf h, c;
+    buf_init(&h);
+    buf_init(&c);
+    TcGuard g;
+    if (!TC_GUARD(g)) {
+        cg_aot_emit(&in, &h, &c);
+        tc_guard_pop(&g);
+    }
+    CHECK(has(h.data, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
+                      "void *b, int8_t e, tc_dim3 grid);"));
+    CHECK(has(c.data, "#define tlib_MAX_MAPS 2 "));
+    CHECK(has(c.data, "static const struct tlib_tensor_map tlib_maps_1_0[] = {\n"
+                      "    {\"a\", 0, 6, 2, 2, {2, 1}, {4, 4}, {0, 0}, {-1, 3}, {0, 8}, {0, 0}, {64, 128}, 3},\n"
+                      "    {\"b\", 4, 9, 2, 3, {5, 1, -1}, {4, 4, 0}, {96, 0, 0}, {-1, -1, -1}, {0, 0, 0}, "
+                      "{0, 128, 16384}, {32, 16, 1}, 2},\n};"));
+    CHECK(!has(c.data, "tlib_maps_0_0"));
+    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}},"));
+    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}},"));
+    CHECK(has(c.data, "    int32_t tc_a5 = e;\n    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s, "
+                      "(void *)&b, &tc_a5};"));
+    CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_tmap\", grid, stream, tc_args, 6);"));
+
+    char *dir = make_temp_dir();
+    char cmd[2048], out[4096];
+    bool wrote = write_text(dir, "tlib.h", h.data ? h.data : "") && write_text(dir, "tlib.c", c.data ? c.data : "") &&
+                 write_text(dir, "main.c", aot_main);
+    CHECK(wrote);
+    if (run_command("cc --version >/dev/null 2>&1", out, sizeof out) != 0) {
+        fprintf(stderr, "  runtime: no cc: the generated launcher with tensor maps is not compiled\n");
+    } else if (wrote) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && cc -std=c11 -Wall -Wextra -Werror -pedantic -I%s/include -I%s/tests/gpu -o prog tlib.c "
+                 "main.c -ldl 2>&1 && ./prog",
+                 dir, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
+        int rc = run_command(cmd, out, sizeof out);
+        if (rc == 77) {
+            fprintf(stderr, "  runtime: no fake libcuda: the generated launcher with tensor maps compiled, not run\n");
+        } else {
+            CHECK_EQ_INT(rc, 0);
+            CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
+                              " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
+                              " dt9 r3 20000 dims 48 100 4294967296 strides 256 32768 box 32 16 1 sw2\n"
+                              "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
+                              "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
+        }
+        if (rc != 0 && rc != 77)
+            fprintf(stderr, "%s\n%s\n", cmd, out);
+    }
+    remove_tree(dir);
+    free(dir);
+    buf_free(&h);
+    buf_free(&c);
+    rt_meta_free(&sig);
+    rt_meta_free(&m80);
+    rt_meta_free(&m90);
 }
 
 TEST(test_aot_errors) {
@@ -1910,4 +2051,4 @@ UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
-           test_aot_emit, test_aot_errors)
+           test_aot_emit, test_aot_tensor_maps, test_aot_errors)
