@@ -1973,6 +1973,8 @@ TEST(test_aot_tensor_maps) {
     }
     CHECK(has(h.data, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
                       "void *b, int8_t e, tc_dim3 grid);"));
+    CHECK(has(h.data, " *   TMA tensor maps it builds at each launch: 0 (sm_80), 2 (sm_90a): the pointers and strides "
+                      "they read must be 16-byte aligned */\n"));
     CHECK(has(c.data, "#define tlib_MAX_MAPS 2 "));
     CHECK(has(c.data, "static const struct tlib_tensor_map tlib_maps_1_0[] = {\n"
                       "    {\"a\", 0, 6, 2, 2, {2, 1}, {4, 4}, {0, 0}, {-1, 3}, {0, 8}, {0, 0}, {64, 128}, 3},\n"
