@@ -1464,19 +1464,8 @@ static RtCuResult stub_encode(void *map, int dtype, uint32_t rank, void *address
                               int interleave, int swizzle, int l2_promotion, int oob_fill) {
     enc.calls++;
     enc.map_addr = (uintptr_t)map;
-    FakeTensorMap t;
-    memset(&t, 0, sizeof t);
-    t.magic = FAKE_TMAP_MAGIC;
-    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
-    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
-    t.address = (uint64_t)(uintptr_t)address;
-    for (uint32_t i = 0; i < rank && i < 5; i++) {
-        t.element_strides[i] = (uint8_t)element_strides[i];
-        t.dim[i] = dim[i];
-        t.box[i] = box[i];
-        if (i > 0)
-            t.stride[i - 1] = strides[i - 1];
-    }
+    FakeTensorMap t = fake_tensor_map_of(dtype, rank, address, dim, strides, box, element_strides, interleave, swizzle,
+                                         l2_promotion, oob_fill);
     memcpy(map, &t, sizeof t);
     return enc.result;
 }
@@ -1838,6 +1827,17 @@ TEST(test_launch_tensor_maps_driver) {
 
 /* ---- AOT ---- */
 
+/* The launcher's header and source for in (empty buffers if it fails). */
+static void aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
+    buf_init(h);
+    buf_init(c);
+    TcGuard g;
+    if (!TC_GUARD(g)) {
+        cg_aot_emit(in, h, c);
+        tc_guard_pop(&g);
+    }
+}
+
 static const char fake_ptx[] = "//\n// a test \"PTX\" with \\ and ?\?= in it\n.version 8.0\n.target sm_90a\n";
 
 TEST(test_aot_emit) {
@@ -1851,13 +1851,7 @@ TEST(test_aot_emit) {
                             {"sm_90a", fake_ptx, strlen(fake_ptx), cubin, sizeof cubin, &meta}};
     CgAotInput in = {"mylib", "mylib.h", "sm.tile", "BLOCK=1024", &sig, images, 2};
     Buf h, c;
-    buf_init(&h);
-    buf_init(&c);
-    TcGuard g;
-    if (!TC_GUARD(g)) {
-        cg_aot_emit(&in, &h, &c);
-        tc_guard_pop(&g);
-    }
+    aot_emit(&in, &h, &c);
     CHECK(has(h.data, "tc_status mylib_softmax(CUstream stream, void *out, const void *x, int64_t "
                       "stride, int32_t n, tc_dim3 grid);"));
     CHECK(has(h.data, "/* softmax(f16* out, const f16* x, i64 stride, i32 n)"));
@@ -1964,13 +1958,7 @@ TEST(test_aot_tensor_maps) {
                             {"sm_90a", ptx90, strlen(ptx90), NULL, 0, &m90}};
     CgAotInput in = {"tlib", "tlib.h", "tmap.tile", "", &sig, images, 2};
     Buf h, c;
-    buf_init(&h);
-    buf_init(&c);
-    TcGuard g;
-    if (!TC_GUARD(g)) {
-        cg_aot_emit(&in, &h, &c);
-        tc_guard_pop(&g);
-    }
+    aot_emit(&in, &h, &c);
     CHECK(has(h.data, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
                       "void *b, int8_t e, tc_dim3 grid);"));
     CHECK(has(h.data, " *   TMA tensor maps it builds at each launch: 0 (sm_80), 2 (sm_90a): the pointers and strides "
