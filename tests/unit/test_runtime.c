@@ -464,6 +464,17 @@ TEST(test_tensor_map_metadata) {
                "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}, %n: i32) { return }\n",
                TC_ERROR_COMPILE, "parameter 2 (%n) follows a tensormap parameter");
     CHECK(b == NULL);
+    /* more maps than tc_launch builds */
+    char many[8192];
+    int len = snprintf(many, sizeof many, "kernel @k(%%a: ptr<f32>");
+    for (int i = 0; i <= TC_MAX_TENSOR_MAPS; i++)
+        len += snprintf(many + len, sizeof many - (size_t)len,
+                        ", %%t%d: tensormap {tma_base = 0, tma_dim_params = [-1], tma_dims = [0], tma_stride_params = [], "
+                        "tma_strides = [], tma_box = [16], tma_swizzle = 0}",
+                        i);
+    snprintf(many + len, sizeof many - (size_t)len, ") { return }\n");
+    b = opt_ir(many, TC_ERROR_COMPILE, "kernel @k: 17 tensormap parameters, more than a launch builds (16)");
+    CHECK(b == NULL);
 }
 
 /* The metadata of tmap_ir's kernel, by hand. */
