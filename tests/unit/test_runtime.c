@@ -1991,13 +1991,15 @@ TEST(test_aot_tensor_maps) {
     bool wrote = write_text(dir, "tlib.h", h.data ? h.data : "") && write_text(dir, "tlib.c", c.data ? c.data : "") &&
                  write_text(dir, "main.c", aot_main);
     CHECK(wrote);
-    if (run_command("cc --version >/dev/null 2>&1", out, sizeof out) != 0) {
-        fprintf(stderr, "  runtime: no cc: the generated launcher with tensor maps is not compiled\n");
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
+    if (run_command(cmd, out, sizeof out) != 0) {
+        fprintf(stderr, "  runtime: no %s: the generated launcher with tensor maps is not compiled\n", TILEC_C_COMPILER);
     } else if (wrote) {
+        /* the build's compiler and sanitizers, as the fake libcuda has them */
         snprintf(cmd, sizeof cmd,
-                 "cd %s && cc -std=c11 -Wall -Wextra -Werror -pedantic -I%s/include -I%s/tests/gpu -o prog tlib.c "
+                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
                  "main.c -ldl 2>&1 && ./prog",
-                 dir, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
+                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
         int rc = run_command(cmd, out, sizeof out);
         if (rc == 77) {
             fprintf(stderr, "  runtime: no fake libcuda: the generated launcher with tensor maps compiled, not run\n");
