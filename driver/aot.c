@@ -318,6 +318,14 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
             const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, d->name);
             buf_printf(h, "%s %zu bytes (%s)", i ? "," : "", m ? m->shared_bytes : 0, in->images[i].arch);
         }
+        if (kernel_max_maps(in, d->name)) {
+            buf_puts(h, ";\n *   TMA tensor maps it builds at each launch:");
+            for (size_t i = 0; i < in->num_images; i++) {
+                const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, d->name);
+                buf_printf(h, "%s %zu (%s)", i ? "," : "", m ? m->num_tensor_maps : 0, in->images[i].arch);
+            }
+            buf_puts(h, ": the pointers and strides they read must be 16-byte aligned");
+        }
         buf_printf(h, " */\ntc_status %s_%s(CUstream stream", name, d->name);
         for (size_t p = 0; p < d->num_params; p++)
             buf_printf(h, ", %s%s", c_type(&d->params[p]), c_param_name(&a, d->params[p].name));

@@ -436,6 +436,11 @@ static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, cons
  * parameter. */
 static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, DiagList *diags) {
     int first = (int)bk->num_params, n = f->body->num_args - first;
+    if (n > TC_MAX_TENSOR_MAPS) {
+        diag_error(diags, srcloc_none(), "kernel @%s: %d tensormap parameters, more than a launch builds (%d)",
+                   f->name, n, TC_MAX_TENSOR_MAPS);
+        return false;
+    }
     bk->num_tensor_maps = (size_t)n;
     bk->tensor_maps = ARENA_ARRAY(&bin->meta, tc_tensor_map_desc, n ? n : 1);
     tc_kernel_desc kd = {bk->name, bk->num_warps, bk->shared_bytes, bk->num_params, bk->params, 0, NULL};

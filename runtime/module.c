@@ -304,6 +304,9 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
     if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS || (d->num_warps & (d->num_warps - 1)))
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: num_warps %d is not a power of two from 1 to %d", d->name,
                        d->num_warps, TC_MAX_NUM_WARPS);
+    if (d->num_tensor_maps > TC_MAX_TENSOR_MAPS) /* tc_launch keeps them on its stack */
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: %zu tensor maps, more than %d", d->name,
+                       d->num_tensor_maps, TC_MAX_TENSOR_MAPS);
     int static_shared = 0;
     snprintf(what, sizeof what, "cuFuncGetAttribute(%s, SHARED_SIZE_BYTES)", d->name);
     if ((st = rt_cuda_check(rt_cu.cuFuncGetAttribute(&static_shared, RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn),

@@ -353,19 +353,8 @@ API CUresult cuTensorMapEncodeTiled(void *map, int dtype, uint32_t rank, void *a
             return ERR_INVALID_VALUE;
     if (box[0] * eb % 16 || (swizzle && box[0] * eb > (16u << swizzle)))
         return ERR_INVALID_VALUE;
-    FakeTensorMap t;
-    memset(&t, 0, sizeof t);
-    t.magic = FAKE_TMAP_MAGIC;
-    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
-    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
-    t.address = (uint64_t)(uintptr_t)address;
-    for (uint32_t i = 0; i < rank; i++) {
-        t.element_strides[i] = (uint8_t)element_strides[i];
-        t.dim[i] = dim[i];
-        t.box[i] = box[i];
-        if (i > 0)
-            t.stride[i - 1] = strides[i - 1];
-    }
+    FakeTensorMap t = fake_tensor_map_of(dtype, rank, address, dim, strides, box, element_strides, interleave, swizzle,
+                                         l2_promotion, oob_fill);
     memset(map, 0xA5, 128);
     memcpy(map, &t, sizeof t);
     return OK;

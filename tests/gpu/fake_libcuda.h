@@ -9,6 +9,7 @@
 #define TILEC_FAKE_LIBCUDA_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define FAKE_TMAP_MAGIC 0x70616d74u /* "tmap" */
 #define FAKE_MAX_PARAMS 80
@@ -38,5 +39,28 @@ typedef struct FakeLaunch {
 } FakeLaunch;
 
 typedef const FakeLaunch *(*FakeLastLaunchFn)(void);
+
+/* The record of a cuTensorMapEncodeTiled call (its arguments as the driver
+ * takes them; enums as ints): what the fake writes into a map. */
+static inline FakeTensorMap fake_tensor_map_of(int dtype, uint32_t rank, const void *address, const uint64_t *dim,
+                                               const uint64_t *strides, const uint32_t *box,
+                                               const uint32_t *element_strides, int interleave, int swizzle,
+                                               int l2_promotion, int oob_fill) {
+    FakeTensorMap t;
+    uint32_t i;
+    memset(&t, 0, sizeof t);
+    t.magic = FAKE_TMAP_MAGIC;
+    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
+    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
+    t.address = (uint64_t)(uintptr_t)address;
+    for (i = 0; i < rank && i < 5; i++) {
+        t.element_strides[i] = (uint8_t)element_strides[i];
+        t.dim[i] = dim[i];
+        t.box[i] = box[i];
+        if (i > 0)
+            t.stride[i - 1] = strides[i - 1];
+    }
+    return t;
+}
 
 #endif

@@ -464,6 +464,17 @@ TEST(test_tensor_map_metadata) {
                "tma_stride_params = [], tma_strides = [], tma_box = [16], tma_swizzle = 0}, %n: i32) { return }\n",
                TC_ERROR_COMPILE, "parameter 2 (%n) follows a tensormap parameter");
     CHECK(b == NULL);
+    /* more maps than tc_launch builds */
+    char many[8192];
+    int len = snprintf(many, sizeof many, "kernel @k(%%a: ptr<f32>");
+    for (int i = 0; i <= TC_MAX_TENSOR_MAPS; i++)
+        len += snprintf(many + len, sizeof many - (size_t)len,
+                        ", %%t%d: tensormap {tma_base = 0, tma_dim_params = [-1], tma_dims = [0], tma_stride_params = [], "
+                        "tma_strides = [], tma_box = [16], tma_swizzle = 0}",
+                        i);
+    snprintf(many + len, sizeof many - (size_t)len, ") { return }\n");
+    b = opt_ir(many, TC_ERROR_COMPILE, "kernel @k: 17 tensormap parameters, more than a launch builds (16)");
+    CHECK(b == NULL);
 }
 
 /* The metadata of tmap_ir's kernel, by hand. */
@@ -1464,19 +1475,8 @@ static RtCuResult stub_encode(void *map, int dtype, uint32_t rank, void *address
                               int interleave, int swizzle, int l2_promotion, int oob_fill) {
     enc.calls++;
     enc.map_addr = (uintptr_t)map;
-    FakeTensorMap t;
-    memset(&t, 0, sizeof t);
-    t.magic = FAKE_TMAP_MAGIC;
-    t.dtype = (uint8_t)dtype, t.rank = (uint8_t)rank, t.interleave = (uint8_t)interleave;
-    t.swizzle = (uint8_t)swizzle, t.l2_promotion = (uint8_t)l2_promotion, t.oob_fill = (uint8_t)oob_fill;
-    t.address = (uint64_t)(uintptr_t)address;
-    for (uint32_t i = 0; i < rank && i < 5; i++) {
-        t.element_strides[i] = (uint8_t)element_strides[i];
-        t.dim[i] = dim[i];
-        t.box[i] = box[i];
-        if (i > 0)
-            t.stride[i - 1] = strides[i - 1];
-    }
+    FakeTensorMap t = fake_tensor_map_of(dtype, rank, address, dim, strides, box, element_strides, interleave, swizzle,
+                                         l2_promotion, oob_fill);
     memcpy(map, &t, sizeof t);
     return enc.result;
 }
@@ -1838,6 +1838,17 @@ TEST(test_launch_tensor_maps_driver) {
 
 /* ---- AOT ---- */
 
+/* The launcher's header and source for in (empty buffers if it fails). */
+static void aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
+    buf_init(h);
+    buf_init(c);
+    TcGuard g;
+    if (!TC_GUARD(g)) {
+        cg_aot_emit(in, h, c);
+        tc_guard_pop(&g);
+    }
+}
+
 static const char fake_ptx[] = "//\n// a test \"PTX\" with \\ and ?\?= in it\n.version 8.0\n.target sm_90a\n";
 
 TEST(test_aot_emit) {
@@ -1851,13 +1862,7 @@ TEST(test_aot_emit) {
                             {"sm_90a", fake_ptx, strlen(fake_ptx), cubin, sizeof cubin, &meta}};
     CgAotInput in = {"mylib", "mylib.h", "sm.tile", "BLOCK=1024", &sig, images, 2};
     Buf h, c;
-    buf_init(&h);
-    buf_init(&c);
-    TcGuard g;
-    if (!TC_GUARD(g)) {
-        cg_aot_emit(&in, &h, &c);
-        tc_guard_pop(&g);
-    }
+    aot_emit(&in, &h, &c);
     CHECK(has(h.data, "tc_status mylib_softmax(CUstream stream, void *out, const void *x, int64_t "
                       "stride, int32_t n, tc_dim3 grid);"));
     CHECK(has(h.data, "/* softmax(f16* out, const f16* x, i64 stride, i32 n)"));
@@ -1964,15 +1969,11 @@ TEST(test_aot_tensor_maps) {
                             {"sm_90a", ptx90, strlen(ptx90), NULL, 0, &m90}};
     CgAotInput in = {"tlib", "tlib.h", "tmap.tile", "", &sig, images, 2};
     Buf h, c;
-    buf_init(&h);
-    buf_init(&c);
-    TcGuard g;
-    if (!TC_GUARD(g)) {
-        cg_aot_emit(&in, &h, &c);
-        tc_guard_pop(&g);
-    }
+    aot_emit(&in, &h, &c);
     CHECK(has(h.data, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
                       "void *b, int8_t e, tc_dim3 grid);"));
+    CHECK(has(h.data, " *   TMA tensor maps it builds at each launch: 0 (sm_80), 2 (sm_90a): the pointers and strides "
+                      "they read must be 16-byte aligned */\n"));
     CHECK(has(c.data, "#define tlib_MAX_MAPS 2 "));
     CHECK(has(c.data, "static const struct tlib_tensor_map tlib_maps_1_0[] = {\n"
                       "    {\"a\", 0, 6, 2, 2, {2, 1}, {4, 4}, {0, 0}, {-1, 3}, {0, 8}, {0, 0}, {64, 128}, 3},\n"
@@ -1990,13 +1991,15 @@ TEST(test_aot_tensor_maps) {
     bool wrote = write_text(dir, "tlib.h", h.data ? h.data : "") && write_text(dir, "tlib.c", c.data ? c.data : "") &&
                  write_text(dir, "main.c", aot_main);
     CHECK(wrote);
-    if (run_command("cc --version >/dev/null 2>&1", out, sizeof out) != 0) {
-        fprintf(stderr, "  runtime: no cc: the generated launcher with tensor maps is not compiled\n");
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
+    if (run_command(cmd, out, sizeof out) != 0) {
+        fprintf(stderr, "  runtime: no %s: the generated launcher with tensor maps is not compiled\n", TILEC_C_COMPILER);
     } else if (wrote) {
+        /* the build's compiler and sanitizers, as the fake libcuda has them */
         snprintf(cmd, sizeof cmd,
-                 "cd %s && cc -std=c11 -Wall -Wextra -Werror -pedantic -I%s/include -I%s/tests/gpu -o prog tlib.c "
+                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
                  "main.c -ldl 2>&1 && ./prog",
-                 dir, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
+                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
         int rc = run_command(cmd, out, sizeof out);
         if (rc == 77) {
             fprintf(stderr, "  runtime: no fake libcuda: the generated launcher with tensor maps compiled, not run\n");
