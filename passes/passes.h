@@ -68,9 +68,11 @@ bool pass_run_list(IrModule *m, const char *names, const PassOptions *opts);
  * tensor map (base, extents, strides; the caller sets box and swizzle) and
  * the origin of the tile along each dimension: the sum of atoms[d] (scalar
  * values of the load's block or above) plus offset[d]. */
+#define TMA_MAX_TERMS 16 /* terms of a load's offset, atoms of one origin */
+
 typedef struct TmaAccess {
     IrTensorMap map;
-    const IrValue *atoms[IR_MAX_TMAP_RANK][16];
+    const IrValue *atoms[IR_MAX_TMAP_RANK][TMA_MAX_TERMS];
     int num_atoms[IR_MAX_TMAP_RANK];
     int64_t offset[IR_MAX_TMAP_RANK];
     int contig_axis; /* the tile axis of dimension 0 */

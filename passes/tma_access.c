@@ -43,7 +43,7 @@
 #include <math.h>
 #include <string.h>
 
-#define MAX_TERMS 16
+#define MAX_TERMS TMA_MAX_TERMS
 
 typedef struct Term {
     const IrValue *atom; /* a scalar, or NULL for an arange (axis >= 0) or a constant */
@@ -358,9 +358,7 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
         if (!tm->atom) {
             /* a constant: the origin of the dimension whose stride divides it */
             int d = tm->stride ? find_dim(dims, nd, 1, tm->stride) : 0;
-            if (d < 0 && tm->stride)
-                return false;
-            if (!tm->stride && tm->c % dims[0].c)
+            if (d < 0)
                 return false;
             dims[d].offset += tm->c;
             continue;
