@@ -399,7 +399,7 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
         if (dm->bound) {
             map->dim_param[d] = dm->bound->index;
         } else if (dm->bounded) {
-            if (dm->bound_const <= 0 || dm->bound_const > ((int64_t)1 << 32))
+            if (dm->bound_const <= 0 || dm->bound_const > ((int64_t)1 << 31))
                 return false; /* every element masked, or a constant no map holds */
             map->dim[d] = dm->bound_const;
         }

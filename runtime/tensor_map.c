@@ -17,7 +17,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_EXTENT ((uint64_t)1 << 32) /* TMA coordinates are 32-bit: a larger extent changes nothing */
+/* The largest extent a launch passes. TMA coordinates are signed 32-bit, so
+ * no copy reaches an element at 2^31 or beyond and a larger extent changes
+ * nothing; and a map with an extent of 2^32, which cuTensorMapEncodeTiled
+ * accepts, faults the copy on the H200 (CUDA_ERROR_ILLEGAL_INSTRUCTION,
+ * driver 580). */
+#define MAX_EXTENT ((uint64_t)1 << 31)
 #define MAX_STRIDE ((int64_t)1 << 40)  /* bytes */
 
 /* The value of integer parameter p (i8 .. i64: rt_tensor_map_check). */

@@ -330,14 +330,15 @@ static long long tcaot_int_arg(void **args, int i, unsigned bytes) {
 }
 
 /* Encodes map m of a launch into slot (128 bytes, 64-byte aligned), by
- * the rules of tilec's runtime: an extent of 0 (unbounded) or above 2^32
- * is 2^32; an extent <= 0 makes every element masked, and the map then
+ * the rules of tilec's runtime: an extent of 0 (unbounded) or above 2^31
+ * is 2^31 (TMA coordinates are signed 32-bit; an extent of 2^32 faults the
+ * copy); an extent <= 0 makes every element masked, and the map then
  * covers the zero buffer; the base and the strides in bytes must be
  * 16-byte aligned, the strides below 2^40 bytes. */
 static tc_status tcaot_encode_map(const char *what, int i, const struct tcaot_tensor_map *m, void **args,
                                   void *slot) {
     static const unsigned ones[5] = {1, 1, 1, 1, 1};
-    const unsigned long long two32 = 1ull << 32;
+    const unsigned long long two31 = 1ull << 31;
     unsigned long long dim[5], stride[4], address;
     int zero = 0;
     unsigned d;
@@ -345,10 +346,10 @@ static tc_status tcaot_encode_map(const char *what, int i, const struct tcaot_te
     tcaot_CUresult r;
     char text[512];
     for (d = 0; d < m->rank; d++) {
-        long long e = m->dim_arg[d] < 0 ? (m->dim[d] ? m->dim[d] : (long long)two32)
+        long long e = m->dim_arg[d] < 0 ? (m->dim[d] ? m->dim[d] : (long long)two31)
                                         : tcaot_int_arg(args, m->dim_arg[d], m->dim_bytes[d]);
         zero |= e <= 0;
-        dim[d] = e <= 0 ? 1 : (unsigned long long)e > two32 ? two32 : (unsigned long long)e;
+        dim[d] = e <= 0 ? 1 : (unsigned long long)e > two31 ? two31 : (unsigned long long)e;
     }
     memcpy(&base, args[m->base], sizeof base);
     address = zero ? (unsigned long long)tcaot_state.zero : (unsigned long long)(size_t)base;

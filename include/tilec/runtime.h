@@ -110,8 +110,8 @@ typedef struct tc_param_desc {
  * indices; the element type is the base pointer's (f16, bf16, f32, f64, i8,
  * i16, i32 or i64). At a launch:
  *  - an extent that is a constant 0 (unbounded: the kernel masks nothing
- *    along it), or a value above 2^32, becomes 2^32 (TMA coordinates are 32
- *    bits, so nothing changes);
+ *    along it), or a value above 2^31, becomes 2^31 (TMA coordinates are
+ *    signed 32-bit, so nothing changes);
  *  - an extent <= 0 means that the kernel masks every element of the
  *    tensor: the map then covers a 16-byte zeroed buffer of the context
  *    instead, so every copy reads the zeros the masked load would give;

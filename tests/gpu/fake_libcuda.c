@@ -347,8 +347,11 @@ API CUresult cuTensorMapEncodeTiled(void *map, int dtype, uint32_t rank, void *a
         l2_promotion > 3 || oob_fill < 0 || oob_fill > 1)
         return ERR_INVALID_VALUE;
     unsigned eb = tmap_elem_bytes[dtype];
+    /* dims up to 2^31, not the documented 2^32: a copy through a map with an
+     * extent of 2^32 faults on an H200 (driver 580), so the runtime must
+     * never pass one */
     for (uint32_t i = 0; i < rank; i++)
-        if (dim[i] < 1 || dim[i] > ((uint64_t)1 << 32) || box[i] < 1 || box[i] > 256 || element_strides[i] < 1 ||
+        if (dim[i] < 1 || dim[i] > ((uint64_t)1 << 31) || box[i] < 1 || box[i] > 256 || element_strides[i] < 1 ||
             element_strides[i] > 8 || (i > 0 && (strides[i - 1] % 16 || strides[i - 1] >= ((uint64_t)1 << 40))))
             return ERR_INVALID_VALUE;
     if (box[0] * eb % 16 || (swizzle && box[0] * eb > (16u << swizzle)))

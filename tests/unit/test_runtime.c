@@ -1542,7 +1542,7 @@ TEST(test_launch_checks) {
 
 /* ---- tensor maps at launch ---- */
 
-#define TWO_32 ((uint64_t)1 << 32)
+#define TWO_31 ((uint64_t)1 << 31)
 
 /* tmap_desc's kernel with a stub driver: the arguments a, M, K, s, b, e. */
 typedef struct TmapLaunch {
@@ -1591,17 +1591,17 @@ TEST(test_launch_tensor_maps) {
     CHECK_EQ_INT(a->swizzle, RT_CU_TENSOR_MAP_SWIZZLE_128B);
     CHECK(a->interleave == 0 && a->l2_promotion == RT_CU_TENSOR_MAP_L2_PROMOTION_L2_128B && a->oob_fill == 0);
     CHECK(a->element_strides[0] == 1 && a->element_strides[1] == 1);
-    /* B: bf16, a constant extent, M, then an unbounded one (2^32); constant strides */
+    /* B: bf16, a constant extent, M, then an unbounded one (2^31); constant strides */
     CHECK_EQ_INT(b->dtype, RT_CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
     CHECK_EQ_INT(b->rank, 3);
     CHECK(b->address == 0x200000);
-    CHECK(b->dim[0] == 96 && b->dim[1] == 1000 && b->dim[2] == TWO_32);
+    CHECK(b->dim[0] == 96 && b->dim[1] == 1000 && b->dim[2] == TWO_31);
     CHECK(b->stride[0] == 256 && b->stride[1] == 32768);
     CHECK(b->box[0] == 32 && b->box[1] == 16 && b->box[2] == 1);
     CHECK_EQ_INT(b->swizzle, RT_CU_TENSOR_MAP_SWIZZLE_64B);
     CHECK(b->element_strides[0] == 1 && b->element_strides[1] == 1 && b->element_strides[2] == 1);
 
-    /* an extent over 2^32 is clamped (i64 and i8 extents) */
+    /* an extent over 2^31 is clamped (i64 and i8 extents) */
     tc_tensor_map_desc maps[2] = {tmap_maps[0], tmap_maps[1]};
     tc_kernel_desc d = tmap_desc;
     d.tensor_maps = maps;
@@ -1611,10 +1611,10 @@ TEST(test_launch_tensor_maps) {
     t.s = ((int64_t)1 << 40) + 16;
     CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(tc_last_error(), "2^40 bytes or more") != NULL);
-    t.s = (int64_t)TWO_32 * 3;
+    t.s = (int64_t)TWO_31 * 3;
     t.e = 64;
     CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){1, 1, 1}, NULL, t.args, 6), TC_OK);
-    CHECK(stub.maps[6].dim[1] == TWO_32 && stub.maps[6].stride[0] == TWO_32 * 6);
+    CHECK(stub.maps[6].dim[1] == TWO_31 && stub.maps[6].stride[0] == TWO_31 * 6);
     CHECK_EQ_INT(stub.maps[7].dim[0], 64);
 
     /* every dtype and swizzle */
@@ -1797,7 +1797,7 @@ TEST(test_launch_tensor_maps_driver) {
     CHECK(ma->magic == FAKE_TMAP_MAGIC && ma->address == a && ma->dim[0] == 64 && ma->dim[1] == 100 &&
           ma->stride[0] == 144 && ma->box[0] == 64 && ma->box[1] == 128 && ma->swizzle == RT_CU_TENSOR_MAP_SWIZZLE_128B);
     CHECK(mb->magic == FAKE_TMAP_MAGIC && mb->address == b && mb->dim[0] == 96 && mb->dim[1] == 100 &&
-          mb->dim[2] == TWO_32 && mb->stride[0] == 256 && mb->stride[1] == 32768);
+          mb->dim[2] == TWO_31 && mb->stride[0] == 256 && mb->stride[1] == 32768);
     /* M = 0: both maps over the context's zero buffer, the same at every launch */
     M = 0;
     CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_OK);
@@ -2007,7 +2007,7 @@ TEST(test_aot_tensor_maps) {
             CHECK_EQ_INT(rc, 0);
             CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
                               " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
-                              " dt9 r3 20000 dims 48 100 4294967296 strides 256 32768 box 32 16 1 sw2\n"
+                              " dt9 r3 20000 dims 48 100 2147483648 strides 256 32768 box 32 16 1 sw2\n"
                               "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
                               "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
         }
