@@ -189,6 +189,11 @@ TEST(test_attention_validation) {
 
 static int launches;
 
+/* What checking_hook saw of the last launch's kernel, if it compiled it: the
+ * parameters its tensor maps cover. */
+static bool compiled;
+static unsigned map_bases;
+
 static tc_status checking_hook(const RtAttentionLaunch *l) {
     launches++;
     CHECK(l->ctx == FAKE_CTX);
@@ -222,14 +227,24 @@ static tc_status checking_hook(const RtAttentionLaunch *l) {
     int off = ptx_key_plan(key, sizeof key, l->req.kernel, l->plan.num_warps, l->plan.num_stages, l->plan.constexprs,
                            l->plan.num_constexprs);
     ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
-    tc_binary_destroy(
-        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags));
+    tc_binary *bin =
+        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags);
+    map_bases = 0; /* the parameters the tensor maps (TMA) cover, bit i for parameter i */
+    for (size_t i = 0; bin && i < tc_binary_kernel_num_tensor_maps(bin, 0); i++) {
+        tc_tensor_map_desc m;
+        CHECK_EQ_INT(tc_binary_kernel_tensor_map(bin, 0, i, &m), TC_OK);
+        CHECK(m.base >= 0 && (size_t)m.base < k->num_params && k->params[m.base].is_pointer);
+        map_bases |= 1u << m.base;
+    }
+    compiled = bin != NULL;
+    tc_binary_destroy(bin);
     tc_diagnostics_destroy(diags);
     rt_meta_free(&sig);
     return TC_OK;
 }
 
 TEST(test_attention_launches_compile) {
+    int with_maps = 0;
     ptx_check_begin();
     rt_attention_launch_hook = checking_hook;
     static const int64_t dims[] = {8, 32, 40, 64, 96, 128, 256};
@@ -247,7 +262,16 @@ TEST(test_attention_launches_compile) {
                                           kh, kn, kb, kh, kn, qb, qh, qm, cq, ck, 1.0f / sqrtf((float)D), causal),
                          TC_OK);
             CHECK_EQ_INT(launches, 1);
+            /* sm_90a: K and V (parameters 3 and 4) come by TMA in the fixed-length tensor-core kernels;
+             * O (0, stored) never */
+            with_maps += compiled && map_bases != 0;
+            if (compiled)
+                CHECK((map_bases & 1u) == 0);
+            if (compiled && D >= 64 && !varlen)
+                CHECK((map_bases & (3u << 3)) == (3u << 3));
         }
+    fprintf(stderr, "  stdlib_attention: %d specializations copy K and V with TMA\n", with_maps);
+    CHECK(with_maps >= 8);
     rt_attention_launch_hook = NULL;
     CHECK(ptx_check_end("stdlib_attention") >= 14);
 }

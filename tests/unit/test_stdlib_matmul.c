@@ -274,6 +274,13 @@ static const Given *find_given(const char *name) {
     return NULL;
 }
 
+/* What checking_hook saw of the last launch's kernel, if it compiled it
+ * (the first launch of a specialization): the parameters its tensor maps
+ * cover (bit i: parameter i), and how many specializations had any. */
+static bool compiled;
+static unsigned map_bases;
+static int num_with_maps;
+
 static tc_status checking_hook(const RtMatmulLaunch *l) {
     launches++;
     CHECK(l->ctx == FAKE_CTX);
@@ -324,8 +331,21 @@ static tc_status checking_hook(const RtMatmulLaunch *l) {
     int off = ptx_key_plan(key, sizeof key, l->req.kernel, l->plan.num_warps, l->options.num_stages, l->plan.constexprs,
                            l->plan.num_constexprs);
     ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
-    tc_binary_destroy(
-        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags));
+    tc_binary *bin =
+        ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags);
+    /* the tensor maps (TMA) of the specialization: over which parameters */
+    map_bases = 0;
+    if (bin) {
+        for (size_t i = 0; i < tc_binary_kernel_num_tensor_maps(bin, 0); i++) {
+            tc_tensor_map_desc m;
+            CHECK_EQ_INT(tc_binary_kernel_tensor_map(bin, 0, i, &m), TC_OK);
+            CHECK(m.base >= 0 && (size_t)m.base < k->num_params && k->params[m.base].is_pointer);
+            map_bases |= 1u << m.base;
+        }
+        num_with_maps += map_bases != 0;
+    }
+    compiled = bin != NULL;
+    tc_binary_destroy(bin);
     tc_diagnostics_destroy(diags);
     rt_meta_free(&sig);
     return TC_OK;
@@ -371,6 +391,14 @@ TEST(test_matmul_launches_compile) {
                 CHECK_EQ_INT(tc_matmul(FAKE_CTX, NULL, t, c, a, b, bias, M, N, K, sam, sak, sbk, sbn, scm, scn, act),
                              TC_OK);
                 CHECK_EQ_INT(launches, 1);
+                /* TMA on sm_90a: never over b when b is misaligned (parameter 2), never over c (a store);
+                 * both operands of the big aligned row-major products */
+                if (compiled && variant == 2)
+                    CHECK((map_bases & (1u << 2)) == 0);
+                if (compiled)
+                    CHECK((map_bases & 1u) == 0);
+                if (compiled && K >= 1024 && M >= 1024 && layout == 0 && variant != 2)
+                    CHECK_EQ_INT(map_bases, (1u << 1) | (1u << 2));
             }
 
     static const int64_t bd[][4] = {{1000, 4, 37, 129}, {8192, 64, 64, 64}, {4096, 4, 1024, 1024},
@@ -396,6 +424,8 @@ TEST(test_matmul_launches_compile) {
         }
 
     rt_matmul_launch_hook = NULL;
+    fprintf(stderr, "  stdlib_matmul: %d specializations copy operands with TMA\n", num_with_maps);
+    CHECK(num_with_maps >= 10);
     CHECK(ptx_check_end("stdlib_matmul") >= 60);
 }
 
