@@ -73,7 +73,7 @@ class Variant:
     tc_attention_fwd gives (16-byte aligned pointers, strides that are multiples of 8)."""
 
     def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None, llvm_o3=False,
-                 even_n=False):
+                 even_n=False, ws=False):
         if source:
             with open(source, "rb") as fh:
                 text = fh.read()
@@ -87,7 +87,7 @@ class Variant:
         facts = [(nm, 8) for nm, v in zip(names, self.strides) if v % 8 == 0]
         self.jit = JitVariant(lib, ctx, text, b"lib/attention.tile", b"attention_fwd", cx, facts,
                               [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}",
-                              llvm_o3)
+                              llvm_o3, ws)
         self.kernel = self.jit.kernel
         self.lib = lib
         self.grid = Dim3((N + bm - 1) // bm, B * H, 1)
@@ -101,12 +101,13 @@ class Variant:
         return self.lib.tc_launch(self.kernel, self.grid, stream, args, 24)
 
 
-SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"]): "even" sets EVEN_N where seqlen % BN == 0
-    64: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 4, 2), (128, 64, 8, 3), (128, 128, 4, 3),
-         (128, 128, 8, 3), (256, 64, 8, 3), (256, 128, 8, 2)],
-    128: [(128, 32, 4, 3), (128, 32, 4, 3, "even"), (128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 8, 3),
-          (128, 128, 8, 3), (128, 128, 8, 2), (256, 64, 8, 2), (64, 64, 4, 3), (64, 128, 4, 3)],
-    256: [(128, 32, 8, 3), (128, 32, 8, 2), (128, 64, 8, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 8, 3)],
+SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"]): "even" sets EVEN_N where seqlen % BN == 0,
+    # "ws" a producer warpgroup (tc_options.warp_specialize; the warps are the consumers)
+    64: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 8, 3), (128, 64, 8, 3, "ws"), (128, 128, 8, 2, "ws"),
+         (256, 64, 8, 3), (256, 64, 8, 3, "ws"), (256, 128, 8, 2, "ws")],
+    128: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 64, 8, 3), (128, 64, 8, 3, "ws"), (128, 128, 8, 2),
+          (128, 128, 8, 2, "ws"), (256, 64, 8, 2, "ws"), (128, 64, 8, 2, "ws")],
+    256: [(64, 64, 4, 2), (128, 64, 8, 2), (128, 64, 8, 2, "ws"), (128, 32, 8, 3, "ws"), (64, 64, 4, 2, "ws")],
 }
 
 
@@ -250,9 +251,11 @@ def main():
                     even = "even" in cfg[4:] and N % bn == 0
                     if "even" in cfg[4:] and not even:
                         continue
-                    what = f"BM{bm} BN{bn} w{w} s{st}{' EVEN_N' if even else ''}{' O3' if o3 else ''}"
+                    ws = "ws" in cfg[4:]
+                    what = f"BM{bm} BN{bn} w{w} s{st}{' EVEN_N' if even else ''}{' WS' if ws else ''}" \
+                           f"{' O3' if o3 else ''}"
                     try:
-                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3, even)
+                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3, even, ws)
                     except RuntimeError as e:
                         print(f"[sweep] {what}: {str(e).splitlines()[0][:160]}", flush=True)
                         continue

@@ -30,7 +30,8 @@ class Options(C.Structure):  # tc_options
     _fields_ = [("emit", C.c_int), ("num_warps", C.c_int), ("print_after", C.c_char_p),
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
                 ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int),
-                ("llvm_o3", C.c_int), ("specialize", C.c_void_p), ("specialize_user", C.c_void_p)]
+                ("llvm_o3", C.c_int), ("warp_specialize", C.c_int), ("specialize", C.c_void_p),
+                ("specialize_user", C.c_void_p)]
 
 
 class JitRequest(C.Structure):  # tc_jit_request
@@ -47,10 +48,11 @@ class JitVariant:
     compile it but with constexprs, warps and stages of one's choosing (the benchmarks' --sweep).
     cx: (name, kind, value) constexprs (kind 0 int, 2 bool, 3 dtype); facts: (param name,
     divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown);
-    llvm_o3: LLVM's default<O3> pipeline instead of tilec's (tc_options.llvm_o3).
+    llvm_o3: LLVM's default<O3> pipeline instead of tilec's (tc_options.llvm_o3); ws: a producer
+    warpgroup (tc_options.warp_specialize).
     Holds every ctypes object the request points to, and .kernel."""
 
-    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False):
+    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False, ws=False):
         self.text = text
         self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
         self.facts = (ParamSpec * len(facts))(*[ParamSpec(nm, d) for nm, d in facts])
@@ -59,6 +61,7 @@ class JitVariant:
         self.opt.num_warps = warps
         self.opt.num_stages = stages
         self.opt.llvm_o3 = int(llvm_o3)
+        self.opt.warp_specialize = int(ws)
         self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
         self.opt.num_params = len(facts)
         self.div = (C.c_int64 * len(div))(*div)

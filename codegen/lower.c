@@ -317,7 +317,19 @@ LLVMValueRef cg_convert_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi) {
 }
 
 void cg_barrier(Cg *cg) {
-    cg_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    if (!cg->barrier_threads) {
+        cg_intrinsic(cg, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+        return;
+    }
+    /* after a warp_specialize: the consumer warps alone, on named barrier 1
+     * (the producer warps never reach it); inside its region, one warp */
+    if (cg->barrier_threads == 32) {
+        LLVMValueRef all = cg_i32(cg, -1);
+        cg_intrinsic(cg, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+        return;
+    }
+    LLVMValueRef args[2] = {cg_i32(cg, 1), cg_i32(cg, cg->barrier_threads)};
+    cg_intrinsic(cg, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
 }
 
 LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset) {
@@ -555,6 +567,43 @@ static bool lower_if(Cg *cg, IrOp *op) {
     return true;
 }
 
+/* warp_specialize (docs/codegen.md, "Warp specialization"): the warps from
+ * num_warps on give registers back (setmaxnreg.dec, all of each
+ * warpgroup), the first of them runs the region and every one of them
+ * returns; the others take registers (setmaxnreg.inc) and go on, their
+ * barriers now named barrier 1 of their threads alone. */
+static bool lower_warp_specialize(Cg *cg, IrOp *op) {
+    int64_t pregs = ir_op_get_int(op, "producer_regs", 0), cregs = ir_op_get_int(op, "consumer_regs", 0);
+    LLVMBasicBlockRef prod = cg_block(cg, "producer"), run = cg_block(cg, "producer.run"),
+                      idle = cg_block(cg, "producer.idle"), cons = cg_block(cg, "consumer");
+    LLVMValueRef first = cg_i32(cg, cg->num_warps);
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntUGE, cg->warp, first, ""), prod, cons);
+    LLVMPositionBuilderAtEnd(cg->b, prod);
+    char text[64];
+    if (pregs) {
+        snprintf(text, sizeof text, "setmaxnreg.dec.sync.aligned.u32 %lld;", (long long)pregs);
+        cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
+    }
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->warp, first, ""), run, idle);
+    LLVMPositionBuilderAtEnd(cg->b, idle);
+    LLVMBuildRetVoid(cg->b);
+    LLVMPositionBuilderAtEnd(cg->b, run);
+    cg->issuer = cg->num_warps * 32;
+    cg->barrier_threads = 32;
+    IrOp *yield = NULL;
+    if (!lower_block(cg, op->regions[0], &yield))
+        return false;
+    LLVMBuildRetVoid(cg->b);
+    cg->issuer = 0;
+    cg->barrier_threads = cg->num_warps * 32;
+    LLVMPositionBuilderAtEnd(cg->b, cons);
+    if (cregs) {
+        snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %lld;", (long long)cregs);
+        cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
+    }
+    return true;
+}
+
 /* assert: a thread where any element is false traps (kernels fail loudly). */
 static bool lower_assert(Cg *cg, IrOp *op) {
     CgVal *c = cg_get(cg, op->operands[0]);
@@ -636,12 +685,14 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_MBARRIER_INVAL:
     case IR_OP_MBARRIER_EXPECT:
     case IR_OP_MBARRIER_WAIT:
+    case IR_OP_MBARRIER_ARRIVE:
     case IR_OP_ASYNC_TMA_COPY: return cg_lower_tma(cg, op);
     case IR_OP_FENCE_ASYNC_SHARED:
         cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
         return true;
     case IR_OP_FOR: return lower_for(cg, op);
     case IR_OP_IF: return lower_if(cg, op);
+    case IR_OP_WARP_SPECIALIZE: return lower_warp_specialize(cg, op);
     case IR_OP_ASSERT: return lower_assert(cg, op);
     case IR_OP_BARRIER: cg_barrier(cg); return true;
     case IR_OP_LOCAL_ALLOC:
@@ -781,7 +832,7 @@ static bool lower_kernel(Cg *cg) {
     LLVMTypeRef fty = LLVMFunctionType(cg->t_void, ptys, (unsigned)np, 0);
     cg->fn = LLVMAddFunction(cg->mod, f->name, fty);
     LLVMSetFunctionCallConv(cg->fn, 71 /* PTX_Kernel */);
-    int threads = 32 * cg->num_warps;
+    int threads = 32 * tg_kernel_launch_warps(f, cg->num_warps);
     LLVMMetadataRef ann[] = {LLVMValueAsMetadata(cg->fn),
                              md_str(cg, "kernel"),
                              md_i32(cg, 1),

@@ -68,6 +68,11 @@ struct Cg {
     LLVMBuilderRef entry_b; /* before the entry block's terminator: thread-invariant values */
     LLVMValueRef fn;
     LLVMValueRef tid, lane, warp; /* i32 */
+    /* warp specialization: the threads a `barrier` synchronizes (0: all of
+     * the program's, bar.sync 0; else named barrier 1 of that many), and the
+     * thread that issues the one-thread ops (mbarrier set-up, TMA copies) */
+    int barrier_threads;
+    int issuer;
     LLVMValueRef smem;            /* @global_smem, the dynamic shared memory */
     LLVMValueRef smem_window;     /* its shared-window address (i32), or NULL until wgmma needs it */
 

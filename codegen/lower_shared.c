@@ -323,7 +323,9 @@ static bool after_barrier(Cg *cg) {
     LLVMValueRef fn = LLVMGetCalledValue(last);
     size_t len = 0;
     const char *name = fn ? LLVMGetValueName2(fn, &len) : NULL;
-    return name && len == strlen("llvm.nvvm.barrier0") && memcmp(name, "llvm.nvvm.barrier0", len) == 0;
+    return name && ((len == strlen("llvm.nvvm.barrier0") && memcmp(name, "llvm.nvvm.barrier0", len) == 0) ||
+                    (len == strlen("llvm.nvvm.barrier.sync.cnt") &&
+                     memcmp(name, "llvm.nvvm.barrier.sync.cnt", len) == 0));
 }
 
 static bool lower_alloc(Cg *cg, IrOp *op) {

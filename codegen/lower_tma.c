@@ -14,6 +14,8 @@
  *                     mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes
  *   mbarrier_wait     every thread: mbarrier.try_wait.parity in a loop until
  *                     the phase of that parity has completed
+ *   mbarrier_arrive   lane 0 of each warp, after bar.warp.sync, if the
+ *                     predicate holds: mbarrier.arrive.shared::cta.b64
  *   async_tma_copy    thread 0, if the predicate holds: one
  *                     cp.async.bulk.tensor.Nd per box of the buffer (the
  *                     tensor map's box: one swizzle width along the
@@ -30,9 +32,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Starts `if (tid == 0 && pred)`: returns the block to continue in. */
+/* Starts `if (tid == issuer && pred)` (thread 0, or the first producer
+ * thread in a warp_specialize region): returns the block to continue in. */
 static LLVMBasicBlockRef begin_thread0(Cg *cg, LLVMValueRef pred) {
-    LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), "");
+    LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
     if (pred)
         c = LLVMBuildAnd(cg->b, c, pred, "");
     LLVMBasicBlockRef then = cg_block(cg, "thread0"), cont = cg_block(cg, "thread0.end");
@@ -91,6 +94,23 @@ static bool lower_expect(Cg *cg, IrOp *op) {
     snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %lld;", (long long)bytes);
     cg_asm(cg, cg->t_void, text, "r,~{memory}", &bar, 1, true);
     end_thread0(cg, cont);
+    return true;
+}
+
+/* Lane 0 of each warp, once the warp's lanes are all here (their reads of
+ * the stage done), if the predicate holds. */
+static bool lower_arrive(Cg *cg, IrOp *op) {
+    LLVMValueRef all = cg_i32(cg, -1);
+    cg_intrinsic(cg, "llvm.nvvm.bar.warp.sync", NULL, 0, &all, 1);
+    LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->lane, cg_i32(cg, 0), "");
+    c = LLVMBuildAnd(cg->b, c, cg_get(cg, op->operands[2])->v[0], "");
+    LLVMBasicBlockRef then = cg_block(cg, "lane0"), cont = cg_block(cg, "lane0.end");
+    LLVMBuildCondBr(cg->b, c, then, cont);
+    LLVMPositionBuilderAtEnd(cg->b, then);
+    LLVMValueRef bar = barrier_ptr(cg, op->operands[0], cg_get(cg, op->operands[1])->v[0]);
+    cg_asm(cg, cg->t_void, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", &bar, 1, true);
+    LLVMBuildBr(cg->b, cont);
+    LLVMPositionBuilderAtEnd(cg->b, cont);
     return true;
 }
 
@@ -154,6 +174,7 @@ bool cg_lower_tma(Cg *cg, IrOp *op) {
     case IR_OP_MBARRIER_INVAL: return lower_each_barrier(cg, op, "mbarrier.inval.shared::cta.b64 [$0];");
     case IR_OP_MBARRIER_EXPECT: return lower_expect(cg, op);
     case IR_OP_MBARRIER_WAIT: return lower_wait(cg, op);
+    case IR_OP_MBARRIER_ARRIVE: return lower_arrive(cg, op);
     case IR_OP_ASYNC_TMA_COPY: return lower_tma_copy(cg, op);
     default: tc_unreachable("not a TMA op");
     }

@@ -510,7 +510,7 @@ static bool record_kernels(tc_binary *bin, IrModule *m, int num_warps, const Ast
         int warps = tg_kernel_num_warps(f, num_warps);
         size_t shared = sized ? (size_t)tg_kernel_shared_bytes(f, warps) : 0;
         BinKernel *bk = &bin->kernels[k++];
-        fill_kernel(bin, bk, find_ast_kernel(ast, f->name), f, warps, shared, np);
+        fill_kernel(bin, bk, find_ast_kernel(ast, f->name), f, tg_kernel_launch_warps(f, num_warps), shared, np);
         if (!fill_tensor_maps(bin, bk, f, diags))
             return false;
     }
@@ -672,6 +672,7 @@ static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     TgTarget t;
     tg_target_init(&t, cc->arch); /* checked by tc_compiler_create */
     tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
+    t.warp_specialize = opt->warp_specialize != 0;
     return t;
 }
 

@@ -51,6 +51,7 @@ typedef struct Verifier {
     IrMap scope;             /* IrValue* -> VISIBLE or RETIRED */
     const IrValue **defined; /* values in the order they came into scope */
     size_t num_defined, cap_defined;
+    int num_warp_specialize; /* warp_specialize ops of the function */
     bool ok;
 } Verifier;
 
@@ -754,8 +755,8 @@ static void verify_warp_group_dot(Verifier *v, const IrOp *op) {
 /* The value types a yield in `region` must carry. */
 static void check_yield(Verifier *v, const IrOp *op) {
     const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
-    if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF)) {
-        op_error(v, op, "must be in the region of a 'for' or 'if'");
+    if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF && parent->opc != IR_OP_WARP_SPECIALIZE)) {
+        op_error(v, op, "must be in the region of a 'for', 'if' or 'warp_specialize'");
         return;
     }
     const char *pname = ir_op_info[parent->opc].name;
@@ -942,6 +943,25 @@ static bool is_scalar_kind(const IrType *t, IrTypeKind k) {
 }
 
 /* mbarrier_* and async_tma_copy (docs/ir.md, "TMA"). */
+/* warp_specialize: in a kernel's body, once; its region takes no
+ * arguments; the register counts setmaxnreg takes (multiples of 8, 24 to
+ * 256). The kernel's attributes are checked with the kernel. */
+static void verify_warp_specialize(Verifier *v, const IrOp *op) {
+    v->num_warp_specialize++;
+    if (v->func->kind != IR_FUNC_KERNEL || op->parent != v->func->body)
+        op_error(v, op, "must be in the body of a kernel, not in a function or a region");
+    if (v->num_warp_specialize == 2)
+        op_error(v, op, "is the second of the kernel: a kernel has at most one");
+    if (op->regions[0]->num_args)
+        op_error(v, op, "region must not have arguments");
+    static const char *const regs[] = {"producer_regs", "consumer_regs"};
+    for (int i = 0; i < 2; i++) {
+        const IrAttr *a = ir_attr_get(op->num_attrs, op->attrs, regs[i]);
+        if (a && (a->kind != IR_ATTR_INT || a->i < 24 || a->i > 256 || a->i % 8))
+            op_error(v, op, "%s must be a multiple of 8 from 24 to 256 (setmaxnreg)", regs[i]);
+    }
+}
+
 static void verify_tma_ops(Verifier *v, const IrOp *op) {
     int bars = op->opc == IR_OP_ASYNC_TMA_COPY ? 2 : 0;
     if (!is_barriers(OPND(bars))) {
@@ -961,6 +981,11 @@ static void verify_tma_ops(Verifier *v, const IrOp *op) {
                      type_str(v, OPND(1)), type_str(v, OPND(2)));
         if (int_attr(op, "bytes", &x) && (x < 1 || x >= (1 << 20)))
             op_error(v, op, "bytes must be 1 to 2^20 - 1, got %lld", (long long)x);
+        return;
+    case IR_OP_MBARRIER_ARRIVE:
+        if (!is_scalar_kind(OPND(1), IR_I32) || !is_scalar_kind(OPND(2), IR_I1))
+            op_error(v, op, "operands 1 and 2 must be the i32 index and the i1 predicate, got %s and %s",
+                     type_str(v, OPND(1)), type_str(v, OPND(2)));
         return;
     case IR_OP_MBARRIER_WAIT:
         if (!is_scalar_kind(OPND(1), IR_I32) || !is_scalar_kind(OPND(2), IR_I32))
@@ -1111,7 +1136,9 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_MBARRIER_INVAL:
     case IR_OP_MBARRIER_EXPECT:
     case IR_OP_MBARRIER_WAIT:
-    case IR_OP_ASYNC_TMA_COPY: verify_tma_ops(v, op); break;
+    case IR_OP_ASYNC_TMA_COPY:
+    case IR_OP_MBARRIER_ARRIVE: verify_tma_ops(v, op); break;
+    case IR_OP_WARP_SPECIALIZE: verify_warp_specialize(v, op); break;
     case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_ASYNC_COMMIT:
     case IR_OP_BARRIER: break;
@@ -1222,6 +1249,25 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
         func_error(v, "attribute 'num_stages' must be from 0 to %d, got %lld", IR_MAX_NUM_STAGES, (long long)s->i);
 }
 
+/* producer_warps: the warps a warp_specialize op adds to the kernel's
+ * num_warps, whole warpgroups (4 or 8), present exactly when the kernel has
+ * that op; num_warps then a multiple of 4 too, so that the producers start
+ * a warpgroup. */
+static void check_producer_warps(Verifier *v, const IrFunc *f) {
+    const IrAttr *p = ir_attr_get(f->num_attrs, f->attrs, "producer_warps");
+    if (!p && v->num_warp_specialize)
+        func_error(v, "has a 'warp_specialize' op but no attribute 'producer_warps'");
+    if (!p)
+        return;
+    if (p->kind != IR_ATTR_INT || (p->i != 4 && p->i != 8))
+        func_error(v, "attribute 'producer_warps' must be 4 or 8 (whole warpgroups)");
+    else if (!v->num_warp_specialize)
+        func_error(v, "has attribute 'producer_warps' but no 'warp_specialize' op");
+    const IrAttr *w = ir_attr_get(f->num_attrs, f->attrs, "num_warps");
+    if (w && w->kind == IR_ATTR_INT && w->i % 4)
+        func_error(v, "attribute 'num_warps' must be a multiple of 4 with 'producer_warps', got %lld", (long long)w->i);
+}
+
 static bool verify_func(Verifier *v, const IrFunc *f) {
     v->func = f;
     if (!f->body) {
@@ -1239,7 +1285,10 @@ static bool verify_func(Verifier *v, const IrFunc *f) {
     }
     if (f->body->parent_op)
         func_error(v, "body is owned by an op");
+    v->num_warp_specialize = 0;
     verify_block(v, f->body);
+    if (f->kind == IR_FUNC_KERNEL)
+        check_producer_warps(v, f);
     return v->ok;
 }
 

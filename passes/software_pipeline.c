@@ -139,6 +139,10 @@ typedef struct Pipe {
     IrModule *m;
     IrFunc *f;
     bool tma; /* the target has TMA (sm_90a) */
+    bool ws;  /* warp specialization asked for (and not yet done in this kernel) */
+    /* while the producer region is built: values of the kernel's body the
+     * region recomputes (its clones), NULL otherwise */
+    IrMap *imports;
     int num_stages;
     int num_warps;
     Candidate *cands;
@@ -177,8 +181,10 @@ static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
 /* v for the iteration whose induction variable is map[iv]: clones the
  * body's ops v depends on before b's position (map records the clones). */
 static IrValue *clone_at(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body, IrMap *map) {
-    if (!defined_in(v, body))
-        return v;
+    if (!defined_in(v, body)) {
+        IrValue *imported = p->imports ? ir_map_get(p->imports, v) : NULL;
+        return imported ? imported : v;
+    }
     IrValue *done = ir_map_get(map, v);
     if (done)
         return done;
@@ -639,6 +645,176 @@ static IrValue *wait_after(Pipe *p, IrOp *after, IrBlock *scope, IrValue *v, int
     return w->results[0];
 }
 
+/* ---- warp specialization ---- */
+
+/* May the producer warps run op before the kernel splits (they compute no
+ * tile: their thread ids lie beyond every layout)? Scalar arithmetic and
+ * scalar loads, buffers without contents, mbarrier set-up and barriers. */
+static bool before_split(const IrOp *op) {
+    if (op->num_regions || (ir_op_info[op->opc].flags & OPF_TERMINATOR))
+        return false;
+    if (op->opc == IR_OP_BARRIER || op->opc == IR_OP_MBARRIER_INIT ||
+        (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 0))
+        return true;
+    if (!(ir_op_info[op->opc].flags & OPF_PURE) && op->opc != IR_OP_LOAD)
+        return false;
+    for (int i = 0; i < op->num_operands; i++)
+        if (!ir_type_is_scalar(op->operands[i]->type))
+            return false;
+    for (int r = 0; r < op->num_results; r++)
+        if (!ir_type_is_scalar(op->results[r]->type))
+            return false;
+    return true;
+}
+
+/* Can the producer region recompute v, a value of the kernel's body that
+ * `after` (the ops from the split to the loop) may define: a parameter, a
+ * value defined before the split, or a scalar op after it (pure, or a
+ * scalar load) over such values? */
+static bool importable(const IrValue *v, const IrMap *after, int depth) {
+    if (!v->def || !ir_map_get(after, v->def))
+        return true;
+    const IrOp *op = v->def;
+    if (depth > 64 || op->num_results != 1 || !before_split(op) || op->opc == IR_OP_BARRIER ||
+        op->opc == IR_OP_LOCAL_ALLOC || op->opc == IR_OP_MBARRIER_INIT)
+        return false;
+    for (int i = 0; i < op->num_operands; i++)
+        if (!importable(op->operands[i], after, depth + 1))
+            return false;
+    return true;
+}
+
+/* Does every value outside the loop body that the copies of iteration iv
+ * need (through v, a value of the body or not) pass importable? */
+static bool copies_importable(const IrValue *v, const IrBlock *body, const IrMap *after, int depth) {
+    if (!defined_in(v, body))
+        return importable(v, after, 0);
+    if (!v->def || depth > 64)
+        return true; /* the induction variable */
+    for (int i = 0; i < v->def->num_operands; i++)
+        if (!copies_importable(v->def->operands[i], body, after, depth + 1))
+            return false;
+    return true;
+}
+
+/* Clones v (importable) into the producer region at b, its operands first;
+ * p->imports records the clones. */
+static IrValue *import_value(Pipe *p, IrBuilder *b, IrValue *v, const IrMap *after) {
+    if (!v->def || !ir_map_get(after, v->def))
+        return v;
+    IrValue *done = ir_map_get(p->imports, v);
+    if (done)
+        return done;
+    IrOp *op = v->def;
+    for (int i = 0; i < op->num_operands; i++)
+        import_value(p, b, op->operands[i], after);
+    IrOp *copy = ir_op_clone(p->m, op, p->imports);
+    ir_block_append(b->block, copy);
+    return ir_map_get(p->imports, v);
+}
+
+/* Imports every value outside the body that iteration iv's copies use. */
+static void import_copies(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body, const IrMap *after) {
+    if (!defined_in(v, body)) {
+        import_value(p, b, v, after);
+        return;
+    }
+    if (!v->def)
+        return;
+    for (int i = 0; i < v->def->num_operands; i++)
+        import_copies(p, b, v->def->operands[i], body, after);
+}
+
+/* The split point of a kernel whose loop gets a producer warpgroup: the
+ * first op of the body that the producer warps may not run (before_split),
+ * or NULL when the loop cannot be specialized: it is not in the kernel's
+ * body, or a value its copies need cannot be recomputed past that point.
+ * *after gets the ops from the split to the loop. */
+static IrOp *split_point(Pipe *p, IrOp *loop, IrMap *after) {
+    if (loop->parent != p->f->body)
+        return NULL;
+    IrOp *split = p->f->body->first;
+    while (split != loop && before_split(split))
+        split = split->next;
+    for (IrOp *op = split;; op = op->next) {
+        ir_map_put(after, op, op);
+        if (op == loop)
+            break;
+    }
+    IrBlock *body = loop->regions[0];
+    for (int i = 0; i < 3; i++)
+        if (!importable(loop->operands[i], after, 0))
+            return NULL;
+    for (int i = 0; i < p->num_cands; i++)
+        for (int d = 0; d < p->cands[i].rank; d++)
+            if (!copies_importable(p->cands[i].coords[d], body, after, 0))
+                return NULL;
+    return split;
+}
+
+/* The producer: `warp_specialize` before the split, whose region runs the
+ * loop's trip count again and, for each iteration, waits until the
+ * consumers have released the stage (empty, the phase before the one the
+ * consumers wait for on full), then issues the iteration's copies. */
+static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrValue *full, IrValue *empty,
+                           int64_t stages) {
+    IrModule *m = p->m;
+    IrBlock *body = loop->regions[0];
+    const IrType *i32 = ir_type_scalar(m, IR_I32), *i1 = ir_type_scalar(m, IR_I1);
+    IrOp *ws = ir_op_create(m, IR_OP_WARP_SPECIALIZE, 0, NULL, 0, NULL);
+    ws->loc = loop->loc;
+    ir_op_insert_before(split, ws);
+    int threads = (p->num_warps + 4) * 32;
+    if (threads > 256) { /* one program per SM: registers move from the producer warps to the others */
+        int producer = 40, consumer = (65536 - 4 * 32 * producer) / (p->num_warps * 32) / 8 * 8;
+        ir_op_set_int(m, ws, "producer_regs", producer);
+        ir_op_set_int(m, ws, "consumer_regs", consumer > 256 ? 256 : consumer);
+    }
+    ir_func_set_int(p->f, "producer_warps", 4);
+
+    IrMap imports;
+    ir_map_init(&imports, &m->arena);
+    p->imports = &imports;
+    IrBuilder b;
+    ir_builder_at_end(&b, m, ws->regions[0]);
+    b.loc = loop->loc;
+    IrValue *bounds[3];
+    for (int i = 0; i < 3; i++)
+        bounds[i] = import_value(p, &b, loop->operands[i], after);
+    for (int i = 0; i < p->num_cands; i++)
+        for (int d = 0; d < p->cands[i].rank; d++)
+            import_copies(p, &b, p->cands[i].coords[d], body, after);
+    IrValue *zero = ir_build_const_int(&b, i32, 0);
+    IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], zero, zero};
+    const IrType *types[2] = {i32, i32};
+    IrOp *pl = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
+    pl->loc = loop->loc;
+    ir_block_append(ws->regions[0], pl);
+    IrBlock *pb = pl->regions[0];
+    IrValue *iv = ir_block_add_arg(m, pb, bounds[0]->type, body->args[0]->name);
+    IrValue *stage = ir_block_add_arg(m, pb, i32, "stage");
+    IrValue *phase = ir_block_add_arg(m, pb, i32, "phase");
+    ir_builder_at_end(&b, m, pb);
+    b.loc = loop->loc;
+    IrValue *one = ir_build_const_int(&b, i32, 1);
+    IrValue *wait[3] = {empty, stage, ir_build_binary(&b, IR_OP_XOR, i32, phase, one)};
+    ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
+    issue_copies(p, &b, body, iv, ir_build_const_int(&b, i1, 1), stage, full);
+    b.loc = loop->loc;
+    IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
+    IrValue *wrap = ir_build_cmp(&b, "lt", inc, ir_build_const_int(&b, i32, stages));
+    IrValue *next[2];
+    IrValue *s1[3] = {wrap, inc, ir_build_const_int(&b, i32, 0)};
+    next[0] = ir_build(&b, IR_OP_SELECT, i32, 3, s1);
+    IrValue *s2[3] = {wrap, phase, ir_build_binary(&b, IR_OP_XOR, i32, phase, one)};
+    next[1] = ir_build(&b, IR_OP_SELECT, i32, 3, s2);
+    ir_build_op(&b, IR_OP_YIELD, 2, next, 0, NULL);
+    ir_builder_at_end(&b, m, ws->regions[0]);
+    ir_build_op(&b, IR_OP_YIELD, 0, NULL, 0, NULL);
+    p->imports = NULL;
+    p->ws = false; /* one per kernel */
+}
+
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
@@ -654,7 +830,15 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
      * stages (the one more is the stage the dot in flight still reads). */
     int carried = -1;
     IrOp *async_dot = async_dot_of(p, body, &carried);
-    int64_t stages = async_dot ? num_stages + 1 : num_stages - 1;
+    /* A producer warpgroup issues the copies when every ring is fed by TMA
+     * (see the essay): rings of S stages (S + 1 for a dot in flight) that
+     * the consumers release through `empty` barriers. */
+    IrMap after;
+    ir_map_init(&after, &m->arena);
+    bool room = p->num_warps % 4 == 0 && p->num_warps + 4 <= IR_MAX_NUM_WARPS; /* whole warpgroups, 1024 threads */
+    IrOp *split = p->ws && num_tma && !num_cp && room ? split_point(p, loop, &after) : NULL;
+    bool ws = split != NULL;
+    int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
 
     /* The first read of a ring, and the schedule: a dot after the first
@@ -684,11 +868,12 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     int num_init = copy_init_loads(p, loop, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
 
-    /* Before the loop: barrier, rings, prologue. */
+    /* Before the loop: barrier, rings, prologue (with a producer: the
+     * rings and the barriers before the split, no prologue). */
     IrBuilder b;
-    ir_builder_before(&b, loop);
+    ir_builder_before(&b, ws ? split : loop);
     b.loc = loop->loc;
-    IrOp *prologue = ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrOp *prologue = ws ? NULL : ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     for (int i = 0; i < p->num_cands; i++) {
         Candidate *c = &p->cands[i];
         const IrType *t = c->alloc->results[0]->type;
@@ -704,7 +889,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
     /* TMA copies complete on one mbarrier per stage (one thread arrives,
      * announcing the stage's bytes), initialized before any copy */
-    IrValue *bars = NULL;
+    IrValue *bars = NULL, *empty = NULL;
     if (num_tma) {
         b.loc = loop->loc;
         int64_t n = stages;
@@ -715,15 +900,22 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ir_value_set_name(m, bars, "full");
         IrOp *init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &bars, 0, NULL);
         ir_op_set_int(m, init, "count", 1);
+        if (ws) { /* every consumer warp releases a stage once */
+            empty = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
+            ir_value_set_name(m, empty, "empty");
+            init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &empty, 0, NULL);
+            ir_op_set_int(m, init, "count", p->num_warps);
+        }
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     }
-    for (int64_t s = 0; s < ahead; s++) {
+    for (int64_t s = 0; s < ahead && !ws; s++) {
         b.loc = loop->loc;
         IrValue *iv_s = iv_plus(&b, lb, step, s);
         IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
         issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s), bars);
     }
-    hoist_prologue(p, prologue, loop->prev);
+    if (!ws)
+        hoist_prologue(p, prologue, loop->prev);
     for (int i = 0; i < num_init; i++)
         wait_for_init(loop, &init[i]);
 
@@ -750,7 +942,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
     if (async_proxy) /* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
         ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
-    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    if (!ws) /* with a producer, the empty barriers keep the stages from being overwritten */
+        ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     for (IrOp *op = first_read, *next; op; op = next) {
         next = op->next;
         if (op->opc == IR_OP_WARP_GROUP_DOT) {
@@ -783,9 +976,24 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
          * the stage of iteration i - 2, which every warpgroup's dot has
          * finished reading (each waited for it before the barrier above) */
         ir_op_set_int(m, async_dot, "async", 1);
-        wait_after(p, async_dot, body, async_dot->results[0], 1);
+        IrOp *w = wait_after(p, async_dot, body, async_dot->results[0], 1)->def;
+        if (ws) { /* the dot of iteration i - 1 is complete: its stage goes back to the producer */
+            ir_builder_before(&b, w->next);
+            b.loc = loop->loc;
+            IrValue *first = ir_build_cmp(&b, "eq", stage, ir_build_const_int(&b, i32, 0));
+            IrValue *dec = ir_build_binary(&b, IR_OP_SUB, i32, stage, ir_build_const_int(&b, i32, 1));
+            IrValue *sel[3] = {first, ir_build_const_int(&b, i32, stages - 1), dec};
+            IrValue *ops[3] = {empty, ir_build(&b, IR_OP_SELECT, i32, 3, sel),
+                               ir_build_cmp(&b, "ne", body->args[0], lb)};
+            ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
+        }
+    } else if (ws) { /* every read of the stage is done at the end of the body */
+        ir_builder_before(&b, yield);
+        b.loc = loop->loc;
+        IrValue *ops[3] = {empty, stage, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
+        ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
     }
-    if (mid) {
+    if (mid && !ws) {
         ir_builder_before(&b, first_dot->next);
         b.loc = loop->loc;
         IrValue *t = ir_build_binary(&b, IR_OP_ADD, i32, stage, ir_build_const_int(&b, i32, ahead));
@@ -797,7 +1005,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
     ir_builder_before(&b, yield);
     b.loc = loop->loc;
-    if (!mid) {
+    if (!mid && !ws) {
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, stages);
         issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars);
@@ -833,9 +1041,13 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
          * last wait the barriers' bytes may serve anything else */
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &bars, 0, NULL);
+        if (ws)
+            ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empty, 0, NULL);
     }
     if (async_dot) /* the last dot completes before anything reads the accumulator */
         wait_after(p, loop, loop->parent, loop->results[carried], 0);
+    if (ws)
+        build_producer(p, loop, split, &after, bars, empty, stages);
 }
 
 static void walk(Pipe *p, IrBlock *blk) {
@@ -855,6 +1067,7 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         p.m = m;
         p.f = f;
         p.tma = opts->target.arch_a && f->kind == IR_FUNC_KERNEL;
+        p.ws = p.tma && ir_func_get_int(f, "warp_specialize", opts->target.warp_specialize) != 0;
         p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->target.num_stages);
         p.num_warps = pass_func_num_warps(f, opts);
         if (p.num_stages <= 1)

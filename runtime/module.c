@@ -84,6 +84,15 @@ static tc_status context_init(tc_context *ctx) {
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_ARCH=%.32s: %s", forced, why);
         snprintf(ctx->arch, sizeof ctx->arch, "%s", forced);
     }
+    /* the standard library's kernels with or without a producer warpgroup
+     * (tests/gpu/run.sh runs the tests both ways) */
+    const char *ws = secure_getenv("TILEC_WARP_SPECIALIZE");
+    ctx->warp_specialize = -1;
+    if (ws && *ws) {
+        if (strcmp(ws, "0") != 0 && strcmp(ws, "1") != 0)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_WARP_SPECIALIZE=%.32s: must be 0 or 1", ws);
+        ctx->warp_specialize = ws[0] == '1';
+    }
     if (pthread_mutex_init(&ctx->lock, NULL) != 0)
         return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
     if (pthread_mutex_init(&ctx->jit_lock, NULL) != 0) {
@@ -301,8 +310,8 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
     tc_status st = rt_cuda_check(rt_cu.cuModuleGetFunction(&k->fn, m->cu, d->name), what);
     if (st != TC_OK)
         return st;
-    if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS || (d->num_warps & (d->num_warps - 1)))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: num_warps %d is not a power of two from 1 to %d", d->name,
+    if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: num_warps %d is not from 1 to %d", d->name,
                        d->num_warps, TC_MAX_NUM_WARPS);
     if (d->num_tensor_maps > TC_MAX_TENSOR_MAPS) /* tc_launch keeps them on its stack */
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: %zu tensor maps, more than %d", d->name,
@@ -436,10 +445,9 @@ static tc_status check_descs(const char *fn, const tc_kernel_desc *kernels, size
         const tc_kernel_desc *d = &kernels[k];
         if (!d->name || !*d->name)
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu].name is %s", fn, k, d->name ? "empty" : "NULL");
-        if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS || (d->num_warps & (d->num_warps - 1)))
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                           "%s: kernels[%zu] (%s): num_warps %d is not a power of two from 1 to %d", fn, k, d->name,
-                           d->num_warps, TC_MAX_NUM_WARPS);
+        if (d->num_warps < 1 || d->num_warps > TC_MAX_NUM_WARPS)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): num_warps %d is not from 1 to %d", fn,
+                           k, d->name, d->num_warps, TC_MAX_NUM_WARPS);
         if (d->shared_bytes > TC_MAX_SHARED_BYTES)
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): shared_bytes %zu is more than %d", fn, k,
                            d->name, d->shared_bytes, TC_MAX_SHARED_BYTES);

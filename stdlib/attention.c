@@ -249,6 +249,8 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
 
     l->options.num_warps = l->plan.num_warps;
     l->options.num_stages = l->plan.num_stages;
+    l->options.warp_specialize =
+        rt_stdlib_warp_specialize(l->ctx, rt_attention_launch_hook != NULL, l->plan.warp_specialize);
     if (!l->options.num_params)
         l->options.params = NULL;
     st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs, &l->options,

@@ -53,6 +53,10 @@ const char *rt_stdlib_target(const tc_context *ctx, bool hooked) {
     return hooked ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
 }
 
+int rt_stdlib_warp_specialize(const tc_context *ctx, bool hooked, int planned) {
+    return hooked || ctx->warp_specialize < 0 ? planned : ctx->warp_specialize;
+}
+
 bool rt_stdlib_wgmma(const char *arch) {
     return arch && strcmp(arch, "sm_90a") == 0;
 }
@@ -248,6 +252,7 @@ bool rt_stdlib_key(const tc_jit_request *r, RtStdlibKey *key) {
     put(key, (uint64_t)r->options->num_warps);
     put(key, (uint64_t)r->options->num_stages);
     put(key, (uint64_t)(r->options->llvm_o3 != 0));
+    put(key, (uint64_t)(r->options->warp_specialize != 0));
     put(key, r->options->num_params);
     for (size_t i = 0; i < r->options->num_params; i++) {
         put(key, addr(r->options->params[i].name));

@@ -72,6 +72,10 @@ static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
 }
 
 /* The smallest power of two >= v, clamped to [lo, hi]. */
+/* tc_options.warp_specialize for a plan's choice: the context's
+ * TILEC_WARP_SPECIALIZE when set (not with a launch hook: no context). */
+int rt_stdlib_warp_specialize(const tc_context *ctx, bool hooked, int planned);
+
 static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
     int p = lo;
     while (p < v && p < hi)

@@ -408,6 +408,10 @@ int tg_kernel_num_warps(const IrFunc *f, int dflt) {
     return n > 0 && n <= 32 ? (int)n : 4;
 }
 
+int tg_kernel_launch_warps(const IrFunc *f, int dflt) {
+    return tg_kernel_num_warps(f, dflt) + (int)ir_func_get_int(f, "producer_warps", 0);
+}
+
 int64_t tg_kernel_shared_bytes(const IrFunc *f, int num_warps) {
     SharedWalk w = {num_warps, ir_func_get_int(f, "shared_size", 0)};
     ir_walk_func((IrFunc *)f, shared_walk, &w);

@@ -27,6 +27,7 @@ struct TgTarget {
     int num_stages;       /* software pipelining depth of kernels without a num_stages attribute */
     int threads_per_warp; /* 32 on NVIDIA */
     bool llvm_o3;         /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
+    bool warp_specialize; /* producer warps for TMA-fed loops of kernels without a warp_specialize attribute */
 };
 
 /* ==== target.c: the targets ==== */
@@ -132,6 +133,9 @@ int64_t tg_kernel_shared_bytes(const IrFunc *f, int num_warps);
 
 /* num_warps of a kernel (its attribute, else dflt). */
 int tg_kernel_num_warps(const IrFunc *f, int dflt);
+/* The warps a launch of kernel f runs: its num_warps and its producer_warps
+ * (warp specialization). */
+int tg_kernel_launch_warps(const IrFunc *f, int dflt);
 
 /* ==== mma.c: the tensor cores' mma.sync fragments ==== */
 

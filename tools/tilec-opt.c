@@ -27,6 +27,7 @@ static void usage(FILE *out) {
           "  --list-passes         list the passes\n"
           "  --num-warps N         warps per program for passes that need it (default: 4)\n"
           "  --num-stages N        software pipelining depth for `pipeline`; 1 = off (default: 3)\n"
+          "  --warp-specialize     `pipeline` on sm_90a: a producer warpgroup issues the TMA copies\n"
           "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
           "                        instruction selection instead of tilec's short pipeline\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
@@ -102,6 +103,8 @@ int main(int argc, char **argv) {
             opt.verify_each = 1;
         } else if (strcmp(a, "--llvm-O3") == 0) {
             opt.llvm_o3 = 1;
+        } else if (strcmp(a, "--warp-specialize") == 0) {
+            opt.warp_specialize = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
             char *end;
             long n = strtol(argv[++i], &end, 10);

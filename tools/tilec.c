@@ -32,6 +32,8 @@ static void usage(FILE *out) {
           "  --kernel NAME         compile only this kernel (default: every kernel in the file)\n"
           "  --num-warps N         warps per program (default: 4)\n"
           "  --num-stages N        software pipelining depth of loops feeding dots; 1 = off (default: 3)\n"
+          "  --warp-specialize     sm_90a: a producer warpgroup issues the TMA copies of loops feeding\n"
+          "                        dots; the num_warps warps only compute\n"
           "  --llvm-O3             optimize with LLVM's default<O3> pipeline and -O3 instruction\n"
           "                        selection instead of tilec's short pipeline (slower to compile)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
@@ -312,6 +314,8 @@ int main(int argc, char **argv) {
             opt.verify_each = 1;
         } else if (strcmp(a, "--llvm-O3") == 0) {
             opt.llvm_o3 = 1;
+        } else if (strcmp(a, "--warp-specialize") == 0) {
+            opt.warp_specialize = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (strcmp(a, "--aot") == 0) {

@@ -144,7 +144,8 @@ typedef struct tc_tensor_map_desc {
  * maps, if any, follow them in the kernel's PTX parameter list. */
 typedef struct tc_kernel_desc {
     const char *name;    /* the PTX entry (required, not empty) */
-    int num_warps;       /* a program runs 32 * num_warps threads: a power of two 1..TC_MAX_NUM_WARPS */
+    int num_warps;       /* a program runs 32 * num_warps threads, 1..TC_MAX_NUM_WARPS warps: the
+                            compile's num_warps, plus its producer warps with warp specialization */
     size_t shared_bytes; /* dynamic shared memory per program, <= TC_MAX_SHARED_BYTES; with the kernel's
                             static shared memory at most what the device allows (else TC_ERROR_UNSUPPORTED) */
     size_t num_params;   /* runtime parameters, the ones a launch passes: <= TC_MAX_KERNEL_PARAMS */

@@ -159,6 +159,7 @@ typedef struct tc_matmul_plan {
     int c_order;                   /* ... of C (y: always 1) */
     int even_k;                    /* K (bin) is a multiple of block_k: the K tail needs no mask */
     int num_warps;
+    int warp_specialize;           /* tc_options.warp_specialize: a producer warpgroup (TMA) on sm_90a */
     tc_dim3 grid;
 } tc_matmul_plan;
 
@@ -266,6 +267,7 @@ typedef struct tc_attention_plan {
     int block_n;    /* keys per loop step */
     int num_warps;
     int num_stages; /* software pipelining depth of the key loops */
+    int warp_specialize; /* tc_options.warp_specialize: a producer warpgroup (TMA) on sm_90a */
     int causal, varlen;
     tc_dim3 grid; /* (cdiv(seqlen_q, block_m), batch * heads, 1) */
 } tc_attention_plan;

@@ -190,6 +190,10 @@ typedef struct tc_options {
                                 at most TC_MAX_NUM_STAGES */
     int llvm_o3;             /* LLVM's default<O3> pipeline and -O3 instruction selection instead of
                                 tilec's short pipeline: slower to compile, for comparisons */
+    int warp_specialize;     /* sm_90a: a loop whose dot operands all come by TMA gets a producer
+                                warpgroup that issues the copies, the num_warps warps only compute
+                                (docs/passes.md, "Warp specialization"); 0 = off (the kernel
+                                attribute warp_specialize overrides) */
     tc_specialize_fn specialize; /* NULL: none; tc_jit and tc_aot_generate ignore the caller's */
     void *specialize_user;       /* the hook's first argument */
 } tc_options;

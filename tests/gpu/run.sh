@@ -13,7 +13,8 @@
 #               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone,
 #               bench_attention: bench/attention.py alone)
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
-# TILEC_ARCH=sm_90 (the mma.sync path). A program whose log has a "tilec: ptxas:" line
+# TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
+# TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies). A program whose log has a "tilec: ptxas:" line
 # (ptxas serialized a wgmma: C7510-C7515) fails.
 #
 #   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
@@ -143,6 +144,11 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
     if [ "$hopper" = 1 ]; then
         echo "== $t ${args[*]:-} (TILEC_ARCH=sm_90)"
         TILEC_ARCH=sm_90 run_one "$t sm_90" "$logs/$t.log" "$prog" "${args[@]}"
+    fi
+    # and the dot kernels with a producer warpgroup (warp specialization), whatever the library picks
+    if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then
+        echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1)"
+        TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$logs/$t.log" "$prog" "${args[@]}"
     fi
 done
 

@@ -600,7 +600,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(desc_name_null, CTX, INV, "name is NULL", load_desc(D_NAME_NULL, 0, 0))                                          \
     X(desc_name_empty, CTX, INV, "name is empty", load_desc(D_NAME_EMPTY, 0, 0))                                       \
     X(desc_warps_0, CTX, INV, "num_warps 0", load_desc(D_WARPS, 0, 0))                                                 \
-    X(desc_warps_3, CTX, INV, "num_warps 3", load_desc(D_WARPS, 3, 0))                                                 \
+    X(desc_warps_33, CTX, INV, "num_warps 33", load_desc(D_WARPS, 33, 0))                                              \
     X(desc_warps_64, CTX, INV, "num_warps 64", load_desc(D_WARPS, 64, 0))                                              \
     X(desc_warps_neg, CTX, INV, "num_warps -1", load_desc(D_WARPS, -1, 0))                                             \
     X(desc_shared_wraps, CTX, INV, "shared_bytes", load_desc(D_SHARED, 0, SIZE_MAX - 15))                              \
