@@ -82,6 +82,22 @@
  *       async_copy ... into stage (i - 2) mod (S + 1); async_commit ...
  *       %acc.3 = warp_group_dot_wait %acc.2 {pending = 1}
  *       yield %acc.3, ...
+ *   - Warp specialization (PassOptions' target.warp_specialize, or the
+ *     kernel attribute warp_specialize; sm_90a): when every ring of a loop
+ *     of the kernel's body is fed by TMA, the copies move to a producer
+ *     warpgroup (docs/passes.md, "Warp specialization"). The rings, a
+ *     `full` and an `empty` barrier per stage and a barrier go before the
+ *     split point, the first op that lays a tile over the threads (the
+ *     producer threads lie beyond every layout); there `warp_specialize`
+ *     holds the producer: the scalars its copies need recomputed, then a
+ *     loop over the same bounds that waits for `empty[stage]` (phase xor 1:
+ *     the first round passes) and issues the iteration's copies. The
+ *     consumer loop has no prologue and no copies, S stages (S + 1 with a
+ *     dot in flight), no barrier after its `full` wait, and gives each
+ *     stage back with `mbarrier_arrive empty` once its reads are done: at
+ *     the end of the body, or, for a dot in flight, the previous
+ *     iteration's stage after `warp_group_dot_wait {pending = 1}`. One
+ *     loop per kernel.
  *   - One commit group per copy (per load per iteration), as the wait
  *     counts of docs/passes.md assume: the in-loop wait leaves (S - 2) *
  *     loads groups pending
