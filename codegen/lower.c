@@ -693,6 +693,19 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_FOR: return lower_for(cg, op);
     case IR_OP_IF: return lower_if(cg, op);
     case IR_OP_WARP_SPECIALIZE: return lower_warp_specialize(cg, op);
+    case IR_OP_WARP_GROUP_ID: {
+        CgVal *v = cg_new_val(cg, 1, NULL);
+        v->v[0] = LLVMBuildLShr(cg->b, cg->warp, cg_i32(cg, 2), "warpgroup");
+        cg_set(cg, op->results[0], v);
+        return true;
+    }
+    case IR_OP_NAMED_BARRIER_WAIT:
+    case IR_OP_NAMED_BARRIER_ARRIVE: {
+        LLVMValueRef args[2] = {cg_get(cg, op->operands[0])->v[0], cg_i32(cg, ir_op_get_int(op, "threads", 0))};
+        cg_asm(cg, cg->t_void, op->opc == IR_OP_NAMED_BARRIER_WAIT ? "bar.sync $0, $1;" : "bar.arrive $0, $1;",
+               "r,r,~{memory}", args, 2, true);
+        return true;
+    }
     case IR_OP_ASSERT: return lower_assert(cg, op);
     case IR_OP_BARRIER: cg_barrier(cg); return true;
     case IR_OP_LOCAL_ALLOC:

@@ -1139,6 +1139,19 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_ASYNC_TMA_COPY:
     case IR_OP_MBARRIER_ARRIVE: verify_tma_ops(v, op); break;
     case IR_OP_WARP_SPECIALIZE: verify_warp_specialize(v, op); break;
+    case IR_OP_WARP_GROUP_ID:
+        if (!is_scalar_kind(op->results[0]->type, IR_I32))
+            op_error(v, op, "result must be i32, got %s", type_str(v, op->results[0]->type));
+        break;
+    case IR_OP_NAMED_BARRIER_WAIT:
+    case IR_OP_NAMED_BARRIER_ARRIVE: {
+        int64_t t;
+        if (!is_scalar_kind(OPND(0), IR_I32))
+            op_error(v, op, "operand 0 must be the i32 barrier id, got %s", type_str(v, OPND(0)));
+        if (int_attr(op, "threads", &t) && (t < 32 || t > 1024 || t % 32))
+            op_error(v, op, "threads must be a multiple of 32 from 32 to 1024, got %lld", (long long)t);
+        break;
+    }
     case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_ASYNC_COMMIT:
     case IR_OP_BARRIER: break;

@@ -112,7 +112,7 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
-                       int64_t head_dim, bool causal, bool varlen, const char *arch, tc_attention_plan *p) {
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
     bool wgmma = rt_stdlib_wgmma(arch);
     memset(p, 0, sizeof *p);
     p->file = "attention.tile";
@@ -131,6 +131,16 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     p->block_n = !wide || wgmma ? 64 : 32;
     p->num_warps = !wide || wgmma ? 4 : 8;
     p->num_stages = wide && wgmma ? 2 : ATTN_STAGES;
+    /* With a producer warpgroup (asked for: ws 1): up to head dim 128, two
+     * consumer warpgroups of 64 rows taking turns on the tensor cores
+     * (the pingpong pass) over BN 128 and 2 stages, the fastest such
+     * configuration of the sweep; 256 keeps its tile. */
+    p->warp_specialize = wgmma && ws == 1;
+    if (p->warp_specialize && !wide) {
+        p->block_n = 128;
+        p->num_warps = 8;
+        p->num_stages = 2;
+    }
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
@@ -162,7 +172,8 @@ tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, in
     st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim);
     if (st != TC_OK)
         return st;
-    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, TC_DEFAULT_ARCH, out);
+    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, TC_DEFAULT_ARCH, -1,
+                      out);
     return TC_OK;
 }
 
@@ -221,7 +232,8 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     tc_options_init(&l->options);
     l->options.params = l->facts;
     const char *arch = rt_stdlib_target(ctx, rt_attention_launch_hook != NULL);
-    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, arch, &l->plan);
+    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, arch,
+                      rt_stdlib_forced_warp_specialize(ctx, rt_attention_launch_hook != NULL), &l->plan);
     if (scale < 0)
         attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     int64_t vector = 16 / (int64_t)elem;
@@ -249,8 +261,7 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
 
     l->options.num_warps = l->plan.num_warps;
     l->options.num_stages = l->plan.num_stages;
-    l->options.warp_specialize =
-        rt_stdlib_warp_specialize(l->ctx, rt_attention_launch_hook != NULL, l->plan.warp_specialize);
+    l->options.warp_specialize = l->plan.warp_specialize;
     if (!l->options.num_params)
         l->options.params = NULL;
     st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs, &l->options,

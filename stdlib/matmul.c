@@ -326,7 +326,8 @@ static void mm_begin(RtMatmulLaunch *l, const char *entry, tc_context *ctx, CUst
  * (once) and launches, or hands the launch to the test hook. */
 static tc_status mm_launch(RtMatmulLaunch *l) {
     l->options.num_warps = l->plan.num_warps;
-    l->options.warp_specialize = rt_stdlib_warp_specialize(l->ctx, rt_matmul_launch_hook != NULL, l->plan.warp_specialize);
+    int ws = rt_stdlib_forced_warp_specialize(l->ctx, rt_matmul_launch_hook != NULL);
+    l->options.warp_specialize = ws >= 0 ? ws : l->plan.warp_specialize;
     if (!l->options.num_params)
         l->options.params = NULL;
     tc_status st = rt_stdlib_request(l->entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs,

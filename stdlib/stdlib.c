@@ -53,8 +53,8 @@ const char *rt_stdlib_target(const tc_context *ctx, bool hooked) {
     return hooked ? TC_DEFAULT_ARCH : tc_context_arch(ctx);
 }
 
-int rt_stdlib_warp_specialize(const tc_context *ctx, bool hooked, int planned) {
-    return hooked || ctx->warp_specialize < 0 ? planned : ctx->warp_specialize;
+int rt_stdlib_forced_warp_specialize(const tc_context *ctx, bool hooked) {
+    return hooked ? -1 : ctx->warp_specialize;
 }
 
 bool rt_stdlib_wgmma(const char *arch) {

@@ -72,9 +72,10 @@ static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
 }
 
 /* The smallest power of two >= v, clamped to [lo, hi]. */
-/* tc_options.warp_specialize for a plan's choice: the context's
- * TILEC_WARP_SPECIALIZE when set (not with a launch hook: no context). */
-int rt_stdlib_warp_specialize(const tc_context *ctx, bool hooked, int planned);
+/* The context's TILEC_WARP_SPECIALIZE: 0 or 1 overrides the plans' choice
+ * of a producer warpgroup, -1 (unset, or a launch hook: no context) keeps
+ * it. */
+int rt_stdlib_forced_warp_specialize(const tc_context *ctx, bool hooked);
 
 static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
     int p = lo;
@@ -277,8 +278,10 @@ typedef struct RtAttentionLaunch {
 extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
 
 /* attention.c: the plan of tc_attention_fwd for a target ("sm_80", "sm_90",
- * "sm_90a"); tc_attention_plan_for gives the sm_90a one. */
+ * "sm_90a"); tc_attention_plan_for gives the sm_90a one. ws: -1 the plan
+ * decides whether a producer warpgroup pays, 0 or 1 forces it
+ * (TILEC_WARP_SPECIALIZE). */
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
-                       int64_t head_dim, bool causal, bool varlen, const char *arch, tc_attention_plan *p);
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p);
 
 #endif

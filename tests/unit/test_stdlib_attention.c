@@ -63,18 +63,34 @@ TEST(test_attention_plans) {
     static const char *const ampere[] = {"sm_80", "sm_90"};
     for (int a = 0; a < 2; a++) {
         tc_attention_plan p, h;
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 256, true, false, ampere[a], &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 256, true, false, ampere[a], -1, &p);
         CHECK_EQ_INT(p.block_m, 128);
         CHECK_EQ_INT(p.block_n, 32);
         CHECK_EQ_INT(p.num_warps, 8);
         CHECK_EQ_INT(p.num_stages, 3);
         CHECK_EQ_INT(p.grid.x, 8);
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], &p);
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", &h);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], -1, &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", -1, &h);
         CHECK_EQ_INT(p.block_m, h.block_m);
         CHECK_EQ_INT(p.block_n, h.block_n);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
+        /* a producer warpgroup only where there is TMA */
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], 1, &p);
+        CHECK_EQ_INT(p.warp_specialize, 0);
+        CHECK_EQ_INT(p.num_warps, h.num_warps);
     }
+    /* TILEC_WARP_SPECIALIZE=1 on sm_90a: two consumer warpgroups over BN 128 up to head dim 128, the same
+     * tile at 256; unset (-1) and 0: the default plan, without */
+    for (int ws = -1; ws <= 1; ws++)
+        for (int d = 64; d <= 256; d *= 2) {
+            tc_attention_plan p;
+            rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 4096, d, false, false, "sm_90a", ws, &p);
+            CHECK_EQ_INT(p.warp_specialize, ws == 1);
+            CHECK_EQ_INT(p.block_n, ws == 1 && d <= 128 ? 128 : 64);
+            CHECK_EQ_INT(p.num_warps, ws == 1 && d <= 128 ? 8 : 4);
+            CHECK_EQ_INT(p.num_stages, ws == 1 || d > 128 ? 2 : 3);
+            CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
+        }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
