@@ -120,9 +120,19 @@ static void add_turns(IrModule *m, IrOp *loop) {
         ir_builder_before(&b, op);
         b.loc = op->loc;
         ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_WAIT, 1, &mine, 0, NULL), "threads", 256);
+        /* issued, not waited for: the other warpgroup's dot queues right behind it */
+        ir_op_set_int(m, op, "async", 1);
         ir_builder_before(&b, op->next);
         ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_ARRIVE, 1, &other, 0, NULL), "threads", 256);
-        op = op->next;
+        IrValue *r = op->results[0];
+        IrOp *w = ir_op_create(m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &r, 1, &r->type);
+        w->loc = op->loc;
+        ir_op_set_int(m, w, "pending", 0);
+        w->results[0]->name = r->name;
+        ir_op_insert_before(b.before, w);
+        ir_replace_all_uses(loop->regions[0], r, w->results[0]);
+        ir_op_set_operand(w, 0, r);
+        op = w;
     }
     if (loop->next)
         ir_builder_before(&b, loop->next);

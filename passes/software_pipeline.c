@@ -637,6 +637,16 @@ static IrOp *async_dot_of(Pipe *p, IrBlock *body, int *carried) {
     bool reads_ring = false;
     for (int i = 0; i < p->num_cands; i++)
         reads_ring |= wgmma_reads(dot, p->cands[i].alloc->results[0]);
+    /* every buffer it reads must be a ring: a buffer the body refills
+     * (a load kept synchronous) would be overwritten under the dot in flight */
+    for (int k = 0; k < 2; k++) {
+        const IrValue *opnd = dot->operands[k];
+        bool ring = false;
+        for (int i = 0; i < p->num_cands; i++)
+            ring |= opnd == p->cands[i].alloc->results[0];
+        if (opnd->type->kind == IR_SMEM && !ring)
+            return NULL;
+    }
     IrOp *yield = body->last;
     if (!reads_ring || !yield || yield->opc != IR_OP_YIELD || ir_count_uses(body, dot->results[0]) != 1)
         return NULL;

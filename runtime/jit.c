@@ -438,10 +438,28 @@ static tc_status load_cached_cubin(tc_context *ctx, const RtJitInputs *in, const
 typedef struct LinkUser {
     tc_context *ctx;
     const RtLogger *log;
+    bool whole_program; /* set: not linked, the module loads the PTX itself */
 } LinkUser;
 
+/* Does the PTX move registers between warpgroups (setmaxnreg, warp
+ * specialization)? The driver's linker compiles PTX as one unit among
+ * others and then ignores setmaxnreg (ptxas C7504, "to maintain
+ * compatibility across compilation units"), leaving the consumer warps at
+ * the launch's register count; loaded as a whole program it is honored. */
+static bool moves_registers(const char *ptx, size_t len) {
+    static const char word[] = "setmaxnreg.";
+    size_t n = sizeof word - 1;
+    for (size_t i = 0; i + n <= len; i++)
+        if (ptx[i] == 's' && memcmp(ptx + i, word, n) == 0)
+            return true;
+    return false;
+}
+
 static tc_status link_in_context(void *user, const char *ptx, size_t len, RtBytes *cubin) {
-    const LinkUser *u = user;
+    LinkUser *u = user;
+    u->whole_program = moves_registers(ptx, len);
+    if (u->whole_program)
+        return TC_OK;
     return rt_link_ptx(u->ctx, ptx, len, cubin, u->log);
 }
 
@@ -550,12 +568,18 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, JitMiss *m
     }
     RtJitBuild b;
     RtBytes cubin = {0};
-    LinkUser lu = {ctx, in->log};
+    LinkUser lu = {ctx, in->log, false};
     tc_status st = rt_jit_build_cubin(in, link_in_context, &lu, &b, &cubin);
     if (st != TC_OK || b.done) {
         rt_bytes_free(&cubin);
         *mod = st == TC_OK ? m->mod : NULL;
         m->mod = NULL;
+        return st;
+    }
+    if (lu.whole_program) { /* the PTX, JIT-compiled by the driver as one program; no cubin to store */
+        st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
+        rt_bytes_free(&cubin);
+        rt_jit_build_free(&b);
         return st;
     }
     if (in->cache_dir) {

@@ -110,6 +110,9 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
 /* Longest key sequence for which head dim 128 without causal masking takes
  * the EVEN_N kernel (see attn_plan). */
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
+/* Shortest key sequence for which head dim 128 takes the warp-specialized
+ * kernel (see attn_plan). */
+enum { ATTN_WS_MIN_KEYS_D128 = 8192 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
@@ -131,13 +134,15 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     p->block_n = !wide || wgmma ? 64 : 32;
     p->num_warps = !wide || wgmma ? 4 : 8;
     p->num_stages = wide && wgmma ? 2 : ATTN_STAGES;
-    /* With a producer warpgroup (asked for: ws 1): up to head dim 128, two
-     * consumer warpgroups of 64 rows taking turns on the tensor cores
-     * (the pingpong pass) over BN 128 and 2 stages, the fastest such
-     * configuration of the sweep; 256 keeps its tile. */
-    p->warp_specialize = wgmma && ws == 1;
-    if (p->warp_specialize && !wide) {
-        p->block_n = 128;
+    /* A producer warpgroup (sm_90a) and two consumer warpgroups of 64 rows
+     * that take turns on the tensor cores (the pingpong pass), 2 stages:
+     * BN 128 up to head dim 128, 64 at 256. It pays at head dim 256 (up to
+     * 1.26x) and at 128 with long key sequences (1.02-1.04x from 8192 keys
+     * on), and loses elsewhere (bench/RESULTS.md); ws 0 or 1 forces it. */
+    p->warp_specialize = wgmma && (ws == 1 || (ws < 0 && (wide || (p->block_d == 128 && seqlen_k >= ATTN_WS_MIN_KEYS_D128))));
+    if (p->warp_specialize) {
+        p->block_m = 128;
+        p->block_n = wide ? 64 : 128;
         p->num_warps = 8;
         p->num_stages = 2;
     }
