@@ -703,7 +703,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_NAMED_BARRIER_ARRIVE: {
         LLVMValueRef args[2] = {cg_get(cg, op->operands[0])->v[0], cg_i32(cg, ir_op_get_int(op, "threads", 0))};
         cg_asm(cg, cg->t_void, op->opc == IR_OP_NAMED_BARRIER_WAIT ? "bar.sync $0, $1;" : "bar.arrive $0, $1;",
-               "r,r,~{memory}", args, 2, true);
+               "r,n,~{memory}", args, 2, true);
         return true;
     }
     case IR_OP_ASSERT: return lower_assert(cg, op);
