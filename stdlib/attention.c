@@ -17,7 +17,12 @@
  *       - D <= 128: BM 128, BN 64, 4 warps, 3 stages;
  *       - D 256 on mma.sync (sm_80, sm_90): BM 128, BN 32, 8 warps, 3 stages
  *         (4 warps with BM 64 spill 132 bytes there);
- *       - D 256 on wgmma (sm_90a): BM 64, BN 64, 4 warps, 2 stages.
+ *       - D 256 on wgmma (sm_90a): BM 128, BN 64, 8 warps and a producer
+ *         warpgroup (tc_options.warp_specialize; the two consumer
+ *         warpgroups ping-pong), 2 stages;
+ *       - D 128 on wgmma from 8192 keys: the same with BN 128;
+ *       - TILEC_WARP_SPECIALIZE=1 or 0 forces the warp-specialized plans
+ *         on or off (BM 64, BN 64, 4 warps, 2 stages at D 256 without).
  *     grid = (cdiv(seqlen_q, BM), batch * heads).
  *  3. Specialize and launch as tc_matmul does: pointers' 16-byte alignment
  *     through the request's divisibility, strides that are multiples of 8
@@ -126,8 +131,8 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
      * from shared memory feeds two m16 tiles). At 128, Q is read from shared
      * memory in each step (stage-shared's choice) and BN is 64, causal or
      * not; 256: 16 rows per warp and BN 32 (mma.sync), or on wgmma (sm_90a)
-     * one warpgroup on 64 rows, BN 64 and 2 stages, two programs per SM
-     * (20 % faster there than 128 rows on two warpgroups). The choices are
+     * one warpgroup on 64 rows, BN 64 and 2 stages, two programs per SM,
+     * unless warp-specialized (below, the default there). The choices are
      * the fastest of bench/attention.py --sweep on an H200 (bench/RESULTS.md). */
     bool wide = p->block_d > 128;
     p->block_m = wide && wgmma ? 64 : 128;
