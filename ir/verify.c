@@ -1266,8 +1266,15 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
  * num_warps, whole warpgroups (4 or 8), present exactly when the kernel has
  * that op; num_warps then a multiple of 4 too, so that the producers start
  * a warpgroup. */
+static void count_warp_specialize(IrOp *op, void *n) {
+    *(int *)n += op->opc == IR_OP_WARP_SPECIALIZE;
+}
+
 static void check_producer_warps(Verifier *v, const IrFunc *f) {
     const IrAttr *p = ir_attr_get(f->num_attrs, f->attrs, "producer_warps");
+    int ops = 0; /* every one, also those whose own checks failed before they were counted */
+    ir_walk_func((IrFunc *)f, count_warp_specialize, &ops);
+    v->num_warp_specialize = ops;
     if (!p && v->num_warp_specialize)
         func_error(v, "has a 'warp_specialize' op but no attribute 'producer_warps'");
     if (!p)
