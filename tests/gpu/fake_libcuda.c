@@ -242,6 +242,8 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
     const char *text = image;
     if (strncmp(text, MARK, strlen(MARK)) == 0)
         text += strlen(MARK);
+    else
+        last_launch.ptx_loads++;
     Module *m = calloc(1, sizeof *m);
     if (!m)
         return ERR_OUT_OF_MEMORY;

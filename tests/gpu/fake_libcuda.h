@@ -36,6 +36,7 @@ typedef struct FakeLaunch {
     FakeTensorMap map[FAKE_MAX_PARAMS];
     long launches;                   /* launches so far */
     long encodes;                    /* cuTensorMapEncodeTiled calls so far */
+    long ptx_loads;                  /* cuModuleLoadDataEx of PTX (not of a linked image) so far */
 } FakeLaunch;
 
 typedef const FakeLaunch *(*FakeLastLaunchFn)(void);

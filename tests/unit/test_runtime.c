@@ -13,6 +13,7 @@
 #include "driver/driver.h"
 #include "runtime/runtime.h"
 #include "tilec/aot.h"
+#include "tilec/stdlib.h"
 #include "fs_util.h"
 #include "unit.h"
 #include "../gpu/fake_libcuda.h" /* FakeTensorMap, FakeLaunch */
@@ -2048,10 +2049,63 @@ TEST(test_aot_errors) {
     tc_diagnostics_destroy(diags);
 }
 
+/* A kernel that moves registers between warpgroups (setmaxnreg: the
+ * warp-specialized matmul, TILEC_WARP_SPECIALIZE=1) is loaded as PTX, a
+ * whole program, not through the driver's linker (which ignores
+ * setmaxnreg), and launches its producer warpgroup: 12 warps; with 4
+ * consumer warps (256 threads) registers do not move and the kernel is
+ * linked as usual. Needs the fake libcuda (it has no CPU matmul: the
+ * launches themselves fail). */
+TEST(test_jit_whole_program_setmaxnreg) {
+    setenv("TILEC_WARP_SPECIALIZE", "1", 1);
+    tc_context *ctx = NULL;
+    tc_status st = tc_context_create(0, &ctx);
+    unsetenv("TILEC_WARP_SPECIALIZE");
+    void *cuda = st == TC_OK ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) : NULL;
+    void *sym = cuda ? dlsym(cuda, "fake_cuda_last_launch") : NULL;
+    if (!sym) {
+        fprintf(stderr, "  runtime: no fake libcuda: the whole-program load of setmaxnreg kernels not checked\n");
+        if (ctx)
+            tc_context_destroy(ctx);
+        if (cuda)
+            dlclose(cuda);
+        return;
+    }
+    FakeLastLaunchFn last_fn;
+    memcpy(&last_fn, &sym, sizeof last_fn);
+    const FakeLaunch *l = last_fn();
+    long ptx_loads = l->ptx_loads, launches = l->launches;
+    CUdeviceptr a = 0, b = 0, c = 0;
+    size_t bytes = (size_t)4096 * 4096 * 2;
+    CHECK_EQ_INT(tc_mem_alloc(ctx, bytes, &a), TC_OK);
+    CHECK_EQ_INT(tc_mem_alloc(ctx, bytes, &b), TC_OK);
+    CHECK_EQ_INT(tc_mem_alloc(ctx, bytes, &c), TC_OK);
+    /* 1024^3 f16 row-major: the 128 x 128 tile on 4 consumer warps + 4 */
+    st = tc_matmul(ctx, NULL, TC_DTYPE_F16, c, a, b, 0, 1024, 1024, 1024, 1024, 1, 1024, 1, 1024, 1,
+                   TC_ACTIVATION_NONE);
+    CHECK(st != TC_OK && strstr(tc_last_error(), "CUDA_ERROR_NOT_SUPPORTED") != NULL);
+    CHECK_EQ_INT(l->ptx_loads - ptx_loads, 0);
+    CHECK_EQ_INT(l->launches - launches, 1);
+    CHECK_EQ_STR(l->kernel, "matmul");
+    CHECK_EQ_INT(l->block, 256);
+    /* 4096^3: the 128 x 256 tile on 8 consumer warps + 4, setmaxnreg */
+    st = tc_matmul(ctx, NULL, TC_DTYPE_F16, c, a, b, 0, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1,
+                   TC_ACTIVATION_NONE);
+    CHECK(st != TC_OK && strstr(tc_last_error(), "CUDA_ERROR_NOT_SUPPORTED") != NULL);
+    CHECK_EQ_INT(l->ptx_loads - ptx_loads, 1);
+    CHECK_EQ_INT(l->launches - launches, 2);
+    CHECK_EQ_INT(l->block, 384);
+    tc_mem_free(ctx, a);
+    tc_mem_free(ctx, b);
+    tc_mem_free(ctx, c);
+    tc_context_destroy(ctx);
+    dlclose(cuda);
+}
+
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
            test_tensor_map_metadata, test_meta_tensor_maps, test_signature, test_jit_keys, test_jit_build_and_cache,
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
-           test_aot_emit, test_aot_tensor_maps, test_aot_errors)
+           test_aot_emit, test_aot_tensor_maps, test_aot_errors, test_jit_whole_program_setmaxnreg)
