@@ -1286,6 +1286,9 @@ static void check_producer_warps(Verifier *v, const IrFunc *f) {
     const IrAttr *w = ir_attr_get(f->num_attrs, f->attrs, "num_warps");
     if (w && w->kind == IR_ATTR_INT && w->i % 4)
         func_error(v, "attribute 'num_warps' must be a multiple of 4 with 'producer_warps', got %lld", (long long)w->i);
+    else if (w && w->kind == IR_ATTR_INT && p->kind == IR_ATTR_INT && (w->i + p->i) * 32 > 1024)
+        func_error(v, "num_warps %lld and producer_warps %lld make more than 1024 threads", (long long)w->i,
+                   (long long)p->i);
 }
 
 static bool verify_func(Verifier *v, const IrFunc *f) {

@@ -791,10 +791,22 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrVal
     ws->loc = loop->loc;
     ir_op_insert_before(split, ws);
     int threads = (p->num_warps + 4) * 32;
-    if (threads > 256) { /* one program per SM: registers move from the producer warps to the others */
-        int producer = 40, consumer = (65536 - 4 * 32 * producer) / (p->num_warps * 32) / 8 * 8;
-        ir_op_set_int(m, ws, "producer_regs", producer);
-        ir_op_set_int(m, ws, "consumer_regs", consumer > 256 ? 256 : consumer);
+    if (threads > 256) {
+        /* One program per SM: registers move from the producer warps to the
+         * others. The program holds threads x R registers, R what ptxas can
+         * give each thread at that size (a multiple of 8); setmaxnreg.inc
+         * waits until the decrements have freed what it takes, so the two
+         * counts must fit in those, not in the SM's 64K (else the consumers
+         * wait forever). 8 consumer warps: R 168, 40 and 232; 16: R 96, 40
+         * and 104. */
+        int launch = 65536 / threads / 8 * 8, producer = 40;
+        int consumer = (threads * launch - 4 * 32 * producer) / (p->num_warps * 32) / 8 * 8;
+        if (consumer > 256)
+            consumer = 256;
+        if (consumer > launch) {
+            ir_op_set_int(m, ws, "producer_regs", producer);
+            ir_op_set_int(m, ws, "consumer_regs", consumer);
+        }
     }
     ir_func_set_int(p->f, "producer_warps", 4);
 

@@ -577,8 +577,22 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, JitMiss *m
         return st;
     }
     if (lu.whole_program) { /* the PTX, JIT-compiled by the driver as one program; no cubin to store */
-        st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
         rt_bytes_free(&cubin);
+        st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
+        if (st != TC_OK && !b.compiled && in->cache_dir) {
+            /* PTX from the disk this driver refuses: deleted and compiled
+             * afresh, as rt_jit_build_cubin does for PTX that does not link */
+            char hex[65];
+            rt_hex(b.key, 32, hex);
+            rt_log(in->log, 1, "tilec: cached PTX %s/%s.entry does not load (%s); rebuilding", in->cache_dir, hex,
+                   tc_last_error());
+            rt_cache_remove(in->cache_dir, b.key);
+            rt_jit_build_free(&b);
+            RtJitInputs fresh = *in;
+            fresh.no_cache_load = true;
+            if ((st = rt_jit_build_ptx(&fresh, &b)) == TC_OK)
+                st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
+        }
         rt_jit_build_free(&b);
         return st;
     }
