@@ -942,12 +942,10 @@ static bool is_scalar_kind(const IrType *t, IrTypeKind k) {
     return t && t->kind == k;
 }
 
-/* mbarrier_* and async_tma_copy (docs/ir.md, "TMA"). */
 /* warp_specialize: in a kernel's body, once; its region takes no
  * arguments; the register counts setmaxnreg takes (multiples of 8, 24 to
  * 256). The kernel's attributes are checked with the kernel. */
 static void verify_warp_specialize(Verifier *v, const IrOp *op) {
-    v->num_warp_specialize++;
     if (v->func->kind != IR_FUNC_KERNEL || op->parent != v->func->body)
         op_error(v, op, "must be in the body of a kernel, not in a function or a region");
     if (v->num_warp_specialize == 2)
@@ -962,6 +960,7 @@ static void verify_warp_specialize(Verifier *v, const IrOp *op) {
     }
 }
 
+/* mbarrier_* and async_tma_copy (docs/ir.md, "TMA"). */
 static void verify_tma_ops(Verifier *v, const IrOp *op) {
     int bars = op->opc == IR_OP_ASYNC_TMA_COPY ? 2 : 0;
     if (!is_barriers(OPND(bars))) {
@@ -1231,6 +1230,8 @@ static void verify_block(Verifier *v, const IrBlock *b) {
             op_error(v, op, "must be the last op of its block");
         check_operands_in_scope(v, op);
         check_required_attrs(v, op);
+        /* counted here, before its own checks: one that fails them is still the kernel's op */
+        v->num_warp_specialize += op->opc == IR_OP_WARP_SPECIALIZE;
         bool counts_ok = check_counts(v, op);
         if (counts_ok)
             verify_op_types(v, op);
@@ -1266,15 +1267,8 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
  * num_warps, whole warpgroups (4 or 8), present exactly when the kernel has
  * that op; num_warps then a multiple of 4 too, so that the producers start
  * a warpgroup. */
-static void count_warp_specialize(IrOp *op, void *n) {
-    *(int *)n += op->opc == IR_OP_WARP_SPECIALIZE;
-}
-
 static void check_producer_warps(Verifier *v, const IrFunc *f) {
     const IrAttr *p = ir_attr_get(f->num_attrs, f->attrs, "producer_warps");
-    int ops = 0; /* every one, also those whose own checks failed before they were counted */
-    ir_walk_func((IrFunc *)f, count_warp_specialize, &ops);
-    v->num_warp_specialize = ops;
     if (!p && v->num_warp_specialize)
         func_error(v, "has a 'warp_specialize' op but no attribute 'producer_warps'");
     if (!p)

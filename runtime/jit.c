@@ -260,6 +260,23 @@ tc_status rt_jit_build_ptx(const RtJitInputs *in, RtJitBuild *out) {
     return TC_OK;
 }
 
+/* PTX from the disk that passed its checksum and still does not link or
+ * load (written by a compiler with a bug since fixed under the same build
+ * id, or for a driver since replaced): without this, every call would load
+ * it and fail again. Deleted and compiled afresh (and stored) into *b; the
+ * caller tries once more, and a fresh PTX that fails too is the error. */
+static tc_status rebuild_cached_ptx(const RtJitInputs *in, RtJitBuild *b, const char *what) {
+    char hex[65];
+    rt_hex(b->key, 32, hex);
+    rt_log(in->log, 1, "tilec: cached PTX %s/%s.entry does not %s (%s); rebuilding", in->cache_dir, hex, what,
+           tc_last_error());
+    rt_cache_remove(in->cache_dir, b->key);
+    rt_jit_build_free(b);
+    RtJitInputs fresh = *in;
+    fresh.no_cache_load = true;
+    return rt_jit_build_ptx(&fresh, b);
+}
+
 tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_user, RtJitBuild *b, RtBytes *cubin) {
     tc_status st = rt_jit_build_ptx(in, b);
     if (st != TC_OK || b->done)
@@ -271,20 +288,7 @@ tc_status rt_jit_build_cubin(const RtJitInputs *in, RtLinkFn link, void *link_us
         rt_jit_build_free(b);
         return st;
     }
-    /* PTX from the disk that passed its checksum and still does not link
-     * (written by a compiler with a bug since fixed under the same build id,
-     * or for a driver since replaced): without this, every call would load
-     * it and fail again. Deleted, compiled afresh, stored, linked once more;
-     * a fresh PTX that fails too is the error. */
-    char hex[65];
-    rt_hex(b->key, 32, hex);
-    rt_log(in->log, 1, "tilec: cached PTX %s/%s.entry does not link (%s); rebuilding", in->cache_dir, hex,
-           tc_last_error());
-    rt_cache_remove(in->cache_dir, b->key);
-    rt_jit_build_free(b);
-    RtJitInputs fresh = *in;
-    fresh.no_cache_load = true;
-    if ((st = rt_jit_build_ptx(&fresh, b)) != TC_OK)
+    if ((st = rebuild_cached_ptx(in, b, "link")) != TC_OK)
         return st;
     rt_bytes_free(cubin);
     if ((st = link(link_user, (const char *)b->ptx.data, b->ptx.len, cubin)) != TC_OK)
@@ -447,12 +451,7 @@ typedef struct LinkUser {
  * compatibility across compilation units"), leaving the consumer warps at
  * the launch's register count; loaded as a whole program it is honored. */
 static bool moves_registers(const char *ptx, size_t len) {
-    static const char word[] = "setmaxnreg.";
-    size_t n = sizeof word - 1;
-    for (size_t i = 0; i + n <= len; i++)
-        if (ptx[i] == 's' && memcmp(ptx + i, word, n) == 0)
-            return true;
-    return false;
+    return memmem(ptx, len, "setmaxnreg.", strlen("setmaxnreg.")) != NULL;
 }
 
 static tc_status link_in_context(void *user, const char *ptx, size_t len, RtBytes *cubin) {
@@ -579,20 +578,8 @@ static tc_status build_module(tc_context *ctx, const RtJitInputs *in, JitMiss *m
     if (lu.whole_program) { /* the PTX, JIT-compiled by the driver as one program; no cubin to store */
         rt_bytes_free(&cubin);
         st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
-        if (st != TC_OK && !b.compiled && in->cache_dir) {
-            /* PTX from the disk this driver refuses: deleted and compiled
-             * afresh, as rt_jit_build_cubin does for PTX that does not link */
-            char hex[65];
-            rt_hex(b.key, 32, hex);
-            rt_log(in->log, 1, "tilec: cached PTX %s/%s.entry does not load (%s); rebuilding", in->cache_dir, hex,
-                   tc_last_error());
-            rt_cache_remove(in->cache_dir, b.key);
-            rt_jit_build_free(&b);
-            RtJitInputs fresh = *in;
-            fresh.no_cache_load = true;
-            if ((st = rt_jit_build_ptx(&fresh, &b)) == TC_OK)
-                st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
-        }
+        if (st != TC_OK && !b.compiled && in->cache_dir && (st = rebuild_cached_ptx(in, &b, "load")) == TC_OK)
+            st = rt_module_load(ctx, b.ptx.data, true, &b.meta, mod);
         rt_jit_build_free(&b);
         return st;
     }

@@ -1748,6 +1748,18 @@ TEST(test_launch_tensor_maps) {
           stub.maps[N].address == 0x300000 && stub.maps[N].dtype == RT_CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
 }
 
+/* The launch record of tests/gpu's fake libcuda when it is the driver
+ * loaded, else NULL; *handle is for dlclose (NULL if no driver is loaded). */
+static const FakeLaunch *fake_record(void **handle) {
+    *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = *handle ? dlsym(*handle, "fake_cuda_last_launch") : NULL;
+    if (!sym)
+        return NULL;
+    FakeLastLaunchFn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    return fn();
+}
+
 /* The same through the driver (tests/gpu's fake libcuda, which checks the
  * encoder's arguments and records the launch), with the zero buffer. */
 TEST(test_launch_tensor_maps_driver) {
@@ -1756,17 +1768,15 @@ TEST(test_launch_tensor_maps_driver) {
         fprintf(stderr, "  runtime: no driver (%s): tensor maps through the driver not checked\n", tc_last_error());
         return;
     }
-    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *sym = cuda ? dlsym(cuda, "fake_cuda_last_launch") : NULL;
-    if (!sym) {
+    void *cuda;
+    const FakeLaunch *l = fake_record(&cuda);
+    if (!l) {
         fprintf(stderr, "  runtime: a real driver: the launch with tensor maps is checked by tests/gpu\n");
         tc_context_destroy(ctx);
         if (cuda)
             dlclose(cuda);
         return;
     }
-    FakeLastLaunchFn last_fn;
-    memcpy(&last_fn, &sym, sizeof last_fn);
     static const char ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
                               ".visible .entry empty_tmap(.param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s, "
                               ".param .u64 b, .param .u8 e, .param .align 64 .b8 a_tmap[128], "
@@ -1785,7 +1795,6 @@ TEST(test_launch_tensor_maps_driver) {
     int64_t s = 72;
     int8_t e = 0;
     void *args[] = {&a, &M, &K, &s, &b, &e};
-    const FakeLaunch *l = last_fn();
     long encodes = l->encodes;
     CHECK_EQ_INT(tc_launch(k, (tc_dim3){4, 1, 1}, NULL, args, 6), TC_OK);
     CHECK_EQ_STR(l->kernel, "empty_tmap");
@@ -2061,9 +2070,9 @@ TEST(test_jit_whole_program_setmaxnreg) {
     tc_context *ctx = NULL;
     tc_status st = tc_context_create(0, &ctx);
     unsetenv("TILEC_WARP_SPECIALIZE");
-    void *cuda = st == TC_OK ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) : NULL;
-    void *sym = cuda ? dlsym(cuda, "fake_cuda_last_launch") : NULL;
-    if (!sym) {
+    void *cuda = NULL;
+    const FakeLaunch *l = st == TC_OK ? fake_record(&cuda) : NULL;
+    if (!l) {
         fprintf(stderr, "  runtime: no fake libcuda: the whole-program load of setmaxnreg kernels not checked\n");
         if (ctx)
             tc_context_destroy(ctx);
@@ -2071,9 +2080,6 @@ TEST(test_jit_whole_program_setmaxnreg) {
             dlclose(cuda);
         return;
     }
-    FakeLastLaunchFn last_fn;
-    memcpy(&last_fn, &sym, sizeof last_fn);
-    const FakeLaunch *l = last_fn();
     long ptx_loads = l->ptx_loads, launches = l->launches;
     CUdeviceptr a = 0, b = 0, c = 0;
     size_t bytes = (size_t)4096 * 4096 * 2;
