@@ -9,11 +9,14 @@
  * rows, and without ordering they issue their dots together and then run
  * the softmax together, so that the tensor cores idle during it. When the
  * consumer loop (the top-level loop that gives stages back with
- * `mbarrier_arrive`) holds a chain of two or more synchronous
- * `warp_group_dot`s (attention's Q K^T then P V), each warpgroup waits for
- * its turn before every dot and hands the turn to the other after it, on
- * named barriers 2 (warpgroup 0's turn) and 3 (warpgroup 1's) of 256
- * threads:
+ * `mbarrier_arrive`) holds a chain of two or more `warp_group_dot`s
+ * (attention's Q K^T then P V), each warpgroup waits for its turn before
+ * each group of dots it issues together and hands the turn to the other
+ * right after the group, on named barriers 2 (warpgroup 0's turn) and 3
+ * (warpgroup 1's) of 256 threads. A group runs from a dot to the last dot
+ * before the next wait or read of a dot's result: after overlap-dots,
+ * Q K^T of block i and the late P V of block i - 1; without it, each dot,
+ * issued async and waited for after the hand-over:
  *
  *     %wg = warp_group_id
  *     %mine = add %wg, 2 ; %other = sub 3, %wg
@@ -21,12 +24,12 @@
  *     for ... {
  *       ... mbarrier_wait %full ...
  *       named_barrier_wait %mine
- *       %qk = warp_group_dot ...
+ *       %qk = warp_group_dot ... {async = 1}
+ *       %pv = warp_group_dot %p.prev, ... {async = 1}
  *       named_barrier_arrive %other
- *       ... softmax: under the other warpgroup's dot ...
- *       named_barrier_wait %mine
- *       %acc = warp_group_dot ...
- *       named_barrier_arrive %other
+ *       %qk.1 = warp_group_dot_wait %qk {pending = 1}
+ *       ... softmax: under P V and the other warpgroup's dots ...
+ *       %acc = warp_group_dot_wait %pv {pending = 0}
  *     }
  *     if %wg == 0 { named_barrier_wait 2 }        // warpgroup 1's last hand-over
  *
@@ -36,7 +39,8 @@
  * (0 included). A loop that synchronizes its warps otherwise (a `barrier`,
  * an op with shared-memory scratch, which codegen fences with barriers, a
  * cp.async) would deadlock against the turns and is left alone, as are
- * loops whose dots are asynchronous (a matmul's) or nested in regions.
+ * loops that carry a dot in flight to the next iteration (a matmul's) or
+ * hold dots nested in regions.
  */
 #include "passes.h"
 
@@ -75,19 +79,32 @@ static IrOp *turn_loop(IrFunc *f, int num_warps) {
         bool releases = false, ok = true;
         for (const IrOp *op = loop->regions[0]->first; op && ok; op = op->next) {
             releases |= op->opc == IR_OP_MBARRIER_ARRIVE;
-            if (op->opc == IR_OP_WARP_GROUP_DOT) {
-                dots++;
-                ok = !ir_op_get_int(op, "async", 0);
-            }
-            ok = ok && !syncs_warps(op, num_warps);
+            dots += op->opc == IR_OP_WARP_GROUP_DOT;
+            ok = !syncs_warps(op, num_warps);
             for (int r = 0; r < op->num_regions && ok; r++)
                 for (const IrOp *q = op->regions[r]->first; q && ok; q = q->next)
                     ok = q->opc != IR_OP_WARP_GROUP_DOT;
+        }
+        /* a dot in flight across iterations (a matmul's) has no turn to end */
+        IrOp *yield = loop->regions[0]->last;
+        for (int i = 0; yield && i < yield->num_operands && ok; i++) {
+            const IrOp *d = yield->operands[i]->def;
+            ok = !d || d->opc != IR_OP_WARP_GROUP_DOT_WAIT || ir_op_get_int(d, "pending", 0) == 0;
         }
         if (releases)
             return ok && dots >= 2 ? loop : NULL;
     }
     return NULL;
+}
+
+/* Does op read an in-flight dot's result? */
+static bool reads_dot(const IrOp *op) {
+    for (int i = 0; i < op->num_operands; i++) {
+        const IrOp *d = op->operands[i]->def;
+        if (d && d->opc == IR_OP_WARP_GROUP_DOT && op->opc != IR_OP_WARP_GROUP_DOT_WAIT)
+            return true;
+    }
+    return false;
 }
 
 /* `if %cond { named_barrier_<kind> %id {threads = 256} }` at b. */
@@ -114,25 +131,38 @@ static void add_turns(IrModule *m, IrOp *loop) {
     IrValue *other = ir_build_binary(&b, IR_OP_SUB, i32, ir_build_const_int(&b, i32, 3), wg);
     IrValue *zero = ir_build_const_int(&b, i32, 0), *one = ir_build_const_int(&b, i32, 1);
     turn_if(&b, ir_build_cmp(&b, "eq", wg, one), IR_OP_NAMED_BARRIER_ARRIVE, two);
-    for (IrOp *op = loop->regions[0]->first; op; op = op->next) {
-        if (op->opc != IR_OP_WARP_GROUP_DOT)
+    IrBlock *body = loop->regions[0];
+    /* a synchronous dot is issued async and waited for right after */
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_WARP_GROUP_DOT || ir_op_get_int(op, "async", 0))
             continue;
-        ir_builder_before(&b, op);
-        b.loc = op->loc;
-        ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_WAIT, 1, &mine, 0, NULL), "threads", 256);
-        /* issued, not waited for: the other warpgroup's dot queues right behind it */
         ir_op_set_int(m, op, "async", 1);
-        ir_builder_before(&b, op->next);
-        ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_ARRIVE, 1, &other, 0, NULL), "threads", 256);
         IrValue *r = op->results[0];
         IrOp *w = ir_op_create(m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &r, 1, &r->type);
         w->loc = op->loc;
         ir_op_set_int(m, w, "pending", 0);
         w->results[0]->name = r->name;
-        ir_op_insert_before(b.before, w);
-        ir_replace_all_uses(loop->regions[0], r, w->results[0]);
+        ir_op_insert_after(op, w);
+        ir_replace_all_uses(body, r, w->results[0]);
         ir_op_set_operand(w, 0, r);
         op = w;
+    }
+    /* one turn per group of dots issued together (up to the next wait or
+     * read of a dot's result): the other warpgroup's dots queue right
+     * behind them, the waits come after the hand-over */
+    for (IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_WARP_GROUP_DOT)
+            continue;
+        ir_builder_before(&b, op);
+        b.loc = op->loc;
+        ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_WAIT, 1, &mine, 0, NULL), "threads", 256);
+        IrOp *last = op;
+        for (IrOp *q = op->next; q && q->opc != IR_OP_WARP_GROUP_DOT_WAIT && !reads_dot(q); q = q->next)
+            if (q->opc == IR_OP_WARP_GROUP_DOT)
+                last = q;
+        ir_builder_before(&b, last->next);
+        ir_op_set_int(m, ir_build_op(&b, IR_OP_NAMED_BARRIER_ARRIVE, 1, &other, 0, NULL), "threads", 256);
+        op = last;
     }
     if (loop->next)
         ir_builder_before(&b, loop->next);

@@ -94,10 +94,18 @@
  *     the first round passes) and issues the iteration's copies. The
  *     consumer loop has no prologue and no copies, S stages (S + 1 with a
  *     dot in flight), no barrier after its `full` wait, and gives each
- *     stage back with `mbarrier_arrive empty` once its reads are done: at
- *     the end of the body, or, for a dot in flight, the previous
- *     iteration's stage after `warp_group_dot_wait {pending = 1}`. One
- *     loop per kernel.
+ *     stage back with `mbarrier_arrive empty` once its reads are done:
+ *     after the last synchronous dot that reads it (at the end of the
+ *     body when a local_load reads it), or, for a dot in flight, the
+ *     previous iteration's stage after `warp_group_dot_wait {pending = 1}`.
+ *     With synchronous dots each first reader gets a barrier pair of its
+ *     own (attention: %full / %empty for K, read by Q K^T, and %v_full /
+ *     %v_empty for V, read by P V): the consumers wait for V right before
+ *     P V and give K back right after Q K^T, and the producer waits for
+ *     and fills each pair on its own, so that a K stage is refilled while
+ *     P V still reads the V stage beside it (overlap-dots, which runs P V
+ *     one iteration late, depends on it: with one pair the next copies
+ *     would wait for the late P V). One loop per kernel.
  *   - One commit group per copy (per load per iteration), as the wait
  *     counts of docs/passes.md assume: the in-loop wait leaves (S - 2) *
  *     loads groups pending
@@ -149,6 +157,9 @@ typedef struct Candidate {
     IrValue *map;
     IrValue *coords[IR_MAX_TMAP_RANK];
     int rank;
+    /* with a producer: the barrier pair its stages complete on and are
+     * given back through (one per first reader, see the essay) */
+    int group;
 } Candidate;
 
 typedef struct Pipe {
@@ -277,7 +288,7 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
                               sizeof(Candidate) * (size_t)cap);
         p->cap_cands = cap;
     }
-    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0};
+    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0, 0};
 }
 
 /* The kernel's tensor map parameter with this description: an existing
@@ -363,17 +374,17 @@ static IrValue *iv_plus(IrBuilder *b, IrValue *base, IrValue *step, int64_t s) {
     return ir_build_binary(b, IR_OP_ADD, t, base, ir_build_binary(b, IR_OP_MUL, t, n, step));
 }
 
-/* Issues the copy of every candidate for the iteration whose induction
- * variable is iv_s (valid when pred), into stage `stage` of its ring, each
- * followed by a commit. */
+/* Issues the copy of every candidate (of `group`; -1: all) for the
+ * iteration whose induction variable is iv_s (valid when pred), into stage
+ * `stage` of its ring, each followed by a commit. */
 static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage,
-                         IrValue *bars) {
+                         IrValue *bars, int group) {
     IrMap map;
     ir_map_init(&map, &p->m->arena);
     ir_map_put(&map, body->args[0], iv_s);
     int64_t tma_bytes = 0;
     for (int i = 0; i < p->num_cands; i++)
-        if (p->cands[i].map) {
+        if (p->cands[i].map && (group < 0 || p->cands[i].group == group)) {
             const IrType *t = p->cands[i].alloc->results[0]->type;
             tma_bytes += ir_type_numel(t) * ir_type_bytes(t->elem);
         }
@@ -385,6 +396,8 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
     }
     for (int i = 0; i < p->num_cands; i++) {
         Candidate *c = &p->cands[i];
+        if (group >= 0 && c->group != group)
+            continue;
         b->loc = c->load->loc;
         if (c->map) {
             IrValue *ops[5 + IR_MAX_TMAP_RANK] = {c->map, NULL, bars, stage, pred};
@@ -779,11 +792,12 @@ static IrOp *split_point(Pipe *p, IrOp *loop, IrMap *after) {
 }
 
 /* The producer: `warp_specialize` before the split, whose region runs the
- * loop's trip count again and, for each iteration, waits until the
- * consumers have released the stage (empty, the phase before the one the
- * consumers wait for on full), then issues the iteration's copies. */
-static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrValue *full, IrValue *empty,
-                           int64_t stages) {
+ * loop's trip count again and, for each iteration and each barrier pair,
+ * waits until the consumers have released the stage (empty, the phase
+ * before the one the consumers wait for on full), then issues the copies
+ * that complete on that pair. */
+static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrValue *const *full,
+                           IrValue *const *empty, int groups, int64_t stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
     const IrType *i32 = ir_type_scalar(m, IR_I32), *i1 = ir_type_scalar(m, IR_I1);
@@ -835,9 +849,13 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrVal
     ir_builder_at_end(&b, m, pb);
     b.loc = loop->loc;
     IrValue *one = ir_build_const_int(&b, i32, 1);
-    IrValue *wait[3] = {empty, stage, ir_build_binary(&b, IR_OP_XOR, i32, phase, one)};
-    ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
-    issue_copies(p, &b, body, iv, ir_build_const_int(&b, i1, 1), stage, full);
+    IrValue *prev = ir_build_binary(&b, IR_OP_XOR, i32, phase, one), *on = ir_build_const_int(&b, i1, 1);
+    for (int g = 0; g < groups; g++) {
+        b.loc = loop->loc;
+        IrValue *wait[3] = {empty[g], stage, prev};
+        ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
+        issue_copies(p, &b, body, iv, on, stage, full[g], groups > 1 ? g : -1);
+    }
     b.loc = loop->loc;
     IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
     IrValue *wrap = ir_build_cmp(&b, "lt", inc, ir_build_const_int(&b, i32, stages));
@@ -902,6 +920,48 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     if (async_dot)
         first_dot = async_dot;
     int64_t ahead = async_dot ? stages - 2 : mid ? stages - 1 : stages; /* iterations the copies run ahead */
+    /* With a producer and synchronous dots, one barrier pair per first
+     * reader (attention: K for Q K^T, V for P V): each operand's stage is
+     * waited for right before its dot and given back right after it. */
+    enum { MAX_GROUPS = 4 };
+    IrOp *group_first[MAX_GROUPS], *group_last[MAX_GROUPS];
+    bool group_late[MAX_GROUPS]; /* read by a local_load: given back at the end of the body */
+    int groups = 1;
+    if (ws && !async_dot)
+        for (int i = 0; i < p->num_cands && groups > 0; i++) {
+            IrValue *buf = p->cands[i].alloc->results[0];
+            IrOp *first = NULL, *last = NULL;
+            bool late = false;
+            for (IrOp *op = body->first; op; op = op->next)
+                if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == buf) || wgmma_reads(op, buf)) {
+                    first = first ? first : op;
+                    last = op;
+                    late |= op->opc == IR_OP_LOCAL_LOAD;
+                }
+            int g = 0;
+            while (g < (i ? groups : 0) && group_first[g] != first)
+                g++;
+            if (g == (i ? groups : 0)) {
+                if (g == MAX_GROUPS) {
+                    groups = 0; /* one pair for all, below */
+                    break;
+                }
+                group_first[g] = first, group_last[g] = last, group_late[g] = late;
+                groups = g + 1;
+            } else {
+                for (const IrOp *q = group_last[g]; q; q = q->next)
+                    if (q == last)
+                        group_last[g] = last; /* the later of the two */
+                group_late[g] |= late;
+            }
+            p->cands[i].group = g;
+        }
+    if (groups <= 1) {
+        groups = 1;
+        for (int i = 0; i < p->num_cands; i++)
+            p->cands[i].group = 0;
+        group_first[0] = first_read, group_last[0] = NULL, group_late[0] = true;
+    }
     InitCopy init[8];
     int num_init = copy_init_loads(p, loop, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
@@ -927,30 +987,40 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
     /* TMA copies complete on one mbarrier per stage (one thread arrives,
      * announcing the stage's bytes), initialized before any copy */
-    IrValue *bars = NULL, *empty = NULL;
+    IrValue *fulls[MAX_GROUPS] = {NULL}, *empties[MAX_GROUPS] = {NULL};
     if (num_tma) {
         b.loc = loop->loc;
         int64_t n = stages;
         Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
         const IrType *bt = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &n, ir_layout_intern(m, &plain));
-        IrOp *alloc = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
-        bars = alloc->results[0];
-        ir_value_set_name(m, bars, "full");
-        IrOp *init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &bars, 0, NULL);
-        ir_op_set_int(m, init, "count", 1);
-        if (ws) { /* every consumer warp releases a stage once */
-            empty = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
-            ir_value_set_name(m, empty, "empty");
-            init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &empty, 0, NULL);
-            ir_op_set_int(m, init, "count", p->num_warps);
+        for (int g = 0; g < groups; g++) {
+            /* the first pair is %full / %empty; the others take the name
+             * of their first operand's load: %v_full, %v_empty */
+            const char *name = NULL;
+            for (int i = 0; i < p->num_cands && g && !name; i++)
+                if (p->cands[i].group == g)
+                    name = p->cands[i].load->results[0]->name;
+            const char *prefix = name ? arena_printf(&m->arena, "%s_", name) : g ? "g_" : "";
+            IrOp *alloc = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
+            fulls[g] = alloc->results[0];
+            ir_value_set_name(m, fulls[g], arena_printf(&m->arena, "%sfull", prefix));
+            IrOp *init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &fulls[g], 0, NULL);
+            ir_op_set_int(m, init, "count", 1);
+            if (ws) { /* every consumer warp releases a stage once */
+                empties[g] = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
+                ir_value_set_name(m, empties[g], arena_printf(&m->arena, "%sempty", prefix));
+                init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &empties[g], 0, NULL);
+                ir_op_set_int(m, init, "count", p->num_warps);
+            }
         }
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     }
+    IrValue *bars = fulls[0], *empty = empties[0];
     for (int64_t s = 0; s < ahead && !ws; s++) {
         b.loc = loop->loc;
         IrValue *iv_s = iv_plus(&b, lb, step, s);
         IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
-        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s), bars);
+        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s), bars, -1);
     }
     if (!ws)
         hoist_prologue(p, prologue, loop->prev);
@@ -977,6 +1047,13 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     if (num_tma) {
         IrValue *ops[3] = {bars, stage, phase};
         ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, ops, 0, NULL);
+        for (int g = 1; g < groups; g++) { /* the later operands: right before their first reader */
+            IrBuilder at;
+            ir_builder_before(&at, group_first[g]);
+            at.loc = group_first[g]->loc;
+            IrValue *gops[3] = {fulls[g], stage, phase};
+            ir_build_op(&at, IR_OP_MBARRIER_WAIT, 3, gops, 0, NULL);
+        }
     }
     if (async_proxy) /* cp.async writes are generic-proxy writes; wgmma reads through the async proxy */
         ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
@@ -1025,11 +1102,15 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
                                ir_build_cmp(&b, "ne", body->args[0], lb)};
             ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
         }
-    } else if (ws) { /* every read of the stage is done at the end of the body */
-        ir_builder_before(&b, yield);
-        b.loc = loop->loc;
-        IrValue *ops[3] = {empty, stage, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
-        ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
+    } else if (ws) {
+        /* every read of the stage is done after its last synchronous dot
+         * (a local_load's ldmatrix may be deferred: at the end of the body) */
+        for (int g = 0; g < groups; g++) {
+            ir_builder_before(&b, group_late[g] ? yield : group_last[g]->next);
+            b.loc = loop->loc;
+            IrValue *ops[3] = {empties[g], stage, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
+            ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
+        }
     }
     if (mid && !ws) {
         ir_builder_before(&b, first_dot->next);
@@ -1039,14 +1120,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         IrValue *sel[3] = {in, t, ir_build_binary(&b, IR_OP_SUB, i32, t, ir_build_const_int(&b, i32, stages))};
         IrValue *slot = ir_build(&b, IR_OP_SELECT, i32, 3, sel);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, ahead);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot, bars);
+        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot, bars, -1);
     }
     ir_builder_before(&b, yield);
     b.loc = loop->loc;
     if (!mid && !ws) {
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, stages);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars);
+        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars, -1);
         b.loc = loop->loc;
     }
     IrValue *one = ir_build_const_int(&b, i32, 1);
@@ -1078,14 +1159,16 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         /* every issued copy was waited for; once every thread is past its
          * last wait the barriers' bytes may serve anything else */
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
-        ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &bars, 0, NULL);
-        if (ws)
-            ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empty, 0, NULL);
+        for (int g = 0; g < groups; g++) {
+            ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &fulls[g], 0, NULL);
+            if (ws)
+                ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empties[g], 0, NULL);
+        }
     }
     if (async_dot) /* the last dot completes before anything reads the accumulator */
         wait_after(p, loop, loop->parent, loop->results[carried], 0);
     if (ws)
-        build_producer(p, loop, split, &after, bars, empty, stages);
+        build_producer(p, loop, split, &after, fulls, empties, groups, stages);
 }
 
 static void walk(Pipe *p, IrBlock *blk) {
