@@ -10,8 +10,8 @@
 #               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
-#               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone,
-#               bench_attention: bench/attention.py alone)
+#               test_attention, test_attention_bwd, examples, bench: every benchmark, bench_matmul:
+#               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too))
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
 # TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies). A program whose log has a "tilec: ptxas:" line
@@ -128,8 +128,10 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
+for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd; do
     wanted "$t" || continue
+    log="$logs/$t.log"
+    [ "$t" = test_attention_bwd ] && log="$logs/test_attention.log" # shares the forward's log (8 files at most)
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
         results+=("$t|-|-|-|-|-|MISSING")
@@ -139,16 +141,16 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
     args=()
     [ $quick = 1 ] && [ "$t" != test_features ] && args+=(--quick)
     echo "== $t ${args[*]:-}"
-    run_one "$t" "$logs/$t.log" "$prog" "${args[@]}"
+    run_one "$t" "$log" "$prog" "${args[@]}"
     # on Hopper the default is sm_90a (wgmma); the mma.sync path must stay correct too
     if [ "$hopper" = 1 ]; then
         echo "== $t ${args[*]:-} (TILEC_ARCH=sm_90)"
-        TILEC_ARCH=sm_90 run_one "$t sm_90" "$logs/$t.log" "$prog" "${args[@]}"
+        TILEC_ARCH=sm_90 run_one "$t sm_90" "$log" "$prog" "${args[@]}"
     fi
     # and the dot kernels with a producer warpgroup (warp specialization), whatever the library picks
     if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then
         echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1)"
-        TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$logs/$t.log" "$prog" "${args[@]}"
+        TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$log" "$prog" "${args[@]}"
     fi
 done
 
