@@ -43,7 +43,7 @@ install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/b
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
 install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-foreach(t jit_softmax stdlib_rmsnorm aot_softmax)
+foreach(t jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
     install(TARGETS ${t} RUNTIME DESTINATION examples COMPONENT gpu-bundle EXCLUDE_FROM_ALL)

@@ -155,7 +155,7 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention test
 done
 
 if wanted examples; then
-    for ex in jit_softmax stdlib_rmsnorm aot_softmax; do
+    for ex in jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax; do
         prog=$(find_prog "$ex" examples)
         [ -n "$prog" ] || continue
         echo "== example $ex"
