@@ -7,7 +7,8 @@
 #   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, and triton with
 #               the kernels of bench/baselines.py), and
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
-#               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN)
+#               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN; --bwd:
+#               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
 #               test_attention, test_attention_bwd, examples, bench: every benchmark, bench_matmul:
@@ -196,21 +197,22 @@ if [ $bench = 1 ] && wanted bench; then
     fi
 fi
 
-# bench_py WANT SCRIPT MARKER: runs bench/SCRIPT (with --quick when given) when --bench and
+# bench_py WANT SCRIPT MARKER [ARGS...]: runs bench/SCRIPT ARGS (with --quick when given) when --bench and
 # `bench` or WANT are wanted; its table (from the MARKER line on) goes to bench.log and to the
 # console's table (no JSON, to stay within the files that come back)
 bench_py() {
     local want=$1 script=$2 marker=$3
+    shift 3 # the rest: the script's arguments
     [ $bench = 1 ] && { wanted bench || wanted "$want"; } || return 0
     if [ ! -f "$root/bench/$script" ]; then
         echo "run.sh: no bench/$script in $root"
         return 0
     fi
     echo "== bench $script"
-    local pargs=() lib="" c
+    local pargs=("$@") lib="" c
     [ $quick = 1 ] && pargs+=(--quick)
     for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
-    TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench $script" "$logs/bench.log" \
+    TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench $script${pargs[0]:+ ${pargs[*]}}" "$logs/bench.log" \
         python3 "$root/bench/$script" "${pargs[@]+"${pargs[@]}"}"
     while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n "/^$marker/,\$p" "$logs/bench.log" | grep -v '^tilec: ')
 }
@@ -218,6 +220,8 @@ bench_py() {
 bench_py bench_matmul matmul.py "== matmul"
 # tc_attention_fwd against bench/baselines.py's Triton attention and SDPA (flash, cuDNN)
 bench_py bench_attention attention.py "== attention"
+# tc_attention_bwd against SDPA's FlashAttention-2 and cuDNN backward passes, after a gradient check
+bench_py bench_attention attention.py "== attention backward" --bwd
 
 # ---- the table ----
 echo
