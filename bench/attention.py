@@ -11,6 +11,17 @@ cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s 
 
     python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE] [--llvm-o3] [--carveout P]]
                                [--json FILE]
+    python3 bench/attention.py --bwd [--quick] [--json FILE]
+
+--bwd: tc_attention_bwd instead. A gradient check first: dQ, dK, dV against torch autograd of
+scaled_dot_product_attention (float32 math on the same inputs; causal bottom-right aligned, GQA
+through repeated K/V heads), for the default plan, with dQ by atomics
+(TILEC_ATTENTION_BWD_DQ=atomic) and deterministic. Then at head dims 64 and 128, B4 H32 N1024,
+B4 H32 N4096 and B1 H32 N16384, causal and not, f16 (--quick: one shape), the time of
+tc_attention_bwd (its dQ kernel, its atomics, and deterministic) against SDPA's FlashAttention-2 and
+cuDNN backward passes on the same inputs (the backward alone: torch.autograd.grad of a forward
+output kept from before the timing), as TFLOP/s = 2.5 x the forward's 4 B H N^2 D (halved when
+causal), as FlashAttention counts them.
 
 --sweep also times lib/attention.tile at other block sizes, warps and stages than
 tc_attention_fwd's plan (SWEEP, at every shape), through tc_jit and tc_launch with the same
@@ -27,15 +38,11 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (JitVariant, attention_reference, arg_parser, find_lib, load_baselines, load_tilec, relerr,  # noqa: E402
-                    stdlib_source, tc_check, tc_context_from_torch, write_json)
+from common import (AttentionBwdPlan, Dim3, JitVariant, attention_reference, arg_parser, find_lib,  # noqa: E402
+                    load_baselines, load_tilec, relerr, stdlib_source, tc_check, tc_context_from_torch, write_json)
 
 PROG = "attention.py"
 TC_DTYPE = {"f16": 5, "bf16": 6}
-
-
-class Dim3(C.Structure):  # tc_dim3
-    _fields_ = [("x", C.c_uint), ("y", C.c_uint), ("z", C.c_uint)]
 
 
 def load_api(path):
@@ -43,6 +50,9 @@ def load_api(path):
     U = C.c_uint64
     return load_tilec(path, {
         "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
+        "tc_attention_bwd": (I, [P, P, I] + [U] * 9 + [L] * 6 + [L] * 24 + [U, U, C.c_float, I, I, U, C.c_size_t]),
+        "tc_attention_bwd_workspace_size": (I, [I] + [L] * 6 + [I, I, I, C.POINTER(C.c_size_t)]),
+        "tc_attention_bwd_plan_for": (I, [I] + [L] * 6 + [I, I, I, C.POINTER(AttentionBwdPlan)]),
         "tc_launch": (I, [P, Dim3, P, C.POINTER(C.c_void_p), C.c_size_t]),
         "tc_kernel_function": (P, [P]),
         "tc_kernel_get_desc": (C.POINTER(KernelDesc), [P]),
@@ -124,8 +134,165 @@ def run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, layout):
                                 v.data_ptr(), B, H, KH, M, N, D, *sq, *sk, *sv, *so, 0, 0, scale, int(causal))
 
 
+def run_tilec_bwd(lib, ctx, stream, dt, q, k, v, o, lse, do, dq, dk, dv, ws, causal, scale, det=0):
+    """tc_attention_bwd on [B, H, S, D] tensors (each with its own strides), workspace ws (a uint8 tensor)."""
+    def st(t):
+        return (t.stride(0), t.stride(1), t.stride(2))
+    B, H, M, D = q.shape
+    KH, N = k.shape[1], k.shape[2]
+    strides = [x for t in (q, k, v, o, do, dq, dk, dv) for x in st(t)]
+    return lib.tc_attention_bwd(ctx, stream, TC_DTYPE[dt], dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), do.data_ptr(),
+                                q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), B, H, KH, M, N,
+                                D, *strides, 0, 0, scale, int(causal), det, ws.data_ptr(), ws.numel())
+
+
+def bwd_workspace(lib, torch, dt, B, H, KH, M, N, D, causal, det):
+    n = C.c_size_t(0)
+    tc_check(lib, lib.tc_attention_bwd_workspace_size(TC_DTYPE[dt], B, H, KH, M, N, D, int(causal), 0, det,
+                                                      C.byref(n)), "tc_attention_bwd_workspace_size")
+    return torch.empty(n.value, device="cuda", dtype=torch.uint8)
+
+
+def with_dq(mode, fn):
+    """fn() with TILEC_ATTENTION_BWD_DQ set to mode (None: unset)."""
+    old = os.environ.pop("TILEC_ATTENTION_BWD_DQ", None)
+    if mode:
+        os.environ["TILEC_ATTENTION_BWD_DQ"] = mode
+    try:
+        return fn()
+    finally:
+        os.environ.pop("TILEC_ATTENTION_BWD_DQ", None)
+        if old is not None:
+            os.environ["TILEC_ATTENTION_BWD_DQ"] = old
+
+
+BWD_VARIANTS = (("tilec", None, 0), ("atomic", "atomic", 0), ("determ", None, 1))  # name, dQ mode, deterministic
+
+
+def main_bwd(args, lib, ctx, torch, triton):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    stream = torch.cuda.current_stream().cuda_stream
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16}
+    rows, bad = [], 0
+
+    def sdpa_ref(q, k, v, causal, scale, do):
+        """dQ, dK, dV of scaled_dot_product_attention by torch autograd, in float32 (math backend)."""
+        rep = q.shape[1] // k.shape[1]
+        qf, kf, vf = (t.detach().float().requires_grad_() for t in (q, k, v))
+        kr, vr = kf.repeat_interleave(rep, dim=1), vf.repeat_interleave(rep, dim=1)
+        mask, seen = None, None
+        if causal:
+            n_q, n_kv = q.shape[2], k.shape[2]
+            i = torch.arange(n_q, device=q.device)[:, None]
+            j = torch.arange(n_kv, device=q.device)[None, :]
+            mask = j <= i + (n_kv - n_q)
+            # a row that sees no key has O = 0 and no gradient: SDPA would give NaN there, so such rows
+            # see every key and their output is multiplied by 0
+            seen = mask.any(dim=1)
+            mask = mask | ~seen[:, None]
+        with sdpa_kernel(SDPBackend.MATH):
+            out = F.scaled_dot_product_attention(qf, kr, vr, attn_mask=mask, scale=scale)
+        if seen is not None:
+            out = out * seen[:, None].to(out.dtype)
+        return torch.autograd.grad(out, (qf, kf, vf), do.float())
+
+    cases = [  # B, H, KH, M, N, D, causal, dtype
+        (1, 2, 2, 1, 1, 64, False, "f16"),
+        (2, 4, 4, 17, 17, 64, True, "f16"),
+        (1, 4, 4, 1000, 1000, 64, True, "bf16"),
+        (1, 2, 2, 1000, 2049, 128, False, "f16"),
+        (1, 2, 2, 777, 300, 128, True, "bf16"),
+        (1, 8, 1, 333, 517, 64, True, "f16"),   # MQA
+        (2, 16, 2, 256, 700, 128, False, "bf16"),  # GQA 8:1
+        (1, 2, 2, 129, 257, 32, True, "f16"),
+        (1, 2, 2, 130, 300, 96, False, "f16"),
+        (1, 2, 2, 200, 200, 256, True, "bf16"),
+    ]
+    print(f"{'case':44s} {'variant':8s} {'dQ relerr':>10s} {'dK relerr':>10s} {'dV relerr':>10s}  result")
+    for (B, H, KH, M, N, D, causal, dt) in cases:
+        g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+        q = torch.randn(B, H, M, D, device="cuda", dtype=tdt[dt], generator=g)
+        k = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
+        v = torch.randn(B, KH, N, D, device="cuda", dtype=tdt[dt], generator=g)
+        do = torch.randn(B, H, M, D, device="cuda", dtype=tdt[dt], generator=g)
+        scale = 1.0 / math.sqrt(D)
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full((B, H, M), float("nan"), device="cuda", dtype=torch.float32)
+        tc_check(lib, run_tilec(lib, ctx, stream, dt, q, k, v, o, lse, causal, scale, "bhsd"), "tc_attention_fwd")
+        ref = sdpa_ref(q, k, v, causal, scale, do)
+        name = f"B{B} H{H} KH{KH} M{M} N{N} D{D} {'causal' if causal else 'full'} {dt}"
+        for (variant, mode, det) in BWD_VARIANTS:
+            dq, dk, dv = torch.full_like(q, float("nan")), torch.full_like(k, float("nan")), \
+                torch.full_like(v, float("nan"))
+            ws = with_dq(mode, lambda: bwd_workspace(lib, torch, dt, B, H, KH, M, N, D, causal, det))
+            ws.fill_(255)
+            tc_check(lib, with_dq(mode, lambda: run_tilec_bwd(lib, ctx, stream, dt, q, k, v, o, lse, do, dq, dk, dv,
+                                                              ws, causal, scale, det)), "tc_attention_bwd")
+            torch.cuda.synchronize()
+            errs = [relerr(x, r) for x, r in zip((dq, dk, dv), ref)]
+            ok = all(e < 1e-2 for e in errs)  # NaN fails
+            bad += not ok
+            print(f"{name:44s} {variant:8s}" + "".join(f" {e:10.2e}" for e in errs) + f"  {'ok' if ok else 'FAIL'}",
+                  flush=True)
+            rows.append(dict(group="check", name=name, variant=variant, dq=errs[0], dk=errs[1], dv=errs[2], ok=ok))
+
+    def bench(fn):
+        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+    shapes = [(B, H, N, D) for D in (64, 128) for (B, H, N) in ((4, 32, 1024), (4, 32, 4096), (1, 32, 16384))]
+    if args.quick:
+        shapes = [(4, 32, 4096, 64)]
+    cols = [v[0] for v in BWD_VARIANTS] + ["flash", "cudnn"]
+    print("\n== attention backward: TFLOP/s [B, H, N, D] f16 (2.5 x the forward's FLOPs)")
+    print(f"{'shape':28s}" + "".join(f"{c:>8s}" for c in cols) + f" {'/flash':>8s} {'/cudnn':>8s}  (ratios: tilec's)")
+    for (B, H, N, D) in shapes:
+        for causal in (False, True):
+            q = torch.randn(B, H, N, D, device="cuda", dtype=torch.float16)
+            k, v, do = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
+            o, lse = torch.empty_like(q), torch.empty(B, H, N, device="cuda", dtype=torch.float32)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
+            scale = 1.0 / math.sqrt(D)
+            flop = 2.5 * 4 * B * H * N * N * D * (0.5 if causal else 1.0)
+            tc_check(lib, run_tilec(lib, ctx, stream, "f16", q, k, v, o, lse, causal, scale, "bhsd"),
+                     "tc_attention_fwd")
+            res = {}
+            for (variant, mode, det) in BWD_VARIANTS:
+                ws = with_dq(mode, lambda: bwd_workspace(lib, torch, "f16", B, H, H, N, N, D, causal, det))
+
+                def tilec():
+                    return run_tilec_bwd(lib, ctx, stream, "f16", q, k, v, o, lse, do, dq, dk, dv, ws, causal, scale,
+                                         det)
+                tc_check(lib, with_dq(mode, tilec), "tc_attention_bwd")
+                res[variant] = with_dq(mode, lambda: bench(tilec))
+                del ws
+            for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+                try:
+                    with sdpa_kernel(be):
+                        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+                        out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale)
+                        res[name] = bench(lambda: torch.autograd.grad(out, (qg, kg, vg), do, retain_graph=True))
+                        del out, qg, kg, vg
+                except RuntimeError as e:
+                    print(f"[{name}] unavailable: {str(e).splitlines()[0][:120]}")
+            tf = {n: flop / ms / 1e9 for n, ms in res.items()}
+            shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''}"
+            ratios = [tf["tilec"] / tf[c] if c in tf else 0.0 for c in ("flash", "cudnn")]
+            print(f"{shape:28s}" + "".join(f"{tf.get(c, 0):8.1f}" for c in cols) +
+                  "".join(f" {r:8.3f}" for r in ratios), flush=True)
+            rows.append(dict(group="attention_bwd", shape=shape, **{f"{n}_tflops": x for n, x in tf.items()}))
+            del q, k, v, do, o, lse, dq, dk, dv
+            torch.cuda.empty_cache()
+    lib.tc_context_destroy(ctx)
+    if args.json:
+        write_json(args.json, rows=rows)
+    print(f"\nattention.py --bwd: {bad} failed gradient check(s)")
+    return 1 if bad else 0
+
+
 def main():
     ap = arg_parser(__doc__, "correctness cases and one timing shape only")
+    ap.add_argument("--bwd", action="store_true", help="the backward pass (tc_attention_bwd) instead")
     ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
     ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
     ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")
@@ -139,6 +306,8 @@ def main():
     libpath = find_lib(PROG)
     lib = load_api(libpath)
     ctx = tc_context_from_torch(lib, libpath, torch, triton, PROG)
+    if args.bwd:
+        return main_bwd(args, lib, ctx, torch, triton)
     stream = torch.cuda.current_stream().cuda_stream
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16}
     rows, bad = [], 0

@@ -34,6 +34,23 @@ class Options(C.Structure):  # tc_options
                 ("specialize_user", C.c_void_p)]
 
 
+class Dim3(C.Structure):  # tc_dim3
+    _fields_ = [("x", C.c_uint), ("y", C.c_uint), ("z", C.c_uint)]
+
+
+class AttentionPlan(C.Structure):  # tc_attention_plan
+    _fields_ = [("file", C.c_char_p), ("kernel", C.c_char_p), ("constexprs", Constexpr * 10),
+                ("num_constexprs", C.c_size_t), ("head_dim", C.c_int), ("block_d", C.c_int), ("block_m", C.c_int),
+                ("block_n", C.c_int), ("num_warps", C.c_int), ("num_stages", C.c_int), ("warp_specialize", C.c_int),
+                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3)]
+
+
+class AttentionBwdPlan(C.Structure):  # tc_attention_bwd_plan
+    _fields_ = [("preprocess", AttentionPlan), ("dkdv", AttentionPlan), ("dq", AttentionPlan),
+                ("dq_atomic", C.c_int), ("workspace_bytes", C.c_size_t), ("delta_offset", C.c_size_t),
+                ("dq_acc_offset", C.c_size_t)]
+
+
 class JitRequest(C.Structure):  # tc_jit_request
     _fields_ = [("source", C.c_char_p), ("source_len", C.c_size_t), ("path", C.c_char_p),
                 ("kernel", C.c_char_p), ("constexprs", C.POINTER(Constexpr)), ("num_constexprs", C.c_size_t),

@@ -30,7 +30,7 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
 
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
-foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention)
+foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention test_attention_bwd)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
     list(APPEND _bundle_targets ${t})
@@ -43,7 +43,7 @@ install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/b
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
 install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-foreach(t jit_softmax stdlib_rmsnorm aot_softmax)
+foreach(t jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
     install(TARGETS ${t} RUNTIME DESTINATION examples COMPONENT gpu-bundle EXCLUDE_FROM_ALL)

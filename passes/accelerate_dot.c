@@ -321,6 +321,8 @@ static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
         return false;
     int gm, gn;
     split_warpgroups(M, a->num_warps / 4, chained, &gm, &gn);
+    if (chained && M < 64 * (int64_t)gm) /* too few rows for every warpgroup: they split N, as unchained */
+        split_warpgroups(M, a->num_warps / 4, false, &gm, &gn);
     if (M < 64 * (int64_t)gm || N < 8 * (int64_t)gn)
         return false;
     int64_t n = N / gn > 256 ? 256 : N / gn;

@@ -49,25 +49,35 @@ enum {
 
 tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
 
-/* The kernel's stride parameters: three per tensor, in the order of tensors. */
-static const char *const stride_names[12] = {"stride_qb", "stride_qh", "stride_qm", "stride_kb",
-                                             "stride_kh", "stride_kn", "stride_vb", "stride_vh",
-                                             "stride_vn", "stride_ob", "stride_oh", "stride_om"};
+/* The tensors the entry points take, and their stride parameters (three
+ * per tensor, in this order, as the kernels name them). */
+enum { ATTN_Q, ATTN_K, ATTN_V, ATTN_O, ATTN_DO, ATTN_DQ, ATTN_DK, ATTN_DV, ATTN_TENSORS };
+static const char *const tensor_names[ATTN_TENSORS] = {"q", "k", "v", "o", "dout", "dq", "dk", "dv"};
+static const char *const stride_names[3 * ATTN_TENSORS] = {
+    "stride_qb",  "stride_qh",  "stride_qm",  "stride_kb",  "stride_kh",  "stride_kn",  "stride_vb",  "stride_vh",
+    "stride_vn",  "stride_ob",  "stride_oh",  "stride_om",  "stride_dob", "stride_doh", "stride_dom", "stride_dqb",
+    "stride_dqh", "stride_dqm", "stride_dkb", "stride_dkh", "stride_dkn", "stride_dvb", "stride_dvh", "stride_dvn"};
 
-/* Tensor t (0..3: q, k, v, o)'s strides: >= 0, largest offset within an
- * int64; its rows of head_dim elements are contiguous. */
-static tc_status attn_check_tensor(const char *entry, int t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
-                                   int64_t sb, int64_t sh, int64_t ss) {
-    static const char *const tensors[4] = {"q", "k", "v", "o"};
-    const char *const *names = &stride_names[3 * t];
-    const RtStdlibDim dims[] = {{names[0], batch, sb}, {names[1], heads, sh}, {names[2], seq, ss}, {NULL, dim, 1}};
-    return rt_stdlib_check_strides(entry, tensors[t], dims, 4);
+/* Does tensor t have k's shape (KV heads, key rows) rather than q's? */
+static bool attn_kv_shaped(int t) {
+    return t == ATTN_K || t == ATTN_V || t == ATTN_DK || t == ATTN_DV;
 }
 
-/* Does o give each of its elements its own address? Sorted by stride, each
- * dimension of extent > 1 must step past everything the inner ones span. */
-static bool attn_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, int64_t sb, int64_t sh, int64_t ss) {
-    int64_t ext[3] = {batch, heads, seq}, str[3] = {sb, sh, ss};
+/* Tensor t's strides: >= 0, largest offset within an int64; its rows of
+ * head_dim elements are contiguous. */
+static tc_status attn_check_tensor(const char *entry, int t, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                                   const int64_t *strides) {
+    const char *const *names = &stride_names[3 * t];
+    const RtStdlibDim dims[] = {
+        {names[0], batch, strides[0]}, {names[1], heads, strides[1]}, {names[2], seq, strides[2]}, {NULL, dim, 1}};
+    return rt_stdlib_check_strides(entry, tensor_names[t], dims, 4);
+}
+
+/* Does a tensor give each of its elements its own address? Sorted by
+ * stride, each dimension of extent > 1 must step past everything the inner
+ * ones span. */
+static bool attn_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, const int64_t *strides) {
+    int64_t ext[3] = {batch, heads, seq}, str[3] = {strides[0], strides[1], strides[2]};
     for (int i = 0; i < 3; i++) /* sort by stride */
         for (int j = i + 1; j < 3; j++)
             if (str[j] < str[i]) {
@@ -187,6 +197,130 @@ tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, in
     return TC_OK;
 }
 
+/* ---- validation, shared by the forward and the backward pass ---- */
+
+/* What both entry points check: the sizes, the cu_seqlens pair, the scale
+ * and the strides of the tensors they take. */
+typedef struct AttnArgs {
+    const char *entry;
+    tc_dtype dtype;
+    int64_t batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim;
+    int64_t strides[ATTN_TENSORS][3]; /* batch, head, sequence: the tensors in `tensors` */
+    CUdeviceptr cu_seqlens_q, cu_seqlens_k;
+    float scale;
+    unsigned tensors; /* bit t: the entry point takes tensor t */
+    unsigned outputs; /* bit t: tensor t is written (its elements must not alias) */
+    bool varlen;      /* set by attn_check */
+} AttnArgs;
+
+static tc_status attn_check(tc_context *ctx, AttnArgs *a) {
+    const char *entry = a->entry;
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = attn_check_sizes(entry, a->dtype, a->batch, a->heads, a->kv_heads, a->seqlen_q, a->seqlen_k,
+                               a->head_dim)) != TC_OK)
+        return st;
+    if (!(a->cu_seqlens_q == 0) != !(a->cu_seqlens_k == 0))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: cu_seqlens_q and cu_seqlens_k must both be given (varlen) or "
+                       "both be 0",
+                       entry);
+    bool varlen = a->varlen = a->cu_seqlens_q != 0;
+    if ((st = rt_stdlib_check_finite(entry, "scale", a->scale, false)) != TC_OK)
+        return st;
+    /* with varlen the rows are packed: the batch strides are unused and a
+     * sequence's rows are among seqlen * batch rows */
+    int64_t nb = varlen ? 1 : a->batch, rq = varlen ? a->seqlen_q * a->batch : a->seqlen_q,
+            rk = varlen ? a->seqlen_k * a->batch : a->seqlen_k;
+    for (int t = 0; t < ATTN_TENSORS; t++) {
+        bool kv = attn_kv_shaped(t);
+        if ((a->tensors >> t & 1) && (st = attn_check_tensor(entry, t, nb, kv ? a->kv_heads : a->heads, kv ? rk : rq,
+                                                             a->head_dim, a->strides[t])) != TC_OK)
+            return st;
+    }
+    /* With varlen the packed total is on the device; distinct addresses are
+     * checked within one sequence of the longest length (rows of different
+     * heads may interleave with a total shorter than seqlen * batch). */
+    for (int t = 0; t < ATTN_TENSORS; t++) {
+        bool kv = attn_kv_shaped(t);
+        int64_t rows = kv ? (varlen ? a->seqlen_k : rk) : (varlen ? a->seqlen_q : rq);
+        const int64_t *sd = a->strides[t];
+        if ((a->outputs >> t & 1) && !attn_distinct(nb, kv ? a->kv_heads : a->heads, rows, a->head_dim, sd))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: %s's strides (%s %lld, %s %lld, %s %lld) give two of its elements the same address",
+                           entry, tensor_names[t], stride_names[3 * t], (long long)sd[0], stride_names[3 * t + 1],
+                           (long long)sd[1], stride_names[3 * t + 2], (long long)sd[2]);
+    }
+    return TC_OK;
+}
+
+/* The pointers of an entry point, in the order it checks them. */
+typedef struct AttnPtr {
+    const char *name;
+    CUdeviceptr p;
+    size_t elem; /* 0: the dtype's */
+} AttnPtr;
+
+static tc_status attn_check_ptrs(const AttnArgs *a, const AttnPtr *ptrs, size_t n) {
+    tc_status st;
+    for (size_t i = 0; i < n; i++)
+        if ((st = rt_stdlib_check_ptr(a->entry, ptrs[i].name, ptrs[i].p,
+                                      ptrs[i].elem ? ptrs[i].elem : rt_dtype_size(a->dtype))) != TC_OK)
+            return st;
+    if (a->varlen && ((st = rt_stdlib_check_ptr(a->entry, "cu_seqlens_q", a->cu_seqlens_q, 4)) != TC_OK ||
+                      (st = rt_stdlib_check_ptr(a->entry, "cu_seqlens_k", a->cu_seqlens_k, 4)) != TC_OK))
+        return st;
+    return TC_OK;
+}
+
+/* ---- the launch ---- */
+
+static RtStdlibArgs attn_args(RtAttentionLaunch *l) {
+    return (RtStdlibArgs){
+        l->names, l->ptrs, l->i64s, l->i32s, l->divisibility, l->args, &l->num_args, l->facts, &l->options.num_params};
+}
+
+/* Starts a launch of plan on ctx's stream: its options; the caller appends
+ * the arguments (attn_args) and calls attn_launch. */
+static void attn_begin(RtAttentionLaunch *l, tc_context *ctx, CUstream stream, const tc_attention_plan *plan) {
+    memset(l, 0, sizeof *l);
+    l->ctx = ctx;
+    l->stream = stream;
+    l->plan = *plan;
+    tc_options_init(&l->options);
+    l->options.params = l->facts;
+}
+
+/* The strides of tensor t, as kernel arguments: facts where they are
+ * multiples of vector elements (every row then starts on 16 bytes). */
+static void attn_arg_strides(const RtStdlibArgs *args, const AttnArgs *a, int t) {
+    int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
+    for (int i = 0; i < 3; i++)
+        rt_stdlib_arg_int(args, stride_names[3 * t + i], a->strides[t][i], false, vector);
+}
+
+static void attn_arg_f32(RtAttentionLaunch *l, const char *name, float v) {
+    size_t si = l->num_args++;
+    l->names[si] = name;
+    l->f32s[si] = v;
+    l->args[si] = &l->f32s[si];
+}
+
+static tc_status attn_launch(const char *entry, RtAttentionLaunch *l) {
+    l->options.num_warps = l->plan.num_warps;
+    l->options.num_stages = l->plan.num_stages;
+    l->options.warp_specialize = l->plan.warp_specialize;
+    if (!l->options.num_params)
+        l->options.params = NULL;
+    tc_status st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs,
+                                     &l->options, l->divisibility, l->num_args, &l->req);
+    if (st == TC_OK)
+        st = rt_attention_launch_hook
+                 ? rt_attention_launch_hook(l)
+                 : rt_stdlib_jit_launch(l->ctx, &l->req, l->plan.grid, l->stream, l->args, l->num_args);
+    return st;
+}
+
 tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr o, CUdeviceptr lse,
                            CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, int64_t batch, int64_t heads, int64_t kv_heads,
                            int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int64_t stride_qb, int64_t stride_qh,
@@ -194,61 +328,41 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
                            int64_t stride_vb, int64_t stride_vh, int64_t stride_vn, int64_t stride_ob,
                            int64_t stride_oh, int64_t stride_om, CUdeviceptr cu_seqlens_q, CUdeviceptr cu_seqlens_k,
                            float scale, int causal) {
-    const char *entry = "tc_attention_fwd";
+    AttnArgs a = {"tc_attention_fwd",
+                  dtype,
+                  batch,
+                  heads,
+                  kv_heads,
+                  seqlen_q,
+                  seqlen_k,
+                  head_dim,
+                  {{stride_qb, stride_qh, stride_qm},
+                   {stride_kb, stride_kh, stride_kn},
+                   {stride_vb, stride_vh, stride_vn},
+                   {stride_ob, stride_oh, stride_om}},
+                  cu_seqlens_q,
+                  cu_seqlens_k,
+                  scale,
+                  1u << ATTN_Q | 1u << ATTN_K | 1u << ATTN_V | 1u << ATTN_O,
+                  1u << ATTN_O,
+                  false};
+    const AttnPtr ptrs[] = {{"o", o, 0}, {"lse", lse, 4}, {"q", q, 0}, {"k", k, 0}, {"v", v, 0}};
     tc_status st;
-    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
-        (st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim)) != TC_OK)
+    if ((st = attn_check(ctx, &a)) != TC_OK || (st = attn_check_ptrs(&a, ptrs, 5)) != TC_OK)
         return st;
-    if (!(cu_seqlens_q == 0) != !(cu_seqlens_k == 0))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: cu_seqlens_q and cu_seqlens_k must both be given (varlen) or "
-                       "both be 0",
-                       entry);
-    bool varlen = cu_seqlens_q != 0;
-    if ((st = rt_stdlib_check_finite(entry, "scale", scale, false)) != TC_OK)
-        return st;
-    /* with varlen the rows are packed: the batch strides are unused and a
-     * sequence's rows are among seqlen * batch rows */
-    int64_t nb = varlen ? 1 : batch, rq = varlen ? seqlen_q * batch : seqlen_q,
-            rk = varlen ? seqlen_k * batch : seqlen_k;
-    if ((st = attn_check_tensor(entry, 0, nb, heads, rq, head_dim, stride_qb, stride_qh, stride_qm)) != TC_OK ||
-        (st = attn_check_tensor(entry, 1, nb, kv_heads, rk, head_dim, stride_kb, stride_kh, stride_kn)) != TC_OK ||
-        (st = attn_check_tensor(entry, 2, nb, kv_heads, rk, head_dim, stride_vb, stride_vh, stride_vn)) != TC_OK ||
-        (st = attn_check_tensor(entry, 3, nb, heads, rq, head_dim, stride_ob, stride_oh, stride_om)) != TC_OK)
-        return st;
-    /* With varlen the packed total is on the device; distinct addresses are
-     * checked within one sequence of the longest length (rows of different
-     * heads may interleave with a total shorter than seqlen_q * batch). */
-    if (!attn_distinct(nb, heads, varlen ? seqlen_q : rq, head_dim, stride_ob, stride_oh, stride_om))
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: o's strides (stride_ob %lld, stride_oh %lld, stride_om %lld) give two of its elements the "
-                       "same address",
-                       entry, (long long)stride_ob, (long long)stride_oh, (long long)stride_om);
-    size_t elem = rt_dtype_size(dtype);
-    if ((st = rt_stdlib_check_ptr(entry, "o", o, elem)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "lse", lse, 4)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "q", q, elem)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "k", k, elem)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "v", v, elem)) != TC_OK ||
-        (varlen && (st = rt_stdlib_check_ptr(entry, "cu_seqlens_q", cu_seqlens_q, 4)) != TC_OK) ||
-        (varlen && (st = rt_stdlib_check_ptr(entry, "cu_seqlens_k", cu_seqlens_k, 4)) != TC_OK))
-        return st;
+    bool varlen = a.varlen;
 
-    RtAttentionLaunch *l = calloc(1, sizeof *l);
+    RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
-    l->ctx = ctx;
-    l->stream = stream;
-    tc_options_init(&l->options);
-    l->options.params = l->facts;
-    const char *arch = rt_stdlib_target(ctx, rt_attention_launch_hook != NULL);
-    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen, arch,
-                      rt_stdlib_forced_warp_specialize(ctx, rt_attention_launch_hook != NULL), &l->plan);
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", a.entry);
+    bool hooked = rt_attention_launch_hook != NULL;
+    tc_attention_plan plan;
+    rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
+                      rt_stdlib_target(ctx, hooked), rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
     if (scale < 0)
-        attn_cx(&l->plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
-    int64_t vector = 16 / (int64_t)elem;
-    RtStdlibArgs args = {
-        l->names, l->ptrs, l->i64s, l->i32s, l->divisibility, l->args, &l->num_args, l->facts, &l->options.num_params};
+        attn_cx(&plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
+    attn_begin(l, ctx, stream, &plan);
+    RtStdlibArgs args = attn_args(l);
     rt_stdlib_arg_ptr(&args, "O", o, true);
     rt_stdlib_arg_ptr(&args, "LSE", lse, true);
     rt_stdlib_arg_ptr(&args, "Q", q, true);
@@ -260,25 +374,297 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_stdlib_arg_int(&args, "kv_group", heads / kv_heads, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_k", seqlen_k, true, 0);
-    const int64_t strides[12] = {stride_qb, stride_qh, stride_qm, stride_kb, stride_kh, stride_kn,
-                                 stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_om};
-    for (int i = 0; i < 12; i++)
-        rt_stdlib_arg_int(&args, stride_names[i], strides[i], false, vector);
-    size_t si = l->num_args++;
-    l->names[si] = "scale";
-    l->f32s[si] = scale;
-    l->args[si] = &l->f32s[si];
+    for (int t = ATTN_Q; t <= ATTN_O; t++)
+        attn_arg_strides(&args, &a, t);
+    attn_arg_f32(l, "scale", scale);
+    st = attn_launch(a.entry, l);
+    free(l);
+    return st;
+}
 
-    l->options.num_warps = l->plan.num_warps;
-    l->options.num_stages = l->plan.num_stages;
-    l->options.warp_specialize = l->plan.warp_specialize;
-    if (!l->options.num_params)
-        l->options.params = NULL;
-    st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs, &l->options,
-                           l->divisibility, l->num_args, &l->req);
-    if (st == TC_OK)
-        st = rt_attention_launch_hook ? rt_attention_launch_hook(l)
-                                      : rt_stdlib_jit_launch(ctx, &l->req, l->plan.grid, stream, l->args, l->num_args);
+/* ==== the backward pass ==== */
+
+/* The dQ strategy: -1 the plan's, 0 a kernel of its own, 1 atomics
+ * (TILEC_ATTENTION_BWD_DQ=kernel or =atomic; ignored under a launch hook,
+ * as the unit tests' contexts are not real, and when deterministic). */
+static int attn_forced_dq_atomic(bool hooked) {
+    if (hooked)
+        return -1;
+    const char *e = secure_getenv("TILEC_ATTENTION_BWD_DQ");
+    if (!e)
+        return -1;
+    return strcmp(e, "atomic") == 0 ? 1 : strcmp(e, "kernel") == 0 ? 0 : -1;
+}
+
+/* A kernel of lib/attention_bwd.tile: its tiles, warps, stages and grid,
+ * and the constexprs every one of them takes. */
+static void attn_bwd_kernel(tc_attention_plan *p, const char *kernel, tc_dtype dtype, int head_dim, int block_d, int bm,
+                            int bn, int warps, int stages, unsigned grid_x, unsigned grid_y, bool causal, bool varlen) {
+    memset(p, 0, sizeof *p);
+    p->file = "attention_bwd.tile";
+    p->kernel = kernel;
+    p->head_dim = head_dim;
+    p->block_d = block_d;
+    p->block_m = bm;
+    p->block_n = bn;
+    p->num_warps = warps;
+    p->num_stages = stages;
+    p->causal = causal;
+    p->varlen = varlen;
+    p->grid = (tc_dim3){grid_x, grid_y, 1};
+    attn_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    attn_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, head_dim);
+    attn_cx(p, "D", TC_CONSTEXPR_INT, block_d);
+    attn_cx(p, "BM", TC_CONSTEXPR_INT, bm);
+    if (bn)
+        attn_cx(p, "BN", TC_CONSTEXPR_INT, bn);
+    if (bn)
+        attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
+    attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
+}
+
+/* Workspace pieces start on this many bytes. */
+enum { ATTN_WS_ALIGN = 256 };
+
+static size_t attn_align(size_t n) {
+    return (n + ATTN_WS_ALIGN - 1) / ATTN_WS_ALIGN * ATTN_WS_ALIGN;
+}
+
+/*
+ * The backward plan. Tiles, from register and shared-memory arithmetic on
+ * an H200 (sm_90a: 64K registers, 255 per thread; 227 KB of shared memory
+ * per program), then checked with ptxas (no spills, no serialized wgmma):
+ *
+ *  - dkdv, one program per BN keys: dK and dV are f32 [BN, D] accumulators
+ *    held for the whole kernel, 2 BN D / threads registers each thread; S^T
+ *    and dP^T are [BN, BM] f32, 2 BN BM / threads more. wgmma needs 64 rows
+ *    per warpgroup, so BN 128 takes 8 warps (2 warpgroups, 256 threads):
+ *    D 128 holds 128 registers of dK and dV, and BM 32 adds 32 for S^T and
+ *    dP^T (230 in all; BM 64 spills). D 64: 64 + 32. D 256 cannot hold
+ *    [128, 256] twice: BN 64 on 8 warps, the warpgroups splitting D (128
+ *    registers of accumulators each thread), BM 32 (237 registers). K and V
+ *    stay in shared memory (BN D 2 bytes each: 64 KB at D 128), Q and dO
+ *    stream through 3-stage rings of BM D (2 at D 256).
+ *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
+ *    dP [BM, BN]: BM 128, BN 64 on 8 warps (D 128: 64 + 32 + 32 registers of
+ *    tiles, 193 in all); D 256: BM 64, BN 64 (211).
+ *  - preprocess and dq_convert: rows of D, 8192 / D rows on 4 warps (64
+ *    values per thread).
+ *
+ * mma.sync (sm_80, sm_90), where every warp holds its own rows of the
+ * accumulators and A operands come through registers: dkdv BM 32, BN 128,
+ * 8 warps up to D 64 (252 registers); at D 128 BM 16, BN 64, 4 warps (36
+ * bytes of spill: the least of the shapes tried); at D 256 BM 16, BN 32
+ * (spills about 900 bytes: dK and dV alone are 128 registers a thread);
+ * dq BM 128, BN 32, 8 warps up to D 64, BM 64, BN 32 at D 128 and BN 16 at
+ * D 256, 4 warps.
+ *
+ * dQ: a kernel of its own (deterministic: each program owns its rows and
+ * sums its key blocks in order) unless dq_atomic (1): dkdv then adds each
+ * block's dQ into an f32 accumulator with atomic adds, which
+ * attention_bwd_dq_convert scales and rounds. The separate kernel recomputes
+ * S and dP (2 of the 5 products again) but needs no atomics; which is faster
+ * is measured by bench/attention.py --bwd (TILEC_ATTENTION_BWD_DQ), and the
+ * separate kernel is the default until then.
+ */
+void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
+                           int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
+                           const char *arch, int dq_atomic, tc_attention_bwd_plan *p) {
+    memset(p, 0, sizeof *p);
+    bool wgmma = rt_stdlib_wgmma(arch);
+    int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), hd = (int)head_dim;
+    p->dq_atomic = !deterministic && dq_atomic == 1;
+    unsigned bh = (unsigned)(batch * heads), bkv = (unsigned)(batch * kv_heads);
+    int rows = 8192 / d; /* preprocess, convert */
+    unsigned gq = (unsigned)rt_stdlib_cdiv(seqlen_q, rows);
+    attn_bwd_kernel(&p->preprocess, "attention_bwd_preprocess", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
+    attn_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
+    int bm, bn, warps, stages;
+    if (wgmma) {
+        bm = 32, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
+    } else {
+        bm = d <= 64 ? 32 : 16, bn = d <= 64 ? 128 : d <= 128 ? 64 : 32, warps = d <= 64 ? 8 : 4, stages = 3;
+    }
+    attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
+                    (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
+    attn_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
+    if (p->dq_atomic) {
+        attn_bwd_kernel(&p->dq, "attention_bwd_dq_convert", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
+    } else {
+        if (wgmma)
+            bm = d <= 128 ? 128 : 64, bn = 64, warps = 8, stages = 3;
+        else
+            bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
+        attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,
+                        (unsigned)rt_stdlib_cdiv(seqlen_q, bm), bh, causal, varlen);
+    }
+    size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
+    p->delta_offset = 0;
+    p->workspace_bytes = attn_align(nrows * 4);
+    if (p->dq_atomic) {
+        p->dq_acc_offset = p->workspace_bytes;
+        p->workspace_bytes += attn_align(nrows * (size_t)d * 4);
+    }
+}
+
+tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
+                                    int64_t seqlen_k, int64_t head_dim, int causal, int varlen, int deterministic,
+                                    tc_attention_bwd_plan *out) {
+    const char *entry = "tc_attention_bwd_plan_for";
+    tc_status st = rt_stdlib_check_given(entry, "out", out);
+    if (st != TC_OK)
+        return st;
+    memset(out, 0, sizeof *out);
+    if ((st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim)) != TC_OK)
+        return st;
+    rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0,
+                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), out);
+    return TC_OK;
+}
+
+tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
+                                          int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal, int varlen,
+                                          int deterministic, size_t *bytes) {
+    const char *entry = "tc_attention_bwd_workspace_size";
+    tc_status st = rt_stdlib_check_given(entry, "bytes", bytes);
+    if (st != TC_OK)
+        return st;
+    *bytes = 0;
+    if ((st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim)) != TC_OK)
+        return st;
+    tc_attention_bwd_plan p;
+    rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0,
+                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), &p);
+    *bytes = p.workspace_bytes;
+    return TC_OK;
+}
+
+/* What attention_bwd_dkdv and attention_bwd_dq both read. */
+typedef struct AttnBwdInputs {
+    CUdeviceptr q, k, v, dout, lse, delta, cu_seqlens_q, cu_seqlens_k;
+    bool varlen;
+} AttnBwdInputs;
+
+/* Their parameters from Q to the strides of dO, in the kernels' order. */
+static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const AttnBwdInputs *in) {
+    const struct {
+        const char *name;
+        CUdeviceptr p;
+    } ptrs[] = {{"Q", in->q}, {"K", in->k}, {"V", in->v}, {"DO", in->dout}, {"LSE", in->lse}, {"DELTA", in->delta}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+        rt_stdlib_arg_ptr(args, ptrs[i].name, ptrs[i].p, true);
+    rt_stdlib_arg_ptr(args, "cu_seqlens_q", in->cu_seqlens_q, in->varlen);
+    rt_stdlib_arg_ptr(args, "cu_seqlens_k", in->cu_seqlens_k, in->varlen);
+    rt_stdlib_arg_int(args, "heads", a->heads, true, 0);
+    rt_stdlib_arg_int(args, "kv_group", a->heads / a->kv_heads, true, 0);
+    rt_stdlib_arg_int(args, "seqlen_q", a->seqlen_q, true, 0);
+    rt_stdlib_arg_int(args, "seqlen_k", a->seqlen_k, true, 0);
+    static const int tensors[] = {ATTN_Q, ATTN_K, ATTN_V, ATTN_DO};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+        attn_arg_strides(args, a, tensors[i]);
+}
+
+tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dq, CUdeviceptr dk,
+                           CUdeviceptr dv, CUdeviceptr dout, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr o,
+                           CUdeviceptr lse, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
+                           int64_t seqlen_k, int64_t head_dim, int64_t stride_qb, int64_t stride_qh, int64_t stride_qm,
+                           int64_t stride_kb, int64_t stride_kh, int64_t stride_kn, int64_t stride_vb,
+                           int64_t stride_vh, int64_t stride_vn, int64_t stride_ob, int64_t stride_oh,
+                           int64_t stride_om, int64_t stride_dob, int64_t stride_doh, int64_t stride_dom,
+                           int64_t stride_dqb, int64_t stride_dqh, int64_t stride_dqm, int64_t stride_dkb,
+                           int64_t stride_dkh, int64_t stride_dkn, int64_t stride_dvb, int64_t stride_dvh,
+                           int64_t stride_dvn, CUdeviceptr cu_seqlens_q, CUdeviceptr cu_seqlens_k, float scale,
+                           int causal, int deterministic, CUdeviceptr workspace, size_t workspace_bytes) {
+    AttnArgs a = {"tc_attention_bwd",
+                  dtype,
+                  batch,
+                  heads,
+                  kv_heads,
+                  seqlen_q,
+                  seqlen_k,
+                  head_dim,
+                  {{stride_qb, stride_qh, stride_qm},
+                   {stride_kb, stride_kh, stride_kn},
+                   {stride_vb, stride_vh, stride_vn},
+                   {stride_ob, stride_oh, stride_om},
+                   {stride_dob, stride_doh, stride_dom},
+                   {stride_dqb, stride_dqh, stride_dqm},
+                   {stride_dkb, stride_dkh, stride_dkn},
+                   {stride_dvb, stride_dvh, stride_dvn}},
+                  cu_seqlens_q,
+                  cu_seqlens_k,
+                  scale,
+                  (1u << ATTN_TENSORS) - 1,
+                  1u << ATTN_DQ | 1u << ATTN_DK | 1u << ATTN_DV,
+                  false};
+    const AttnPtr ptrs[] = {
+        {"dq", dq, 0}, {"dk", dk, 0}, {"dv", dv, 0}, {"dout", dout, 0}, {"q", q, 0},
+        {"k", k, 0},   {"v", v, 0},   {"o", o, 0},   {"lse", lse, 4},   {"workspace", workspace, 16}};
+    tc_status st;
+    if ((st = attn_check(ctx, &a)) != TC_OK || (st = attn_check_ptrs(&a, ptrs, 10)) != TC_OK)
+        return st;
+    bool varlen = a.varlen, hooked = rt_attention_launch_hook != NULL;
+    tc_attention_bwd_plan plan;
+    rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
+                          deterministic != 0, rt_stdlib_target(ctx, hooked), attn_forced_dq_atomic(hooked), &plan);
+    if (workspace_bytes < plan.workspace_bytes)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "
+                       "gives for these arguments",
+                       a.entry, workspace_bytes, plan.workspace_bytes);
+    CUdeviceptr delta = workspace + plan.delta_offset;
+    CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
+    CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */
+    const AttnBwdInputs in = {q, k, v, dout, lse, delta, cu_q, cu_k, varlen};
+
+    RtAttentionLaunch *l = malloc(sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", a.entry);
+    /* 1. Delta (and the zeroed dQ accumulator) */
+    attn_begin(l, ctx, stream, &plan.preprocess);
+    RtStdlibArgs args = attn_args(l);
+    rt_stdlib_arg_ptr(&args, "DELTA", delta, true);
+    rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
+    rt_stdlib_arg_ptr(&args, "O", o, true);
+    rt_stdlib_arg_ptr(&args, "DO", dout, true);
+    rt_stdlib_arg_ptr(&args, "cu_seqlens_q", cu_q, varlen);
+    rt_stdlib_arg_int(&args, "heads", heads, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
+    attn_arg_strides(&args, &a, ATTN_O);
+    attn_arg_strides(&args, &a, ATTN_DO);
+    st = attn_launch(a.entry, l);
+
+    /* 2. dK and dV (and dQ's accumulator) */
+    if (st == TC_OK) {
+        attn_begin(l, ctx, stream, &plan.dkdv);
+        args = attn_args(l);
+        rt_stdlib_arg_ptr(&args, "DK", dk, true);
+        rt_stdlib_arg_ptr(&args, "DV", dv, true);
+        rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
+        attn_bwd_inputs(&args, &a, &in);
+        attn_arg_strides(&args, &a, ATTN_DK);
+        attn_arg_strides(&args, &a, ATTN_DV);
+        attn_arg_f32(l, "scale", scale);
+        st = attn_launch(a.entry, l);
+    }
+
+    /* 3. dQ: its own kernel, or the accumulator converted */
+    if (st == TC_OK) {
+        attn_begin(l, ctx, stream, &plan.dq);
+        args = attn_args(l);
+        rt_stdlib_arg_ptr(&args, "DQ", dq, true);
+        if (plan.dq_atomic) {
+            rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
+            rt_stdlib_arg_ptr(&args, "cu_seqlens_q", cu_q, varlen);
+            rt_stdlib_arg_int(&args, "heads", heads, true, 0);
+            rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
+        } else {
+            attn_bwd_inputs(&args, &a, &in);
+        }
+        attn_arg_strides(&args, &a, ATTN_DQ);
+        attn_arg_f32(l, "scale", scale);
+        st = attn_launch(a.entry, l);
+    }
     free(l);
     return st;
 }

@@ -7,7 +7,7 @@
  *
  *   rowwise.c    tc_softmax_fwd/bwd, tc_rmsnorm_fwd/bwd   lib/softmax.tile, lib/rmsnorm.tile
  *   matmul.c     tc_matmul, tc_blockdiag_matmul           lib/matmul.tile, lib/blockdiag_matmul.tile
- *   attention.c  tc_attention_fwd                         lib/attention.tile
+ *   attention.c  tc_attention_fwd, tc_attention_bwd       lib/attention.tile, lib/attention_bwd.tile
  *
  * and stdlib.c, what they all use: the embedded sources (tc_stdlib_source),
  * the argument checkers (rt_stdlib_check_*), the JIT request, and the launch
@@ -254,9 +254,10 @@ extern tc_status (*rt_matmul_launch_hook)(const RtMatmulLaunch *launch);
 
 /* ==== attention.c: tc_attention_fwd ==== */
 
-#define RT_ATTN_MAX_PARAMS 24
+#define RT_ATTN_MAX_PARAMS 40
 
-/* What tc_attention_fwd hands to tc_jit and tc_launch, as RtMatmulLaunch. */
+/* What tc_attention_fwd (and each of tc_attention_bwd's kernels) hands to
+ * tc_jit and tc_launch, as RtMatmulLaunch. */
 typedef struct RtAttentionLaunch {
     tc_context *ctx;
     CUstream stream;
@@ -274,7 +275,8 @@ typedef struct RtAttentionLaunch {
     size_t num_args;
 } RtAttentionLaunch;
 
-/* For tests, as rt_stdlib_launch_hook, for tc_attention_fwd. */
+/* For tests, as rt_stdlib_launch_hook, for tc_attention_fwd and each of
+ * tc_attention_bwd's launches. */
 extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
 
 /* attention.c: the plan of tc_attention_fwd for a target ("sm_80", "sm_90",
@@ -283,5 +285,12 @@ extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
  * (TILEC_WARP_SPECIALIZE). */
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p);
+
+/* attention.c: the plan of tc_attention_bwd for a target; dq_atomic: -1 the
+ * plan decides how dQ is computed, 0 or 1 forces a kernel of its own or
+ * atomics (TILEC_ATTENTION_BWD_DQ); deterministic excludes atomics. */
+void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
+                           int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
+                           const char *arch, int dq_atomic, tc_attention_bwd_plan *p);
 
 #endif

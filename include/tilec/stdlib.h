@@ -280,6 +280,74 @@ TC_API tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t he
                                        int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal, int varlen,
                                        tc_attention_plan *out);
 
+/* ---- attention backward (lib/attention_bwd.tile) ---- */
+
+/* The gradients of tc_attention_fwd (FlashAttention-2's backward pass): given
+ * dout = dL/dO and the forward pass's q, k, v, its output o and its lse,
+ *   dv = P^T dout, dk = scale * dS^T q, dq = scale * dS k,
+ * with P = softmax(scale * q k^T) (masked as the forward masks it),
+ * dS = P * (dout v^T - Delta) and Delta[i] = sum over d of dout[i, d] * o[i, d].
+ * With GQA and MQA each KV head's dk and dv sum its group's query heads.
+ *  - Every size, flag and convention is tc_attention_fwd's (dtype, head_dim,
+ *    heads and kv_heads, seqlens, varlen through cu_seqlens_q/k, causal,
+ *    scale), and so is the validation, with the same messages. o and lse must
+ *    be what tc_attention_fwd wrote for these q, k, v (lse: f32 [batch, heads,
+ *    seqlen_q], natural log; -inf for a query that sees no key, whose dq row
+ *    is then 0).
+ *  - dout, dq have q's shape and dk, dv k's, each with its own strides (the
+ *    dim stride is 1), as o has o's: stride_dob... for dout, stride_dqb... for
+ *    dq, and so on. dq, dk and dv must give every element its own address.
+ *  - workspace: device memory of at least tc_attention_bwd_workspace_size
+ *    bytes (for the same arguments), 16-byte aligned, that the call may use
+ *    until the launches it queues complete; its contents need not be set.
+ *  - deterministic: nonzero guarantees that dq, dk and dv are bit-identical
+ *    from run to run (no floating-point atomics); 0 lets the plan choose
+ *    (TILEC_ATTENTION_BWD_DQ=atomic or =kernel overrides its choice for dq:
+ *    accumulated in the workspace by atomic adds, or computed by a kernel of
+ *    its own; tc_attention_bwd_plan_for says which). dk and dv are always
+ *    deterministic.
+ *  - dq, dk, dv must not overlap the inputs or each other (not checked).
+ * Three kernels are queued on stream (tc_attention_bwd_plan says which); the
+ * call does not synchronize. */
+TC_API tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dq, CUdeviceptr dk,
+                                  CUdeviceptr dv, CUdeviceptr dout, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v,
+                                  CUdeviceptr o, CUdeviceptr lse, int64_t batch, int64_t heads, int64_t kv_heads,
+                                  int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int64_t stride_qb,
+                                  int64_t stride_qh, int64_t stride_qm, int64_t stride_kb, int64_t stride_kh,
+                                  int64_t stride_kn, int64_t stride_vb, int64_t stride_vh, int64_t stride_vn,
+                                  int64_t stride_ob, int64_t stride_oh, int64_t stride_om, int64_t stride_dob,
+                                  int64_t stride_doh, int64_t stride_dom, int64_t stride_dqb, int64_t stride_dqh,
+                                  int64_t stride_dqm, int64_t stride_dkb, int64_t stride_dkh, int64_t stride_dkn,
+                                  int64_t stride_dvb, int64_t stride_dvh, int64_t stride_dvn, CUdeviceptr cu_seqlens_q,
+                                  CUdeviceptr cu_seqlens_k, float scale, int causal, int deterministic,
+                                  CUdeviceptr workspace, size_t workspace_bytes);
+
+/* The kernels tc_attention_bwd launches, in order, and its workspace. Each
+ * kernel's plan is a tc_attention_plan of lib/attention_bwd.tile (block_m:
+ * query rows per program or per step, block_n: keys; its grid). */
+typedef struct tc_attention_bwd_plan {
+    tc_attention_plan preprocess; /* attention_bwd_preprocess: Delta; with dq_atomic also zeroes dq's accumulator */
+    tc_attention_plan dkdv;       /* attention_bwd_dkdv: dk and dv (and, with dq_atomic, dq's accumulator) */
+    tc_attention_plan dq;         /* attention_bwd_dq, or attention_bwd_dq_convert with dq_atomic */
+    int dq_atomic;                /* dq accumulated in f32 with atomic adds in the workspace, then converted */
+    size_t workspace_bytes;       /* what tc_attention_bwd_workspace_size returns */
+    size_t delta_offset;          /* Delta: f32 [batch, heads, seqlen_q], at this byte offset in the workspace */
+    size_t dq_acc_offset;         /* with dq_atomic: f32 [batch, heads, seqlen_q, block_d] */
+} tc_attention_bwd_plan;
+
+/* The plan of tc_attention_bwd for these sizes on a context that compiles
+ * for sm_90a (TC_DEFAULT_ARCH), with the same validation of the sizes as
+ * tc_attention_fwd. */
+TC_API tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
+                                           int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal, int varlen,
+                                           int deterministic, tc_attention_bwd_plan *out);
+
+/* The bytes of workspace tc_attention_bwd needs for these arguments (the
+ * same validation of the sizes as tc_attention_fwd); *bytes is 0 on error. */
+TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
+                                                 int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal,
+                                                 int varlen, int deterministic, size_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

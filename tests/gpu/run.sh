@@ -7,11 +7,12 @@
 #   --bench     also bench/rowwise.py, and bench/launch_overhead's figures (torch, and triton with
 #               the kernels of bench/baselines.py), and
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
-#               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN)
+#               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN; --bwd:
+#               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
-#               test_attention, examples, bench: every benchmark, bench_matmul: bench/matmul.py alone,
-#               bench_attention: bench/attention.py alone)
+#               test_attention, test_attention_bwd, examples, bench: every benchmark, bench_matmul:
+#               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too))
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
 # TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies). A program whose log has a "tilec: ptxas:" line
@@ -128,8 +129,10 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
+for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd; do
     wanted "$t" || continue
+    log="$logs/$t.log"
+    [ "$t" = test_attention_bwd ] && log="$logs/test_attention.log" # shares the forward's log (8 files at most)
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
         results+=("$t|-|-|-|-|-|MISSING")
@@ -139,21 +142,21 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention; do
     args=()
     [ $quick = 1 ] && [ "$t" != test_features ] && args+=(--quick)
     echo "== $t ${args[*]:-}"
-    run_one "$t" "$logs/$t.log" "$prog" "${args[@]}"
+    run_one "$t" "$log" "$prog" "${args[@]}"
     # on Hopper the default is sm_90a (wgmma); the mma.sync path must stay correct too
     if [ "$hopper" = 1 ]; then
         echo "== $t ${args[*]:-} (TILEC_ARCH=sm_90)"
-        TILEC_ARCH=sm_90 run_one "$t sm_90" "$logs/$t.log" "$prog" "${args[@]}"
+        TILEC_ARCH=sm_90 run_one "$t sm_90" "$log" "$prog" "${args[@]}"
     fi
     # and the dot kernels with a producer warpgroup (warp specialization), whatever the library picks
     if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then
         echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1)"
-        TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$logs/$t.log" "$prog" "${args[@]}"
+        TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$log" "$prog" "${args[@]}"
     fi
 done
 
 if wanted examples; then
-    for ex in jit_softmax stdlib_rmsnorm aot_softmax; do
+    for ex in jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax; do
         prog=$(find_prog "$ex" examples)
         [ -n "$prog" ] || continue
         echo "== example $ex"
@@ -194,21 +197,22 @@ if [ $bench = 1 ] && wanted bench; then
     fi
 fi
 
-# bench_py WANT SCRIPT MARKER: runs bench/SCRIPT (with --quick when given) when --bench and
+# bench_py WANT SCRIPT MARKER [ARGS...]: runs bench/SCRIPT ARGS (with --quick when given) when --bench and
 # `bench` or WANT are wanted; its table (from the MARKER line on) goes to bench.log and to the
 # console's table (no JSON, to stay within the files that come back)
 bench_py() {
     local want=$1 script=$2 marker=$3
+    shift 3 # the rest: the script's arguments
     [ $bench = 1 ] && { wanted bench || wanted "$want"; } || return 0
     if [ ! -f "$root/bench/$script" ]; then
         echo "run.sh: no bench/$script in $root"
         return 0
     fi
     echo "== bench $script"
-    local pargs=() lib="" c
+    local pargs=("$@") lib="" c
     [ $quick = 1 ] && pargs+=(--quick)
     for c in "$root/lib/libtilec.so.0" "$root/libtilec.so.0"; do [ -f "$c" ] && lib=$c && break; done
-    TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench $script" "$logs/bench.log" \
+    TILEC_LIB="${TILEC_LIB:-$lib}" PYTHONUNBUFFERED=1 run_one "bench $script${pargs[0]:+ ${pargs[*]}}" "$logs/bench.log" \
         python3 "$root/bench/$script" "${pargs[@]+"${pargs[@]}"}"
     while IFS= read -r l; do bench_lines+=("$l"); done < <(sed -n "/^$marker/,\$p" "$logs/bench.log" | grep -v '^tilec: ')
 }
@@ -216,6 +220,8 @@ bench_py() {
 bench_py bench_matmul matmul.py "== matmul"
 # tc_attention_fwd against bench/baselines.py's Triton attention and SDPA (flash, cuDNN)
 bench_py bench_attention attention.py "== attention"
+# tc_attention_bwd against SDPA's FlashAttention-2 and cuDNN backward passes, after a gradient check
+bench_py bench_attention attention.py "== attention backward" --bwd
 
 # ---- the table ----
 echo

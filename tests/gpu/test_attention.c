@@ -27,9 +27,7 @@
  */
 #include <tilec/stdlib.h>
 
-#include "gpu_test.h"
-
-enum { MAX_SEQS = 8 };
+#include "attention_test.h"
 
 typedef struct AtCase {
     tc_dtype dtype;
@@ -101,27 +99,10 @@ static bool run_case(tc_context *ctx, CUstream stream, const AtCase *cs, bool qu
     int64_t B = cs->batch, H = cs->heads, KVH = cs->kv_heads, D = cs->d;
     bool varlen = cs->varlen != 0;
     /* the sequences: lengths, and where each starts (packed rows, or 0) */
-    int64_t lq[MAX_SEQS], lk[MAX_SEQS], q0[MAX_SEQS + 1], k0[MAX_SEQS + 1];
-    int64_t sq = cs->sq, sk = cs->sk;
-    q0[0] = k0[0] = 0;
-    if (varlen) {
-        int64_t maxlen = quick ? 500 : 2000;
-        sq = sk = 0;
-        for (int64_t b = 0; b < B; b++) {
-            lq[b] = 1 + (int64_t)(gt_uniform() * (double)maxlen);
-            lk[b] = cs->varlen == 1 ? lq[b] : 1 + (int64_t)(gt_uniform() * (double)maxlen);
-        }
-        if (cs->varlen == 1 && B >= 2) /* the extremes */
-            lq[0] = lk[0] = 1, lq[B - 1] = lk[B - 1] = maxlen;
-        for (int64_t b = 0; b < B; b++) {
-            q0[b + 1] = q0[b] + lq[b], k0[b + 1] = k0[b] + lk[b];
-            sq = lq[b] > sq ? lq[b] : sq, sk = lk[b] > sk ? lk[b] : sk;
-        }
-    } else {
-        for (int64_t b = 0; b < B; b++)
-            lq[b] = sq, lk[b] = sk, q0[b + 1] = k0[b + 1] = 0; /* rows start at 0: the batch stride places them */
-    }
-    int64_t rows_q = varlen ? q0[B] : sq, rows_k = varlen ? k0[B] : sk;
+    GtSeqs seqs;
+    gt_attention_seqs(&seqs, B, cs->varlen, cs->sq, cs->sk, quick ? 500 : 2000);
+    const int64_t *lq = seqs.lq, *lk = seqs.lk, *q0 = seqs.q0, *k0 = seqs.k0;
+    int64_t sq = seqs.sq, sk = seqs.sk, rows_q = seqs.rows_q, rows_k = seqs.rows_k;
 
     Ten q, k, v, o;
     memset(&q, 0, sizeof q), memset(&k, 0, sizeof k), memset(&v, 0, sizeof v), memset(&o, 0, sizeof o);
@@ -138,7 +119,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const AtCase *cs, bool qu
          ten_alloc(ctx, &o, t, B, H, rows_q, D, cs->bhsd, varlen) &&
          GT_OK(tc_mem_alloc(ctx, lse_n * sizeof(float), &lse_dev));
     if (ok && varlen) {
-        int32_t cu[2][MAX_SEQS + 1];
+        int32_t cu[2][GT_MAX_SEQS + 1];
         for (int64_t b = 0; b <= B; b++)
             cu[0][b] = (int32_t)q0[b], cu[1][b] = (int32_t)k0[b];
         ok = GT_OK(tc_mem_alloc(ctx, sizeof cu[0], &cuq_dev)) && GT_OK(tc_mem_alloc(ctx, sizeof cu[1], &cuk_dev)) &&
@@ -173,11 +154,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const AtCase *cs, bool qu
             for (int64_t h = 0; h < H; h++) {
                 int64_t kvh = h / group;
                 for (int64_t i = 0; i < lq[b]; i++) {
-                    int64_t nvis = lk[b];
-                    if (cs->causal) {
-                        int64_t last = i + (lk[b] - lq[b]); /* keys j <= last */
-                        nvis = last + 1 < 0 ? 0 : (last + 1 > lk[b] ? lk[b] : last + 1);
-                    }
+                    int64_t nvis = gt_attention_visible(i, lq[b], lk[b], cs->causal);
                     const double *qr = q.val + ten_at(&q, b, h, q0[b] + i);
                     size_t orow = ten_at(&o, b, h, q0[b] + i);
                     size_t lse_i = (size_t)((b * H + h) * sq + i);

@@ -426,6 +426,29 @@ static tc_status attention(tc_context *ctx, int dtype, int64_t batch, int64_t he
                             0, scale, 0);
 }
 
+/* tc_attention_bwd with dense [batch, seqlen, heads, head_dim] tensors and
+ * every gradient dense too; ws_bytes of workspace at P. */
+static tc_status attention_bwd(tc_context *ctx, int dtype, int64_t heads, int64_t kv_heads, int64_t seqlen,
+                               int64_t head_dim, float scale, size_t ws_bytes) {
+    int64_t rows = seqlen <= 4096 ? seqlen : 128;
+    int64_t sm = heads * head_dim, sb = rows * sm, skm = kv_heads * head_dim, skb = rows * skm;
+    return tc_attention_bwd(ctx, NULL, (tc_dtype)dtype, P, P, P, P, P, P, P, P, P + 0x1000, 1, heads, kv_heads, seqlen,
+                            seqlen, head_dim, sb, head_dim, sm, skb, head_dim, skm, skb, head_dim, skm, sb, head_dim,
+                            sm, sb, head_dim, sm, sb, head_dim, sm, skb, head_dim, skm, skb, head_dim, skm, 0, 0, scale,
+                            1, 0, P, ws_bytes);
+}
+
+static tc_status attn_bwd_ws(int dtype, int64_t head_dim, int with_out) {
+    size_t bytes;
+    return tc_attention_bwd_workspace_size((tc_dtype)dtype, 1, 8, 8, 128, 128, head_dim, 0, 0, 0,
+                                           with_out ? &bytes : NULL);
+}
+
+static tc_status attn_bwd_plan(int dtype, int64_t head_dim, int with_out) {
+    tc_attention_bwd_plan p;
+    return tc_attention_bwd_plan_for((tc_dtype)dtype, 1, 8, 8, 128, 128, head_dim, 0, 0, 0, with_out ? &p : NULL);
+}
+
 static tc_status attn_plan(int dtype, int64_t head_dim, int with_out) {
     tc_attention_plan p;
     return tc_attention_plan_for((tc_dtype)dtype, 1, 8, 8, 128, 128, head_dim, 0, 0, with_out ? &p : NULL);
@@ -475,7 +498,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
 
 /* X(name, needs a context, expected status, a word of the message, the call) */
 #define ROWS(X)                                                                                                        \
-    /* tilec.h: sources and constexprs */                                                                             \
+    /* tilec.h: sources and constexprs */                                                                              \
     X(read_file_null_path, NOCTX, INV, "path", tc_source_read_file(NULL, &(tc_source){0}))                             \
     X(read_file_null_out, NOCTX, INV, "out", tc_source_read_file("x.tile", NULL))                                      \
     X(read_file_missing, NOCTX, TC_ERROR_IO, "/nonexistent-tilec-dir/x.tile",                                          \
@@ -491,7 +514,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(cx_parse_no_value, NOCTX, INV, "no value", parse_cx("B=", 64))                                                   \
     X(cx_parse_bad_value, NOCTX, INV, "not an integer", parse_cx("B=12abc", 64))                                       \
     X(cx_parse_nan, NOCTX, INV, "not an integer", parse_cx("B=nan", 64))                                               \
-    /* compilers, diagnostics, binaries */                                                                            \
+    /* compilers, diagnostics, binaries */                                                                             \
     X(compiler_null_out, NOCTX, INV, "out", tc_compiler_create(NULL, NULL))                                            \
     X(compiler_arch_sm70, NOCTX, TC_ERROR_UNSUPPORTED, "sm_70", create_arch("sm_70"))                                  \
     X(compiler_arch_empty, NOCTX, TC_ERROR_UNSUPPORTED, "arch", create_arch(""))                                       \
@@ -508,7 +531,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(map_null_out, NOCTX, INV, "out", bin_map(fx.bin, 0, 0, 0))                                                       \
     X(map_kernel_size_max, NOCTX, INV, "kernel", bin_map(fx.bin, SIZE_MAX, 0, 1))                                      \
     X(map_none, NOCTX, INV, "tensor map 0 is out of range", bin_map(fx.bin, 0, 0, 1))                                  \
-    /* tc_compile: pointers and sources */                                                                            \
+    /* tc_compile: pointers and sources */                                                                             \
     X(compile_null_cc, NOCTX, INV, "compiler",                                                                         \
       tc_compile(NULL, &fx.src, NULL, NULL, 0, NULL, &(tc_binary *){0}, NULL))                                         \
     X(compile_null_src, NOCTX, INV, "src", tc_compile(fx.cc, NULL, NULL, NULL, 0, NULL, &(tc_binary *){0}, NULL))      \
@@ -518,14 +541,14 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(compile_null_text_len0, NOCTX, TC_OK, "", compile_text("t", NULL, 0, NULL, NULL, 0))                             \
     X(compile_null_cx, NOCTX, INV, "constexpr", compile_text("t", "", 0, NULL, NULL, 1))                               \
     X(compile_null_cx_size_max, NOCTX, INV, "constexpr", compile_text("t", "", 0, NULL, NULL, SIZE_MAX))               \
-    /* tc_compile: constexprs */                                                                                      \
+    /* tc_compile: constexprs */                                                                                       \
     X(cx_null_name, NOCTX, INV, "NULL name", compile_cx(NULL, TC_CONSTEXPR_INT, 1))                                    \
     X(cx_kind_99, NOCTX, INV, "kind 99", compile_cx("BLOCK", 99, 1))                                                   \
     X(cx_kind_neg, NOCTX, INV, "kind -1", compile_cx("BLOCK", -1, 1))                                                  \
     X(cx_bool_2, NOCTX, INV, "0 or 1", compile_cx("SINGLE_TILE", TC_CONSTEXPR_BOOL, 2))                                \
     X(cx_dtype_99, NOCTX, INV, "tc_dtype", compile_cx("T", TC_CONSTEXPR_DTYPE, 99))                                    \
     X(cx_dtype_min, NOCTX, INV, "tc_dtype", compile_cx("T", TC_CONSTEXPR_DTYPE, INT64_MIN))                            \
-    /* tc_compile: options */                                                                                         \
+    /* tc_compile: options */                                                                                          \
     X(emit_99, NOCTX, INV, "opt->emit", compile_opt(O_EMIT, 99, NULL))                                                 \
     X(emit_neg, NOCTX, INV, "opt->emit", compile_opt(O_EMIT, -1, NULL))                                                \
     X(warps_3, NOCTX, INV, "opt->num_warps", compile_opt(O_WARPS, 3, NULL))                                            \
@@ -541,21 +564,21 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(stages_16, NOCTX, TC_OK, "", compile_opt(O_STAGES, TC_MAX_NUM_STAGES, NULL))                                     \
     X(params_null, NOCTX, INV, "opt->params", compile_opt(O_PARAMS_NULL, 0, NULL))                                     \
     X(param_name_null, NOCTX, INV, "name is NULL", compile_opt(O_PARAM_NAME, 0, NULL))                                 \
-    X(param_name_unknown, NOCTX, INV, "'nope' is not a parameter", compile_opt(O_PARAM_NAME, 0, "nope"))              \
-    X(param_name_known, NOCTX, TC_OK, "", compile_opt(O_PARAM_NAME, 0, "x"))                                    \
+    X(param_name_unknown, NOCTX, INV, "'nope' is not a parameter", compile_opt(O_PARAM_NAME, 0, "nope"))               \
+    X(param_name_known, NOCTX, TC_OK, "", compile_opt(O_PARAM_NAME, 0, "x"))                                           \
     X(param_div_0, NOCTX, INV, "divisibility 0", compile_opt(O_PARAM_DIV, 0, "x"))                                     \
     X(param_div_neg, NOCTX, INV, "divisibility -16", compile_opt(O_PARAM_DIV, -16, "x"))                               \
     X(param_div_24, NOCTX, INV, "power of two", compile_opt(O_PARAM_DIV, 24, "x"))                                     \
     X(param_div_min, NOCTX, INV, "power of two", compile_opt(O_PARAM_DIV, INT64_MIN, "x"))                             \
     X(param_div_max, NOCTX, INV, "power of two", compile_opt(O_PARAM_DIV, INT64_MAX, "x"))                             \
-    /* tc_compile: errors in the source */                                                                            \
-    X(compile_syntax, NOCTX, CMP, "bad.tile:1:", compile_text("bad.tile", bad_syntax, strlen(bad_syntax), NULL,        \
-                                                              NULL, 0))                                                \
+    /* tc_compile: errors in the source */                                                                             \
+    X(compile_syntax, NOCTX, CMP,                                                                                      \
+      "bad.tile:1:", compile_text("bad.tile", bad_syntax, strlen(bad_syntax), NULL, NULL, 0))                          \
     X(compile_no_kernel, NOCTX, CMP, "no kernel named 'nope'",                                                         \
       compile_text("softmax.tile", fx.src.text, fx.src.len, "nope", NULL, 0))                                          \
-    X(compile_block_2m, NOCTX, CMP, "more than 1048576 elements", compile_block(2097152))                             \
+    X(compile_block_2m, NOCTX, CMP, "more than 1048576 elements", compile_block(2097152))                              \
     X(compile_block_1m, NOCTX, TC_OK, "", compile_block(1048576))                                                      \
-    /* tc_opt */                                                                                                      \
+    /* tc_opt */                                                                                                       \
     X(opt_null_cc, NOCTX, INV, "compiler", tc_opt(NULL, &fx.src, NULL, NULL, &(tc_binary *){0}, NULL))                 \
     X(opt_null_ir, NOCTX, INV, "ir", tc_opt(fx.cc, NULL, NULL, NULL, &(tc_binary *){0}, NULL))                         \
     X(opt_null_out, NOCTX, INV, "out", tc_opt(fx.cc, &fx.src, NULL, NULL, NULL, NULL))                                 \
@@ -569,14 +592,14 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(opt_ir_stages, NOCTX, CMP, "'num_stages' must be from 0 to 16", OPT_SRC(ir_stages))                              \
     X(opt_ir_big_tile, NOCTX, CMP, "more than 1048576 elements", OPT_SRC(ir_big_tile))                                 \
     X(opt_bad_pass, NOCTX, CMP, "unknown pass", opt_text(small_ir, strlen(small_ir), "no-such-pass", O_WARPS, 4))      \
-    /* tc_list_kernels */                                                                                             \
+    /* tc_list_kernels */                                                                                              \
     X(list_null_src, NOCTX, INV, "src", tc_list_kernels(NULL, &(char **){0}, &(size_t){0}, NULL))                      \
     X(list_null_names, NOCTX, INV, "names", tc_list_kernels(&fx.src, NULL, &(size_t){0}, NULL))                        \
     X(list_null_count, NOCTX, INV, "count", tc_list_kernels(&fx.src, &(char **){0}, NULL, NULL))                       \
     X(list_null_text, NOCTX, INV, "text", list_text(NULL, 5))                                                          \
     X(list_empty, NOCTX, TC_OK, "", list_text(NULL, 0))                                                                \
     X(list_syntax, NOCTX, CMP, "list.tile:1:", list_text(bad_syntax, strlen(bad_syntax)))                              \
-    /* runtime.h: the driver and contexts */                                                                          \
+    /* runtime.h: the driver and contexts */                                                                           \
     X(driver_version_null, NOCTX, INV, "version", tc_driver_version(NULL))                                             \
     X(device_count_null, NOCTX, INV, "count", tc_device_count(NULL))                                                   \
     X(context_null_out, NOCTX, INV, "out", tc_context_create(0, NULL))                                                 \
@@ -585,7 +608,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(context_from_null_out, NOCTX, INV, "out", tc_context_create_from(NULL, NULL))                                    \
     X(make_current_null, NOCTX, INV, "ctx", tc_context_make_current(NULL))                                             \
     X(set_log_null, NOCTX, INV, "ctx", tc_context_set_log(NULL, NULL, NULL))                                           \
-    /* modules */                                                                                                     \
+    /* modules */                                                                                                      \
     X(module_load_null_ctx, NOCTX, INV, "ctx", module_load(NULL, fx.bin, 1))                                           \
     X(module_load_null_bin, CTX, INV, "bin", module_load(fx.ctx, NULL, 1))                                             \
     X(module_load_null_out, CTX, INV, "out", module_load(fx.ctx, fx.bin, 0))                                           \
@@ -612,28 +635,28 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(desc_dtype_99, CTX, INV, "dtype 99", load_desc(D_DTYPE, 99, 0))                                                  \
     X(desc_dtype_neg, CTX, INV, "dtype -1", load_desc(D_DTYPE, -1, 0))                                                 \
     X(desc_good, CTX, TC_OK, "", load_desc(D_SHARED, 0, 1024))                                                         \
-    X(desc_nmaps_max, CTX, INV, "num_tensor_maps", load_desc(D_NMAPS, 0, SIZE_MAX))                                     \
-    X(desc_nmaps_17, CTX, INV, "num_tensor_maps 17", load_desc(D_NMAPS, 0, 17))                                         \
-    X(desc_maps_null, CTX, INV, "tensor_maps is NULL", load_desc(D_MAPS_NULL, 0, 0))                                    \
-    X(desc_map_rank_0, CTX, INV, "tensor_maps[0]: rank 0", load_desc(D_MAP_RANK, 0, 0))                                 \
-    X(desc_map_rank_6, CTX, INV, "rank 6", load_desc(D_MAP_RANK, 6, 0))                                                 \
-    X(desc_map_rank_min, CTX, INV, "rank", load_desc(D_MAP_RANK, INT_MIN, 0))                                           \
-    X(desc_map_base_1, CTX, INV, "base 1 is not a pointer parameter", load_desc(D_MAP_BASE, 1, 0))                      \
-    X(desc_map_base_neg, CTX, INV, "base -1", load_desc(D_MAP_BASE, -1, 0))                                             \
-    X(desc_map_dim_ptr, CTX, INV, "dim_param[0] is 0", load_desc(D_MAP_DIM_PARAM, 0, 0))                                \
-    X(desc_map_dim_max, CTX, INV, "dim_param[0]", load_desc(D_MAP_DIM_PARAM, INT_MAX, 0))                               \
-    X(desc_map_box_0, CTX, INV, "box[0] is 0", load_desc(D_MAP_BOX, 0, 0))                                              \
-    X(desc_map_box_300, CTX, INV, "box[0] is 300", load_desc(D_MAP_BOX, 300, 0))                                        \
-    X(desc_map_box_3, CTX, INV, "12 bytes", load_desc(D_MAP_BOX, 3, 0))                                                 \
-    X(desc_map_swizzle_16, CTX, INV, "swizzle 16", load_desc(D_MAP_SWIZZLE, 16, 0))                                     \
-    X(desc_map_good, CTX, TC_OK, "", load_desc(D_MAP_SWIZZLE, 32, 0))                                                   \
+    X(desc_nmaps_max, CTX, INV, "num_tensor_maps", load_desc(D_NMAPS, 0, SIZE_MAX))                                    \
+    X(desc_nmaps_17, CTX, INV, "num_tensor_maps 17", load_desc(D_NMAPS, 0, 17))                                        \
+    X(desc_maps_null, CTX, INV, "tensor_maps is NULL", load_desc(D_MAPS_NULL, 0, 0))                                   \
+    X(desc_map_rank_0, CTX, INV, "tensor_maps[0]: rank 0", load_desc(D_MAP_RANK, 0, 0))                                \
+    X(desc_map_rank_6, CTX, INV, "rank 6", load_desc(D_MAP_RANK, 6, 0))                                                \
+    X(desc_map_rank_min, CTX, INV, "rank", load_desc(D_MAP_RANK, INT_MIN, 0))                                          \
+    X(desc_map_base_1, CTX, INV, "base 1 is not a pointer parameter", load_desc(D_MAP_BASE, 1, 0))                     \
+    X(desc_map_base_neg, CTX, INV, "base -1", load_desc(D_MAP_BASE, -1, 0))                                            \
+    X(desc_map_dim_ptr, CTX, INV, "dim_param[0] is 0", load_desc(D_MAP_DIM_PARAM, 0, 0))                               \
+    X(desc_map_dim_max, CTX, INV, "dim_param[0]", load_desc(D_MAP_DIM_PARAM, INT_MAX, 0))                              \
+    X(desc_map_box_0, CTX, INV, "box[0] is 0", load_desc(D_MAP_BOX, 0, 0))                                             \
+    X(desc_map_box_300, CTX, INV, "box[0] is 300", load_desc(D_MAP_BOX, 300, 0))                                       \
+    X(desc_map_box_3, CTX, INV, "12 bytes", load_desc(D_MAP_BOX, 3, 0))                                                \
+    X(desc_map_swizzle_16, CTX, INV, "swizzle 16", load_desc(D_MAP_SWIZZLE, 16, 0))                                    \
+    X(desc_map_good, CTX, TC_OK, "", load_desc(D_MAP_SWIZZLE, 32, 0))                                                  \
     X(cubin_null, CTX, INV, "cubin is NULL", load_cubin(NULL, 10))                                                     \
     X(cubin_len_max, CTX, INV, "len", load_cubin(empty_ptx, SIZE_MAX))                                                 \
     X(get_kernel_null_module, NOCTX, INV, "module", get_kernel(NULL, "empty", 1))                                      \
     X(get_kernel_null_name, CTX, INV, "name", get_kernel(fx.mod, NULL, 1))                                             \
     X(get_kernel_null_out, CTX, INV, "out", get_kernel(fx.mod, "empty", 0))                                            \
     X(get_kernel_unknown, CTX, INV, "no kernel named 'nope'", get_kernel(fx.raw_mod, "nope", 1))                       \
-    /* launches */                                                                                                    \
+    /* launches */                                                                                                     \
     X(launch_null_kernel, NOCTX, INV, "kernel is NULL", launch(NULL, 1, 1, 1, NULL, 0))                                \
     X(launch_arg_count, CTX, INV, "takes 1 arguments, got 2", launch(fx.k, 1, 1, 1, fx.args, 2))                       \
     X(launch_null_args, CTX, INV, "args[0]", launch(fx.k, 1, 1, 1, NULL, 1))                                           \
@@ -648,7 +671,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(launch_raw_block_product, CTX, INV, "1 to 1024 threads", launch_raw(fx.raw, 1, 64, 64, 1))                       \
     X(launch_raw_block_max, CTX, INV, "1 to 1024 threads", launch_raw(fx.raw, 1, UINT_MAX, UINT_MAX, UINT_MAX))        \
     X(launch_raw_grid_z, CTX, INV, "grid 1x1x65536", launch_raw(fx.raw, 65536, 32, 1, 1))                              \
-    /* tc_jit */                                                                                                      \
+    /* tc_jit */                                                                                                       \
     X(jit_null_ctx, NOCTX, INV, "ctx", jit(J_NONE, 0, O_WARPS))                                                        \
     X(jit_null_req, CTX, INV, "req", jit(J_REQ_NULL, 0, O_WARPS))                                                      \
     X(jit_null_out, CTX, INV, "out", jit(J_OUT_NULL, 0, O_WARPS))                                                      \
@@ -665,7 +688,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(jit_args_null, CTX, INV, "req->args", jit(J_ARGS_NULL, 0, O_WARPS))                                              \
     X(jit_missing_path, CTX, TC_ERROR_IO, "/nonexistent-tilec-dir/x.tile", jit(J_PATH, 0, O_WARPS))                    \
     X(jit_bad_source, CTX, CMP, "error", jit(J_SOURCE, 0, O_WARPS))                                                    \
-    /* memory, streams, timers */                                                                                     \
+    /* memory, streams, timers */                                                                                      \
     X(alloc_null_out, NOCTX, INV, "out", mem_alloc(NULL, 16, 0))                                                       \
     X(alloc_null_ctx, NOCTX, INV, "ctx", mem_alloc(NULL, 16, 1))                                                       \
     X(alloc_size_max, CTX, TC_ERROR_OUT_OF_MEMORY, "cuMemAlloc", mem_alloc(fx.ctx, SIZE_MAX, 1))                       \
@@ -681,13 +704,13 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(stream_null_ctx, NOCTX, INV, "ctx", stream_create(NULL, 1))                                                      \
     X(stream_destroy_null_ctx, NOCTX, INV, "ctx", tc_stream_destroy(NULL, (CUstream)(uintptr_t)0x10))                  \
     X(stream_sync_null_ctx, NOCTX, INV, "ctx", tc_stream_synchronize(NULL, NULL))                                      \
-    X(timer_null_ctx, NOCTX, INV, "ctx", timer_make(NULL, 1))                                                        \
-    X(timer_null_out, CTX, INV, "out", timer_make(fx.ctx, 0))                                                        \
+    X(timer_null_ctx, NOCTX, INV, "ctx", timer_make(NULL, 1))                                                          \
+    X(timer_null_out, CTX, INV, "out", timer_make(fx.ctx, 0))                                                          \
     X(timer_start_null, NOCTX, INV, "timer", tc_timer_start(NULL, NULL))                                               \
     X(timer_stop_null, NOCTX, INV, "timer", tc_timer_stop(NULL, NULL))                                                 \
     X(timer_elapsed_null, NOCTX, INV, "timer", elapsed(NULL, 1))                                                       \
     X(timer_elapsed_null_ms, CTX, INV, "ms", elapsed(fx.timer, 0))                                                     \
-    /* stdlib.h: row-wise kernels */                                                                                  \
+    /* stdlib.h: row-wise kernels */                                                                                   \
     X(softmax_null_ctx, NOCTX, INV, "ctx", softmax(NULL, TC_DTYPE_F32, P, 4, 64, 64))                                  \
     X(softmax_dtype_99, NOCTX, INV, "dtype", softmax(SCTX, 99, P, 4, 64, 64))                                          \
     X(softmax_dtype_neg, NOCTX, INV, "dtype", softmax(SCTX, -1, P, 4, 64, 64))                                         \
@@ -716,7 +739,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(source_null_name, NOCTX, INV, "name", source(NULL, 1))                                                           \
     X(source_null_text, NOCTX, INV, "text", source("softmax.tile", 0))                                                 \
     X(source_unknown, NOCTX, INV, "nope.tile", source("nope.tile", 1))                                                 \
-    /* matrix multiplies */                                                                                           \
+    /* matrix multiplies */                                                                                            \
     X(matmul_null_ctx, NOCTX, INV, "ctx", matmul(NULL, TC_DTYPE_F16, P, 64, 64, 64, 64, 1, 0))                         \
     X(matmul_dtype_f32, NOCTX, INV, "dtype", matmul(SCTX, TC_DTYPE_F32, P, 64, 64, 64, 64, 1, 0))                      \
     X(matmul_m_0, NOCTX, INV, "M", matmul(SCTX, TC_DTYPE_F16, P, 0, 64, 64, 64, 1, 0))                                 \
@@ -733,7 +756,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(blockdiag_batch_min, NOCTX, INV, "batch", blockdiag(INT64_MIN, 4))                                               \
     X(bd_plan_null_out, NOCTX, INV, "out", bd_plan(4, 0))                                                              \
     X(bd_plan_nblocks_0, NOCTX, INV, "nblocks", bd_plan(0, 1))                                                         \
-    /* attention */                                                                                                   \
+    /* attention */                                                                                                    \
     X(attn_null_ctx, NOCTX, INV, "ctx", attention(NULL, TC_DTYPE_F16, 1, 8, 8, 128, 64, 0, 0.125f))                    \
     X(attn_dtype_f32, NOCTX, INV, "dtype", attention(SCTX, TC_DTYPE_F32, 1, 8, 8, 128, 64, 0, 0.125f))                 \
     X(attn_head_dim_0, NOCTX, INV, "head_dim", attention(SCTX, TC_DTYPE_F16, 1, 8, 8, 128, 0, 0, 0.125f))              \
@@ -745,7 +768,22 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(attn_one_cu_seqlens, NOCTX, INV, "cu_seqlens", attention(SCTX, TC_DTYPE_F16, 1, 8, 8, 128, 64, P, 0.125f))       \
     X(attn_plan_null_out, NOCTX, INV, "out", attn_plan(TC_DTYPE_F16, 64, 0))                                           \
     X(attn_plan_head_dim_min, NOCTX, INV, "head_dim", attn_plan(TC_DTYPE_F16, INT64_MIN, 1))                           \
-    /* aot.h */                                                                                                       \
+    X(attn_bwd_null_ctx, NOCTX, INV, "ctx", attention_bwd(NULL, TC_DTYPE_F16, 8, 8, 128, 64, 0.125f, 1 << 20))         \
+    X(attn_bwd_dtype_f32, NOCTX, INV, "dtype", attention_bwd(SCTX, TC_DTYPE_F32, 8, 8, 128, 64, 0.125f, 1 << 20))      \
+    X(attn_bwd_head_dim_257, NOCTX, INV, "head_dim",                                                                   \
+      attention_bwd(SCTX, TC_DTYPE_F16, 8, 8, 128, 257, 0.125f, 1 << 20))                                              \
+    X(attn_bwd_kv_heads, NOCTX, INV, "kv_heads", attention_bwd(SCTX, TC_DTYPE_F16, 8, 3, 128, 64, 0.125f, 1 << 20))    \
+    X(attn_bwd_seqlen_max, NOCTX, INV, "seqlen",                                                                       \
+      attention_bwd(SCTX, TC_DTYPE_F16, 8, 8, INT64_MAX, 64, 0.125f, 1 << 20))                                         \
+    X(attn_bwd_scale_inf, NOCTX, INV, "scale", attention_bwd(SCTX, TC_DTYPE_F16, 8, 8, 128, 64, INFINITY, 1 << 20))    \
+    X(attn_bwd_workspace_small, NOCTX, INV, "workspace_bytes (16)",                                                    \
+      attention_bwd(SCTX, TC_DTYPE_F16, 8, 8, 128, 64, 0.125f, 16))                                                    \
+    X(attn_bwd_ws_null_out, NOCTX, INV, "bytes", attn_bwd_ws(TC_DTYPE_F16, 64, 0))                                     \
+    X(attn_bwd_ws_head_dim_0, NOCTX, INV, "head_dim", attn_bwd_ws(TC_DTYPE_F16, 0, 1))                                 \
+    X(attn_bwd_ws_dtype_f32, NOCTX, INV, "dtype", attn_bwd_ws(TC_DTYPE_F32, 64, 1))                                    \
+    X(attn_bwd_plan_null_out, NOCTX, INV, "out", attn_bwd_plan(TC_DTYPE_F16, 64, 0))                                   \
+    X(attn_bwd_plan_head_dim_min, NOCTX, INV, "head_dim", attn_bwd_plan(TC_DTYPE_F16, INT64_MIN, 1))                   \
+    /* aot.h */                                                                                                        \
     X(aot_null_req, NOCTX, INV, "tc_aot_generate", aot(A_REQ_NULL))                                                    \
     X(aot_null_out, NOCTX, INV, "tc_aot_generate", aot(A_OUT_NULL))                                                    \
     X(aot_null_source, NOCTX, INV, "source", aot(A_SOURCE_NULL))                                                       \

@@ -217,7 +217,7 @@ static unsigned map_bases;
 static tc_status checking_hook(const RtAttentionLaunch *l) {
     launches++;
     CHECK(l->ctx == FAKE_CTX);
-    CHECK_EQ_STR(l->req.kernel, "attention_fwd");
+    CHECK(strncmp(l->req.kernel, "attention_", 10) == 0);
     CHECK_EQ_INT(l->options.num_warps, l->plan.num_warps);
     CHECK_EQ_INT(l->options.num_stages, l->plan.num_stages);
     CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
@@ -296,4 +296,220 @@ TEST(test_attention_launches_compile) {
     CHECK(ptx_check_end("stdlib_attention") >= 14);
 }
 
-UNIT_SUITE(stdlib_attention, test_attention_plans, test_attention_validation, test_attention_launches_compile)
+/* ---- the backward pass ---- */
+
+TEST(test_attention_bwd_plans) {
+    /* sm_90a: dkdv BM 32, BN 128 on 8 warps up to head dim 128, BN 64 at 256; dq BM 128 (64 at 256), BN 64 */
+    static const struct {
+        int64_t head_dim;
+        int d, dkdv_bn, dq_bm;
+    } want[] = {{1, 16, 128, 128},   {32, 32, 128, 128},   {40, 64, 128, 128}, {80, 128, 128, 128},
+                {96, 128, 128, 128}, {128, 128, 128, 128}, {200, 256, 64, 64}, {256, 256, 64, 64}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_attention_bwd_plan p;
+        CHECK_EQ_INT(tc_attention_bwd_plan_for(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &p),
+                     TC_OK);
+        CHECK_EQ_INT(p.dq_atomic, 0); /* the default: dQ in a kernel of its own */
+        CHECK_EQ_STR(p.preprocess.file, "attention_bwd.tile");
+        CHECK_EQ_STR(p.preprocess.kernel, "attention_bwd_preprocess");
+        CHECK_EQ_STR(p.dkdv.kernel, "attention_bwd_dkdv");
+        CHECK_EQ_STR(p.dq.kernel, "attention_bwd_dq");
+        CHECK_EQ_INT(p.dkdv.block_d, want[i].d);
+        CHECK_EQ_INT(cx(&p.dkdv, "D"), want[i].d);
+        CHECK_EQ_INT(cx(&p.dkdv, "HEAD_DIM"), want[i].head_dim);
+        CHECK_EQ_INT(cx(&p.dkdv, "BN"), want[i].dkdv_bn);
+        CHECK_EQ_INT(cx(&p.dkdv, "BM"), 32);
+        CHECK_EQ_INT(cx(&p.dkdv, "CAUSAL"), 1);
+        CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), 0);
+        CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), 0);
+        CHECK_EQ_INT(cx(&p.dkdv, "T"), TC_DTYPE_BF16);
+        CHECK_EQ_INT(p.dkdv.num_warps, 8);
+        CHECK_EQ_INT(p.dkdv.grid.x, (300 + want[i].dkdv_bn - 1) / want[i].dkdv_bn);
+        CHECK_EQ_INT(p.dkdv.grid.y, 2 * 2); /* batch * kv_heads: a program sums its KV head's group */
+        CHECK_EQ_INT(cx(&p.dq, "BM"), want[i].dq_bm);
+        CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
+        CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
+        CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
+        CHECK_EQ_INT(p.preprocess.grid.x, (1000 + p.preprocess.block_m - 1) / p.preprocess.block_m);
+        /* the workspace: Delta alone, f32 per query row */
+        size_t bytes = 1;
+        CHECK_EQ_INT(
+            tc_attention_bwd_workspace_size(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &bytes),
+            TC_OK);
+        CHECK_EQ_INT(bytes, p.workspace_bytes);
+        CHECK(bytes >= 2 * 8 * 1000 * 4 && bytes < 2 * 8 * 1000 * 4 + 256);
+    }
+    /* atomics: the dQ accumulator after Delta, f32 rows of the head dim's tile; deterministic excludes them */
+    for (int det = 0; det < 2; det++) {
+        tc_attention_bwd_plan p;
+        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 1, &p);
+        CHECK_EQ_INT(p.dq_atomic, !det);
+        CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), !det);
+        CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), !det);
+        CHECK_EQ_STR(p.dq.kernel, det ? "attention_bwd_dq" : "attention_bwd_dq_convert");
+        size_t delta = (3 * 4 * 777 * 4 + 255) / 256 * 256;
+        CHECK_EQ_INT(p.delta_offset, 0);
+        CHECK_EQ_INT(p.workspace_bytes, det ? delta : delta + (3 * 4 * 777 * 128 * 4 + 255) / 256 * 256);
+        if (!det)
+            CHECK_EQ_INT(p.dq_acc_offset, delta);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 0, &p);
+        CHECK_EQ_INT(p.dq_atomic, 0);
+    }
+    /* mma.sync targets: narrower tiles, the same kernels */
+    tc_attention_bwd_plan p;
+    rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 128, true, true, false, "sm_80", -1, &p);
+    CHECK_EQ_INT(p.dkdv.block_m, 16);
+    CHECK_EQ_INT(p.dkdv.block_n, 64);
+    CHECK_EQ_INT(p.dkdv.num_warps, 4);
+    CHECK_EQ_INT(cx(&p.dkdv, "VARLEN"), 1);
+    size_t bytes = 7;
+    CHECK_EQ_INT(tc_attention_bwd_workspace_size(TC_DTYPE_F32, 1, 1, 1, 1, 1, 64, 0, 0, 0, &bytes),
+                 TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(bytes, 0);
+    CHECK(strstr(tc_last_error(), "tc_attention_bwd_workspace_size: dtype must be") != NULL);
+    CHECK_EQ_INT(tc_attention_bwd_workspace_size(TC_DTYPE_F16, 1, 8, 3, 1, 1, 64, 0, 0, 0, &bytes),
+                 TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "kv_heads (3) does not divide heads (8)") != NULL);
+    CHECK_EQ_INT(tc_attention_bwd_workspace_size(TC_DTYPE_F16, 1, 1, 1, 1, 1, 64, 0, 0, 0, NULL),
+                 TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_attention_bwd_plan_for(TC_DTYPE_F16, 1, 1, 1, 1, 1, 64, 0, 0, 0, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_attention_bwd_plan_for(TC_DTYPE_F16, 1, 1, 1, 1, 1, 257, 0, 0, 0, &p), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tc_attention_bwd_plan_for: head_dim (257) must be in 1..256") != NULL);
+}
+
+/* [batch 2, seq 100, heads 8 (kv 2), dim 64], (b, s, h, d) layout, every tensor dense */
+#define DQ_ 0x800000
+#define DK_ 0x900000
+#define DV_ 0xA00000
+#define DO_ 0xB00000
+#define WS_ 0xC00000
+#define WS_BYTES ((size_t)1 << 20)
+static tc_status bwd(tc_context *ctx, tc_dtype dt, CUdeviceptr dq, CUdeviceptr dk, CUdeviceptr lse, CUdeviceptr ws,
+                     size_t ws_bytes, int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t d, int64_t dqb,
+                     int64_t dqh, int64_t dqm, int64_t dkb, int64_t dkh, int64_t dkn, CUdeviceptr cq, CUdeviceptr ck,
+                     float scale) {
+    return tc_attention_bwd(ctx, NULL, dt, dq, dk, DV_, DO_, Q_, K_, V_, O_, lse, b, h, kvh, sq, 100, d, QS, KS, KS, QS,
+                            QS, dqb, dqh, dqm, dkb, dkh, dkn, KS, cq, ck, scale, 1, 0, ws, ws_bytes);
+}
+
+TEST(test_attention_bwd_validation) {
+    const tc_dtype F16 = TC_DTYPE_F16;
+    rt_attention_launch_hook = counting_hook;
+    stdlib_hook_calls = 0;
+    /* a valid call reaches the first launch (the hook's error stops the others) */
+    CHECK_EQ_INT(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(stdlib_hook_calls, 1);
+    /* the forward pass's checks, with its messages under this entry point's name */
+    CHECK_INVALID(bwd(NULL, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "tc_attention_bwd: ctx is NULL");
+    CHECK_INVALID(bwd(FAKE_CTX, TC_DTYPE_F32, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "tc_attention_bwd: dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 257, QS, KS, 0, 0, 0.125f),
+                  "head_dim (257) must be in 1..256");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 3, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "kv_heads (3) does not divide heads (8)");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 0, 64, QS, KS, 0, 0, 0.125f),
+                  "seqlen_q (0)");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 10000, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "batch * heads (80000) must be at most 65535");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0x600000, 0, 0.125f),
+                  "cu_seqlens_q and cu_seqlens_k must both be given");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0x600000, 0x700001, 0.125f),
+                  "cu_seqlens_k (0x700001) is not aligned to its 4-byte elements");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, NAN),
+                  "tc_attention_bwd: scale (nan) must be finite");
+    /* the gradients' own strides */
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, 51200, -64, 512, KS, 0, 0, 0.125f),
+                  "dq's strides (stride_dqb 51200, stride_dqh -64, stride_dqm 512) must be >= 0");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, 12800, 64, 100, 0, 0, 0.125f),
+                  "dk's strides (stride_dkb 12800, stride_dkh 64, stride_dkn 100) give two of its elements the same "
+                  "address");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, 51200, 64, 500, KS, 0, 0, 0.125f),
+                  "dq's strides (stride_dqb 51200, stride_dqh 64, stride_dqm 500) give two of its elements the same");
+    CHECK_INVALID(
+        bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, (int64_t)1 << 61, 64, 512, KS, 0, 0, 0.125f),
+        "dq's strides (stride_dqb 2305843009213693952, stride_dqh 64, stride_dqm 512) with 2 x 8 x 100 x 64 "
+        "elements overflow a 64-bit offset");
+    CHECK_INVALID(tc_attention_bwd(FAKE_CTX, NULL, F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, 2, 8, 2, 100, 100, 64,
+                                   QS, KS, KS, QS, 51200, 64, -1, QS, KS, KS, 0, 0, 0.125f, 0, 0, WS_, WS_BYTES),
+                  "dout's strides (stride_dob 51200, stride_doh 64, stride_dom -1) must be >= 0");
+    CHECK_INVALID(tc_attention_bwd(FAKE_CTX, NULL, F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, 2, 8, 2, 100, 100, 64,
+                                   QS, KS, KS, QS, QS, QS, KS, 12800, 0, 128, 0, 0, 0.125f, 0, 0, WS_, WS_BYTES),
+                  "dv's strides (stride_dvb 12800, stride_dvh 0, stride_dvn 128) give two of its elements the same");
+    /* pointers */
+    CHECK_INVALID(bwd(FAKE_CTX, F16, 0, DK_, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "tc_attention_bwd: dq is 0");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_ + 1, L_, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "dk (0x900001) is not aligned to its 2-byte elements");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_ + 2, WS_, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "lse (0x200002) is not aligned to its 4-byte elements");
+    CHECK_INVALID(tc_attention_bwd(FAKE_CTX, NULL, F16, DQ_, DK_, DV_, 0, Q_, K_, V_, O_, L_, 2, 8, 2, 100, 100, 64, QS,
+                                   KS, KS, QS, QS, QS, KS, KS, 0, 0, 0.125f, 0, 0, WS_, WS_BYTES),
+                  "dout is 0");
+    CHECK_INVALID(tc_attention_bwd(FAKE_CTX, NULL, F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, 0, L_, 2, 8, 2, 100, 100, 64,
+                                   QS, KS, KS, QS, QS, QS, KS, KS, 0, 0, 0.125f, 0, 0, WS_, WS_BYTES),
+                  "o is 0");
+    /* the workspace: given, 16-byte aligned, and at least what tc_attention_bwd_workspace_size says */
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, 0, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "workspace is 0");
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_ + 8, WS_BYTES, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                  "workspace (0xc00008) is not aligned to its 16-byte elements");
+    size_t need = 0;
+    CHECK_EQ_INT(tc_attention_bwd_workspace_size(F16, 2, 8, 2, 100, 100, 64, 1, 0, 0, &need), TC_OK);
+    CHECK(need >= 2 * 8 * 100 * 4);
+    char msg[160];
+    snprintf(msg, sizeof msg, "workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size",
+             need - 1, need);
+    CHECK_INVALID(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, need - 1, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f), msg);
+    CHECK_EQ_INT(bwd(FAKE_CTX, F16, DQ_, DK_, L_, WS_, need, 2, 8, 2, 100, 64, QS, KS, 0, 0, 0.125f),
+                 TC_ERROR_UNSUPPORTED);
+    /* varlen: the packed rows, one sequence of the longest length checked for distinct addresses */
+    CHECK_EQ_INT(bwd(FAKE_CTX, TC_DTYPE_BF16, DQ_, DK_, L_, WS_, need, 2, 8, 2, 100, 64, 0, 64, 512, 0, 64, 128,
+                     0x600000, 0x700000, -1.0f),
+                 TC_ERROR_UNSUPPORTED);
+    rt_attention_launch_hook = NULL;
+}
+
+/* Every launch of tc_attention_bwd: its kernels, in order, with arguments by
+ * name, and each distinct specialization compiled to PTX (ptxas where found). */
+static const char *bwd_kernels[8];
+static int bwd_launches;
+
+static tc_status bwd_hook(const RtAttentionLaunch *l) {
+    if (bwd_launches < 8)
+        bwd_kernels[bwd_launches] = l->req.kernel;
+    bwd_launches++;
+    CHECK_EQ_STR(l->plan.file, "attention_bwd.tile");
+    return checking_hook(l);
+}
+
+TEST(test_attention_bwd_launches_compile) {
+    ptx_check_begin();
+    rt_attention_launch_hook = bwd_hook;
+    static const int64_t dims[] = {32, 64, 80, 128, 256};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int variant = 0; variant < 4; variant++) {
+            int64_t D = dims[di], B = 2, H = 8, KVH = variant == 2 ? 1 : 2, S = 1000;
+            tc_dtype t = (di + (size_t)variant) % 2 ? TC_DTYPE_BF16 : TC_DTYPE_F16;
+            bool bhsd = variant == 1, varlen = variant == 3, causal = variant >= 2 || di % 2;
+            int64_t qb = S * H * D, qh = bhsd ? S * D : D, qm = bhsd ? D : H * D;
+            int64_t kb = (S + 17) * KVH * D, kh = bhsd ? (S + 17) * D : D, kn = bhsd ? D : KVH * D;
+            CUdeviceptr cq = varlen ? 0x600000 : 0, ck = varlen ? 0x700000 : 0;
+            bwd_launches = 0;
+            CHECK_EQ_INT(tc_attention_bwd(FAKE_CTX, NULL, t, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, B, H, KVH, S,
+                                          S + 17, D, qb, qh, qm, kb, kh, kn, kb, kh, kn, qb, qh, qm, qb, qh, qm, qb, qh,
+                                          qm, kb, kh, kn, kb, kh, kn, cq, ck, 1.0f / sqrtf((float)D), causal, 0, WS_,
+                                          (size_t)1 << 30),
+                         TC_OK);
+            CHECK_EQ_INT(bwd_launches, 3);
+            CHECK_EQ_STR(bwd_kernels[0], "attention_bwd_preprocess");
+            CHECK_EQ_STR(bwd_kernels[1], "attention_bwd_dkdv");
+            CHECK_EQ_STR(bwd_kernels[2], "attention_bwd_dq");
+        }
+    rt_attention_launch_hook = NULL;
+    CHECK(ptx_check_end("stdlib_attention_bwd") >= 30);
+}
+
+UNIT_SUITE(stdlib_attention, test_attention_plans, test_attention_validation, test_attention_launches_compile,
+           test_attention_bwd_plans, test_attention_bwd_validation, test_attention_bwd_launches_compile)
