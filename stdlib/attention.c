@@ -19,8 +19,9 @@
  *         (4 warps with BM 64 spill 132 bytes there);
  *       - D 256 on wgmma (sm_90a): BM 128, BN 64, 8 warps and a producer
  *         warpgroup (tc_options.warp_specialize; the two consumer
- *         warpgroups ping-pong), 2 stages;
- *       - D 128 on wgmma from 8192 keys: the same with BN 128;
+ *         warpgroups ping-pong, P V overlapped with the softmax), 2 stages;
+ *       - D 128 on wgmma without causal masking, and D 64 and 128 from 8192
+ *         keys: the same with BN 128 and 3 stages;
  *       - TILEC_WARP_SPECIALIZE=1 or 0 forces the warp-specialized plans
  *         on or off (BM 64, BN 64, 4 warps, 2 stages at D 256 without).
  *     grid = (cdiv(seqlen_q, BM), batch * heads).
@@ -125,9 +126,9 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
 /* Longest key sequence for which head dim 128 without causal masking takes
  * the EVEN_N kernel (see attn_plan). */
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
-/* Shortest key sequence for which head dim 128 takes the warp-specialized
- * kernel (see attn_plan). */
-enum { ATTN_WS_MIN_KEYS_D128 = 8192 };
+/* Shortest key sequence for which head dims 64 and 128 (causal) take the
+ * warp-specialized kernel (see attn_plan). */
+enum { ATTN_WS_MIN_KEYS = 8192 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
@@ -150,16 +151,20 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     p->num_warps = !wide || wgmma ? 4 : 8;
     p->num_stages = wide && wgmma ? 2 : ATTN_STAGES;
     /* A producer warpgroup (sm_90a) and two consumer warpgroups of 64 rows
-     * that take turns on the tensor cores (the pingpong pass), 2 stages:
-     * BN 128 up to head dim 128, 64 at 256. It pays at head dim 256 (up to
-     * 1.26x) and at 128 with long key sequences (1.02-1.04x from 8192 keys
-     * on), and loses elsewhere (bench/RESULTS.md); ws 0 or 1 forces it. */
-    p->warp_specialize = wgmma && (ws == 1 || (ws < 0 && (wide || (p->block_d == 128 && seqlen_k >= ATTN_WS_MIN_KEYS_D128))));
+     * that take turns on the tensor cores (the pingpong pass), each with
+     * P V one key block late under its softmax (overlap-dots): BN 128 and 3
+     * stages up to head dim 128 (224 KB of shared memory at 128), BN 64
+     * and 2 stages at 256. It pays at head dim 256, at 128 without causal
+     * masking, and at 64 and causal 128 from 8192 keys on; shorter causal
+     * sequences and head dim 64 run faster as two programs of one
+     * warpgroup per SM (bench/RESULTS.md). ws 0 or 1 forces it. */
+    bool ws_pays = wide || (p->block_d == 128 && !causal) || (p->block_d >= 64 && seqlen_k >= ATTN_WS_MIN_KEYS);
+    p->warp_specialize = wgmma && (ws == 1 || (ws < 0 && ws_pays));
     if (p->warp_specialize) {
         p->block_m = 128;
         p->block_n = wide ? 64 : 128;
         p->num_warps = 8;
-        p->num_stages = 2;
+        p->num_stages = wide ? 2 : 3;
     }
     p->causal = causal;
     p->varlen = varlen;

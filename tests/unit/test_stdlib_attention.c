@@ -34,12 +34,14 @@ TEST(test_attention_plans) {
         {64, 64, 128, 64, 4},  {96, 128, 128, 64, 4}, {128, 128, 128, 64, 4}, {200, 256, 128, 64, 8},
         {256, 256, 128, 64, 8},
     }; /* head dim 256: warp-specialized, two consumer warpgroups */
-    /* head dim 128 takes 64 keys per step, causal (below) or not; EVEN_N with whole
-     * key blocks up to head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
+    /* head dim 128 takes 64 keys per step with causal masking (below) and 128 on two warpgroups and a
+     * producer without (on sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to
+     * head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
-    CHECK_EQ_INT(full.block_n, 64);
-    CHECK_EQ_INT(full.num_warps, 4);
+    CHECK_EQ_INT(full.block_n, 128);
+    CHECK_EQ_INT(full.num_warps, 8);
+    CHECK_EQ_INT(full.warp_specialize, 1);
     static const struct {
         int64_t seqlen_k, head_dim;
         int causal, varlen, even_n;
@@ -79,22 +81,24 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.warp_specialize, 0);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
     }
-    /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 up to head dim 128, 64 at 256, 2
-     * stages): by default at head dim 256 and at 128 from 8192 keys; TILEC_WARP_SPECIALIZE=1 (ws 1)
-     * everywhere, 0 nowhere */
+    /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 and 3 stages up to head dim 128,
+     * BN 64 and 2 stages at 256): by default at head dim 256, at 128 without causal masking, at 64 and
+     * causal 128 from 8192 keys; below 64 never; TILEC_WARP_SPECIALIZE=1 (ws 1) everywhere, 0 nowhere */
     for (int ws = -1; ws <= 1; ws++)
-        for (int d = 64; d <= 256; d *= 2)
-            for (int64_t keys = 4096; keys <= 8192; keys *= 2) {
-                tc_attention_plan p;
-                rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, false, false, "sm_90a", ws, &p);
-                bool on = ws == 1 || (ws < 0 && (d == 256 || (d == 128 && keys >= 8192)));
-                CHECK_EQ_INT(p.warp_specialize, on);
-                CHECK_EQ_INT(p.block_m, on || d <= 128 ? 128 : 64);
-                CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
-                CHECK_EQ_INT(p.num_warps, on ? 8 : 4);
-                CHECK_EQ_INT(p.num_stages, on || d > 128 ? 2 : 3);
-                CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
-            }
+        for (int d = 32; d <= 256; d *= 2)
+            for (int64_t keys = 4096; keys <= 8192; keys *= 2)
+                for (int causal = 0; causal <= 1; causal++) {
+                    tc_attention_plan p;
+                    rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, false, "sm_90a", ws, &p);
+                    bool pays = d == 256 || (d == 128 && !causal) || (d >= 64 && keys >= 8192);
+                    bool on = ws == 1 || (ws < 0 && pays);
+                    CHECK_EQ_INT(p.warp_specialize, on);
+                    CHECK_EQ_INT(p.block_m, on || d <= 128 ? 128 : 64);
+                    CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
+                    CHECK_EQ_INT(p.num_warps, on ? 8 : 4);
+                    CHECK_EQ_INT(p.num_stages, d > 128 ? 2 : 3);
+                    CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
+                }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
