@@ -610,13 +610,27 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         return st;
     bool varlen = a.varlen, hooked = rt_attention_launch_hook != NULL;
     tc_attention_bwd_plan plan;
+    /* the workspace first, before the context is read: its size is the one
+     * tc_attention_bwd_workspace_size gives, without a context (and no plan
+     * for the context's target needs more) */
+    size_t need = 0;
+    if ((st = tc_attention_bwd_workspace_size(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal,
+                                              varlen, deterministic, &need)) != TC_OK)
+        return st;
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
-                          deterministic != 0, rt_stdlib_target(ctx, hooked), attn_forced_dq_atomic(hooked), &plan);
-    if (workspace_bytes < plan.workspace_bytes)
+                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(hooked), &plan);
+    if (need < plan.workspace_bytes)
+        need = plan.workspace_bytes;
+    if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "
                        "gives for these arguments",
-                       a.entry, workspace_bytes, plan.workspace_bytes);
+                       a.entry, workspace_bytes, need);
+    rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
+                          deterministic != 0, rt_stdlib_target(ctx, hooked), attn_forced_dq_atomic(hooked), &plan);
+    if (workspace_bytes < plan.workspace_bytes)
+        return rt_fail(TC_ERROR_INTERNAL, "%s: the plan for %s needs %zu bytes of workspace, more than %zu", a.entry,
+                       rt_stdlib_target(ctx, hooked), plan.workspace_bytes, workspace_bytes);
     CUdeviceptr delta = workspace + plan.delta_offset;
     CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
     CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */
