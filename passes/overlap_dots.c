@@ -229,15 +229,9 @@ static IrOp *build_tail(Rot *r, IrBuilder *b, IrMap *map, bool dot_too, bool asy
     return dot;
 }
 
-static IrOp *build_if(IrBuilder *b, IrValue *cond, int n, const IrType *const *types) {
-    return ir_build_op(b, IR_OP_IF, 1, &cond, n, types);
-}
-
+/* `warp_group_dot_wait v {pending}` at b. */
 static IrValue *wait_for(IrBuilder *b, IrValue *v, int64_t pending) {
-    IrOp *w = ir_op_create(b->m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &v, 1, &v->type);
-    w->loc = b->loc;
-    ir_op_set_int(b->m, w, "pending", pending);
-    w->results[0]->name = v->name;
+    IrOp *w = pass_dot_wait(b->m, v, pending, b->loc);
     put(b, w);
     return w->results[0];
 }
@@ -284,7 +278,7 @@ static void rotate(Rot *r) {
     IrValue *any = ir_build_cmp(&b, "lt", lb, ub);
 
     /* The first iteration, without a late dot. */
-    IrOp *pro = build_if(&b, any, nk, types);
+    IrOp *pro = ir_build_op(&b, IR_OP_IF, 1, &any, nk, types);
     {
         IrMap map;
         ir_map_init(&map, &m->arena);
@@ -299,10 +293,9 @@ static void rotate(Rot *r) {
         k = 0;
         for (int j = 0; j < nargs; j++)
             if (j != r->acc)
-                outs[k++] = ir_map_get(&map, yield->operands[j]) ? ir_map_get(&map, yield->operands[j])
-                                                                   : yield->operands[j];
+                outs[k++] = pass_subst_value(&map, yield->operands[j]);
         for (int i = 0; i < r->num_late; i++)
-            outs[k++] = ir_map_get(&map, r->late[i]);
+            outs[k++] = pass_subst_value(&map, r->late[i]);
         IrBuilder in;
         ir_builder_at_end(&in, m, then);
         in.loc = loop->loc;
@@ -377,14 +370,10 @@ static void rotate(Rot *r) {
     IrValue **outs = ARENA_ARRAY(&m->arena, IrValue *, (size_t)nk);
     k = 0;
     for (int j = 0; j < nargs; j++)
-        if (j != r->acc) {
-            IrValue *v = ir_map_get(&map, yield->operands[j]);
-            outs[k++] = v ? v : yield->operands[j];
-        }
-    for (int i = 0; i < r->num_late; i++) {
-        IrValue *v = ir_map_get(&map, r->late[i]);
-        outs[k++] = v ? v : r->late[i];
-    }
+        if (j != r->acc)
+            outs[k++] = pass_subst_value(&map, yield->operands[j]);
+    for (int i = 0; i < r->num_late; i++)
+        outs[k++] = pass_subst_value(&map, r->late[i]);
     IrOp *ny = ir_op_create(m, IR_OP_YIELD, nk, outs, 0, NULL);
     ny->loc = yield->loc;
     ir_block_append(nb, ny);
@@ -395,7 +384,7 @@ static void rotate(Rot *r) {
     else
         ir_builder_at_end(&b, m, loop->parent);
     b.loc = loop->loc;
-    IrOp *epi = build_if(&b, any, 1, &acc_arg->type);
+    IrOp *epi = ir_build_op(&b, IR_OP_IF, 1, &any, 1, &acc_arg->type);
     {
         IrMap fin;
         ir_map_init(&fin, &m->arena);

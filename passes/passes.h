@@ -211,5 +211,11 @@ void pass_count_uses(IrFunc *f);
 bool pass_erase_dead_pure_ops(IrFunc *f);
 /* True if op is pure and owns no regions (it may be removed when unused). */
 bool pass_op_is_removable(const IrOp *op);
+/* `warp_group_dot_wait v {pending}`, detached, its result named like v (the
+ * caller places it). */
+IrOp *pass_dot_wait(IrModule *m, IrValue *v, int64_t pending, SrcLoc loc);
+/* pass_dot_wait right after `after`; every use of v in scope but the wait's
+ * own reads the wait's result instead. Returns that result. */
+IrValue *pass_dot_wait_after(IrModule *m, IrOp *after, IrBlock *scope, IrValue *v, int64_t pending);
 
 #endif

@@ -137,15 +137,7 @@ static void add_turns(IrModule *m, IrOp *loop) {
         if (op->opc != IR_OP_WARP_GROUP_DOT || ir_op_get_int(op, "async", 0))
             continue;
         ir_op_set_int(m, op, "async", 1);
-        IrValue *r = op->results[0];
-        IrOp *w = ir_op_create(m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &r, 1, &r->type);
-        w->loc = op->loc;
-        ir_op_set_int(m, w, "pending", 0);
-        w->results[0]->name = r->name;
-        ir_op_insert_after(op, w);
-        ir_replace_all_uses(body, r, w->results[0]);
-        ir_op_set_operand(w, 0, r);
-        op = w;
+        op = pass_dot_wait_after(m, op, body, op->results[0], 0)->def;
     }
     /* one turn per group of dots issued together (up to the next wait or
      * read of a dot's result): the other warpgroup's dots queue right

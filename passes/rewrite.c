@@ -84,3 +84,19 @@ static bool erase_dead_in_block(IrBlock *b) {
 bool pass_erase_dead_pure_ops(IrFunc *f) {
     return erase_dead_in_block(f->body);
 }
+
+IrOp *pass_dot_wait(IrModule *m, IrValue *v, int64_t pending, SrcLoc loc) {
+    IrOp *w = ir_op_create(m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &v, 1, &v->type);
+    w->loc = loc;
+    ir_op_set_int(m, w, "pending", pending);
+    w->results[0]->name = v->name;
+    return w;
+}
+
+IrValue *pass_dot_wait_after(IrModule *m, IrOp *after, IrBlock *scope, IrValue *v, int64_t pending) {
+    IrOp *w = pass_dot_wait(m, v, pending, after->loc);
+    ir_op_insert_after(after, w);
+    ir_replace_all_uses(scope, v, w->results[0]);
+    ir_op_set_operand(w, 0, v);
+    return w->results[0];
+}

@@ -671,19 +671,6 @@ static IrOp *async_dot_of(Pipe *p, IrBlock *body, int *carried) {
     return NULL;
 }
 
-/* `warp_group_dot_wait v {pending}` right after `after`; every use of v in
- * scope (but the wait's own) reads the wait's result instead. */
-static IrValue *wait_after(Pipe *p, IrOp *after, IrBlock *scope, IrValue *v, int64_t pending) {
-    IrOp *w = ir_op_create(p->m, IR_OP_WARP_GROUP_DOT_WAIT, 1, &v, 1, &v->type);
-    w->loc = after->loc;
-    ir_op_set_int(p->m, w, "pending", pending);
-    w->results[0]->name = v->name;
-    ir_op_insert_after(after, w);
-    ir_replace_all_uses(scope, v, w->results[0]);
-    ir_op_set_operand(w, 0, v);
-    return w->results[0];
-}
-
 /* ---- warp specialization ---- */
 
 /* May the producer warps run op before the kernel splits (they compute no
@@ -926,37 +913,35 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     enum { MAX_GROUPS = 4 };
     IrOp *group_first[MAX_GROUPS], *group_last[MAX_GROUPS];
     bool group_late[MAX_GROUPS]; /* read by a local_load: given back at the end of the body */
-    int groups = 1;
-    if (ws && !async_dot)
-        for (int i = 0; i < p->num_cands && groups > 0; i++) {
-            IrValue *buf = p->cands[i].alloc->results[0];
-            IrOp *first = NULL, *last = NULL;
-            bool late = false;
-            for (IrOp *op = body->first; op; op = op->next)
-                if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == buf) || wgmma_reads(op, buf)) {
-                    first = first ? first : op;
-                    last = op;
-                    late |= op->opc == IR_OP_LOCAL_LOAD;
-                }
-            int g = 0;
-            while (g < (i ? groups : 0) && group_first[g] != first)
-                g++;
-            if (g == (i ? groups : 0)) {
-                if (g == MAX_GROUPS) {
-                    groups = 0; /* one pair for all, below */
-                    break;
-                }
-                group_first[g] = first, group_last[g] = last, group_late[g] = late;
-                groups = g + 1;
-            } else {
-                for (const IrOp *q = group_last[g]; q; q = q->next)
-                    if (q == last)
-                        group_last[g] = last; /* the later of the two */
-                group_late[g] |= late;
+    int groups = 0;
+    bool grouped = ws && !async_dot;
+    for (int i = 0; grouped && i < p->num_cands; i++) {
+        IrValue *buf = p->cands[i].alloc->results[0];
+        IrOp *first = NULL, *last = NULL;
+        bool late = false;
+        for (IrOp *op = body->first; op; op = op->next)
+            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == buf) || wgmma_reads(op, buf)) {
+                first = first ? first : op;
+                last = op;
+                late |= op->opc == IR_OP_LOCAL_LOAD;
             }
-            p->cands[i].group = g;
+        int g = 0;
+        while (g < groups && group_first[g] != first)
+            g++;
+        if (g == MAX_GROUPS) {
+            grouped = false; /* one pair for all, below */
+        } else if (g == groups) {
+            group_first[g] = first, group_last[g] = last, group_late[g] = late;
+            groups++;
+        } else { /* the same first reader: the later last reader */
+            for (const IrOp *q = group_last[g]; q; q = q->next)
+                if (q == last)
+                    group_last[g] = last;
+            group_late[g] |= late;
         }
-    if (groups <= 1) {
+        p->cands[i].group = g;
+    }
+    if (!grouped || groups <= 1) {
         groups = 1;
         for (int i = 0; i < p->num_cands; i++)
             p->cands[i].group = 0;
@@ -1091,7 +1076,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
          * the stage of iteration i - 2, which every warpgroup's dot has
          * finished reading (each waited for it before the barrier above) */
         ir_op_set_int(m, async_dot, "async", 1);
-        IrOp *w = wait_after(p, async_dot, body, async_dot->results[0], 1)->def;
+        IrOp *w = pass_dot_wait_after(m, async_dot, body, async_dot->results[0], 1)->def;
         if (ws) { /* the dot of iteration i - 1 is complete: its stage goes back to the producer */
             ir_builder_before(&b, w->next);
             b.loc = loop->loc;
@@ -1166,7 +1151,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         }
     }
     if (async_dot) /* the last dot completes before anything reads the accumulator */
-        wait_after(p, loop, loop->parent, loop->results[carried], 0);
+        pass_dot_wait_after(m, loop, loop->parent, loop->results[carried], 0);
     if (ws)
         build_producer(p, loop, split, &after, fulls, empties, groups, stages);
 }

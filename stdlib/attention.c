@@ -472,6 +472,17 @@ static size_t attn_align(size_t n) {
  * is measured by bench/attention.py --bwd (TILEC_ATTENTION_BWD_DQ), and the
  * separate kernel is the default until then.
  */
+/* The workspace of tc_attention_bwd: Delta (f32, one per query row), then
+ * with dq_atomic the f32 dQ accumulator at *dq_acc_offset. It depends on
+ * the arguments alone, not on the target. */
+static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, bool dq_atomic,
+                                 size_t *dq_acc_offset) {
+    size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
+    size_t d = (size_t)rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), bytes = attn_align(nrows * 4);
+    *dq_acc_offset = bytes;
+    return dq_atomic ? bytes + attn_align(nrows * d * 4) : bytes;
+}
+
 void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                            int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
                            const char *arch, int dq_atomic, tc_attention_bwd_plan *p) {
@@ -503,13 +514,11 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
         attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,
                         (unsigned)rt_stdlib_cdiv(seqlen_q, bm), bh, causal, varlen);
     }
-    size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
     p->delta_offset = 0;
-    p->workspace_bytes = attn_align(nrows * 4);
-    if (p->dq_atomic) {
-        p->dq_acc_offset = p->workspace_bytes;
-        p->workspace_bytes += attn_align(nrows * (size_t)d * 4);
-    }
+    size_t acc;
+    p->workspace_bytes = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, p->dq_atomic, &acc);
+    if (p->dq_atomic)
+        p->dq_acc_offset = acc;
 }
 
 tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
@@ -609,28 +618,18 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     if ((st = attn_check(ctx, &a)) != TC_OK || (st = attn_check_ptrs(&a, ptrs, 10)) != TC_OK)
         return st;
     bool varlen = a.varlen, hooked = rt_attention_launch_hook != NULL;
-    tc_attention_bwd_plan plan;
-    /* the workspace first, before the context is read: its size is the one
-     * tc_attention_bwd_workspace_size gives, without a context (and no plan
-     * for the context's target needs more) */
-    size_t need = 0;
-    if ((st = tc_attention_bwd_workspace_size(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal,
-                                              varlen, deterministic, &need)) != TC_OK)
-        return st;
-    rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
-                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(hooked), &plan);
-    if (need < plan.workspace_bytes)
-        need = plan.workspace_bytes;
+    /* the workspace is an argument like the others: checked before the
+     * context is read */
+    int forced = attn_forced_dq_atomic(hooked);
+    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, !deterministic && forced == 1, &acc);
     if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "
                        "gives for these arguments",
                        a.entry, workspace_bytes, need);
+    tc_attention_bwd_plan plan;
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
-                          deterministic != 0, rt_stdlib_target(ctx, hooked), attn_forced_dq_atomic(hooked), &plan);
-    if (workspace_bytes < plan.workspace_bytes)
-        return rt_fail(TC_ERROR_INTERNAL, "%s: the plan for %s needs %zu bytes of workspace, more than %zu", a.entry,
-                       rt_stdlib_target(ctx, hooked), plan.workspace_bytes, workspace_bytes);
+                          deterministic != 0, rt_stdlib_target(ctx, hooked), forced, &plan);
     CUdeviceptr delta = workspace + plan.delta_offset;
     CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
     CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */
