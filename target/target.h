@@ -28,6 +28,7 @@ struct TgTarget {
     int threads_per_warp; /* 32 on NVIDIA */
     bool llvm_o3;         /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
     bool warp_specialize; /* producer warps for TMA-fed loops of kernels without a warp_specialize attribute */
+    bool persistent;      /* kernels without a persistent attribute run their grid as a tile loop (pass persistent) */
 };
 
 /* ==== target.c: the targets ==== */
