@@ -32,6 +32,7 @@ bool drv_run_gpu_passes(IrModule *m, const PassOptions *opts) {
            && pass_run(m, "accelerate-dot", opts)            /* dots on tensor cores: #mma results, #dot_op operands */
            && pass_run(m, "remove-layout-conversions", opts) /* the dots' users move into #mma and its slices */
            && pass_run(m, "stage-shared", opts)              /* dot operands not already in registers: via shared memory */
+           && pass_run(m, "persistent", opts)                /* asked for: the grid as a loop over tiles in resident programs */
            && pass_run(m, "pipeline", opts)                  /* loads feeding those buffers: cp.async rings, num_stages deep */
            && pass_run(m, "overlap-dots", opts)              /* consumer loops: P V of block i - 1 under the softmax of block i */
            && pass_run(m, "pingpong", opts)                  /* warp-specialized dot chains: warpgroups take turns */

@@ -70,11 +70,15 @@ static bool syncs_warps(const IrOp *op, int num_warps) {
     return false;
 }
 
-/* The consumer loop of a warp-specialized kernel fit for turns, or NULL. */
-static IrOp *turn_loop(IrFunc *f, int num_warps) {
-    for (IrOp *loop = f->body->first; loop; loop = loop->next) {
+/* The consumer loop of a warp-specialized kernel fit for turns, or NULL:
+ * in the kernel's body, or in the body of a persistent program's tile loop
+ * (pass persistent), whose every tile then takes the same turns. */
+static IrOp *turn_loop(IrBlock *blk, int num_warps) {
+    for (IrOp *loop = blk->first; loop; loop = loop->next) {
         if (loop->opc != IR_OP_FOR)
             continue;
+        if (ir_op_get_int(loop, "persistent", 0))
+            return turn_loop(loop->regions[0], num_warps);
         int dots = 0;
         bool releases = false, ok = true;
         for (const IrOp *op = loop->regions[0]->first; op && ok; op = op->next) {
@@ -169,7 +173,7 @@ bool pass_pingpong(IrModule *m, const PassOptions *opts) {
         if (f->kind != IR_FUNC_KERNEL || !ir_func_get_int(f, "producer_warps", 0))
             continue;
         int num_warps = pass_func_num_warps(f, opts);
-        IrOp *loop = num_warps == 8 ? turn_loop(f, num_warps) : NULL;
+        IrOp *loop = num_warps == 8 ? turn_loop(f->body, num_warps) : NULL;
         if (loop)
             add_turns(m, loop);
     }

@@ -726,11 +726,11 @@ static bool copies_importable(const IrValue *v, const IrBlock *body, const IrMap
 /* Clones v (importable) into the producer region at b, its operands first;
  * p->imports records the clones. */
 static IrValue *import_value(Pipe *p, IrBuilder *b, IrValue *v, const IrMap *after) {
-    if (!v->def || !ir_map_get(after, v->def))
-        return v;
     IrValue *done = ir_map_get(p->imports, v);
     if (done)
         return done;
+    if (!v->def || !ir_map_get(after, v->def))
+        return v;
     IrOp *op = v->def;
     for (int i = 0; i < op->num_operands; i++)
         import_value(p, b, op->operands[i], after);
@@ -756,20 +756,28 @@ static void import_copies(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body
  * or NULL when the loop cannot be specialized: it is not in the kernel's
  * body, or a value its copies need cannot be recomputed past that point.
  * *after gets the ops from the split to the loop. */
-static IrOp *split_point(Pipe *p, IrOp *loop, IrMap *after) {
-    if (loop->parent != p->f->body)
+static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
+    IrOp *outer = tile ? tile : loop;
+    if (outer->parent != p->f->body)
         return NULL;
     IrOp *split = p->f->body->first;
-    while (split != loop && before_split(split))
+    while (split != outer && before_split(split))
         split = split->next;
     for (IrOp *op = split;; op = op->next) {
+        ir_map_put(after, op, op);
+        if (op == outer)
+            break;
+    }
+    /* the tile's ops before the loop: the producer's tile loop recomputes
+     * what its copies need of them */
+    for (IrOp *op = tile ? tile->regions[0]->first : NULL; op; op = op->next) {
         ir_map_put(after, op, op);
         if (op == loop)
             break;
     }
     IrBlock *body = loop->regions[0];
     for (int i = 0; i < 3; i++)
-        if (!importable(loop->operands[i], after, 0))
+        if (!importable(loop->operands[i], after, 0) || (tile && !importable(tile->operands[i], after, 0)))
             return NULL;
     for (int i = 0; i < p->num_cands; i++)
         for (int d = 0; d < p->cands[i].rank; d++)
@@ -783,7 +791,7 @@ static IrOp *split_point(Pipe *p, IrOp *loop, IrMap *after) {
  * waits until the consumers have released the stage (empty, the phase
  * before the one the consumers wait for on full), then issues the copies
  * that complete on that pair. */
-static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrValue *const *full,
+static void build_producer(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *after, IrValue *const *full,
                            IrValue *const *empty, int groups, int64_t stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
@@ -818,17 +826,38 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrVal
     ir_builder_at_end(&b, m, ws->regions[0]);
     b.loc = loop->loc;
     IrValue *bounds[3];
+    IrValue *zero = ir_build_const_int(&b, i32, 0);
+    IrValue *ring[2] = {zero, zero}; /* the stage and the phase the loop starts from */
+    const IrType *types[2] = {i32, i32};
+    IrBlock *at = ws->regions[0];
+    IrOp *pt = NULL;
+    if (tile) {
+        /* the same tiles in the same order, the ring's position carried
+         * from one tile's loop to the next */
+        for (int i = 0; i < 3; i++)
+            bounds[i] = import_value(p, &b, tile->operands[i], after);
+        IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], zero, zero};
+        pt = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
+        pt->loc = tile->loc;
+        ir_op_set_int(m, pt, "persistent", 1);
+        ir_block_append(at, pt);
+        at = pt->regions[0];
+        ir_map_put(p->imports, tile->regions[0]->args[0],
+                   ir_block_add_arg(m, at, i32, tile->regions[0]->args[0]->name));
+        ring[0] = ir_block_add_arg(m, at, i32, "stage");
+        ring[1] = ir_block_add_arg(m, at, i32, "phase");
+        ir_builder_at_end(&b, m, at);
+        b.loc = loop->loc;
+    }
     for (int i = 0; i < 3; i++)
         bounds[i] = import_value(p, &b, loop->operands[i], after);
     for (int i = 0; i < p->num_cands; i++)
         for (int d = 0; d < p->cands[i].rank; d++)
             import_copies(p, &b, p->cands[i].coords[d], body, after);
-    IrValue *zero = ir_build_const_int(&b, i32, 0);
-    IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], zero, zero};
-    const IrType *types[2] = {i32, i32};
+    IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], ring[0], ring[1]};
     IrOp *pl = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
     pl->loc = loop->loc;
-    ir_block_append(ws->regions[0], pl);
+    ir_block_append(at, pl);
     IrBlock *pb = pl->regions[0];
     IrValue *iv = ir_block_add_arg(m, pb, bounds[0]->type, body->args[0]->name);
     IrValue *stage = ir_block_add_arg(m, pb, i32, "stage");
@@ -852,10 +881,21 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *split, IrMap *after, IrVal
     IrValue *s2[3] = {wrap, phase, ir_build_binary(&b, IR_OP_XOR, i32, phase, one)};
     next[1] = ir_build(&b, IR_OP_SELECT, i32, 3, s2);
     ir_build_op(&b, IR_OP_YIELD, 2, next, 0, NULL);
+    if (pt) {
+        ir_builder_at_end(&b, m, at);
+        ir_build_op(&b, IR_OP_YIELD, 2, pl->results, 0, NULL);
+    }
     ir_builder_at_end(&b, m, ws->regions[0]);
     ir_build_op(&b, IR_OP_YIELD, 0, NULL, 0, NULL);
     p->imports = NULL;
     p->ws = false; /* one per kernel */
+}
+
+/* The persistent pass's tile loop (in the kernel's body) whose body holds
+ * loop, or NULL. */
+static IrOp *tile_loop_of(const Pipe *p, const IrOp *loop) {
+    IrOp *t = loop->parent->parent_op;
+    return t && t->opc == IR_OP_FOR && ir_op_get_int(t, "persistent", 0) && t->parent == p->f->body ? t : NULL;
 }
 
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
@@ -879,8 +919,11 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrMap after;
     ir_map_init(&after, &m->arena);
     bool room = p->num_warps % 4 == 0 && p->num_warps + 4 <= IR_MAX_NUM_WARPS; /* whole warpgroups, 1024 threads */
-    IrOp *split = p->ws && num_tma && !num_cp && room ? split_point(p, loop, &after) : NULL;
+    IrOp *tile = tile_loop_of(p, loop);
+    IrOp *split = p->ws && num_tma && !num_cp && room ? split_point(p, loop, tile, &after) : NULL;
     bool ws = split != NULL;
+    if (!ws)
+        tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
     int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
 
@@ -1012,13 +1055,27 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     for (int i = 0; i < num_init; i++)
         wait_for_init(loop, &init[i]);
 
-    /* The stage index, carried. */
-    ir_builder_before(&b, loop);
+    /* The stage index, carried (in a tile loop, from tile to tile too:
+     * the ring outlives each tile's loop). */
+    ir_builder_before(&b, tile ? tile : loop);
     b.loc = loop->loc;
-    IrValue *stage = add_iter_arg(p, loop, ir_build_const_int(&b, i32, 0), "stage");
+    IrValue *ring0[2] = {ir_build_const_int(&b, i32, 0), NULL};
+    ring0[1] = num_tma ? ir_build_const_int(&b, i32, 0) : NULL;
+    if (tile) {
+        ring0[0] = add_iter_arg(p, tile, ring0[0], "stage");
+        if (num_tma)
+            ring0[1] = add_iter_arg(p, tile, ring0[1], "phase");
+    }
+    IrValue *stage = add_iter_arg(p, loop, ring0[0], "stage");
+    int stage_result = loop->num_results - 1;
     /* the parity of the stage's mbarrier phase: iteration i waits for fill
      * i / stages of stage i mod stages */
-    IrValue *phase = num_tma ? add_iter_arg(p, loop, ir_build_const_int(&b, i32, 0), "phase") : NULL;
+    IrValue *phase = num_tma ? add_iter_arg(p, loop, ring0[1], "phase") : NULL;
+    if (tile) {
+        append_yield(m, tile->regions[0]->last, loop->results[stage_result]);
+        if (num_tma)
+            append_yield(m, tile->regions[0]->last, loop->results[stage_result + 1]);
+    }
 
     /* In the body: wait + barrier before the first read; reads from the ring. */
     ir_builder_before(&b, first_read);
@@ -1132,11 +1189,13 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ir_op_unlink(p->cands[i].load);
     }
 
-    /* After the loop: every copy has landed. */
-    if (loop->next)
-        ir_builder_before(&b, loop->next);
+    /* After the loop (after the tile loop when the ring outlives it):
+     * every copy has landed. */
+    IrOp *end = tile ? tile : loop;
+    if (end->next)
+        ir_builder_before(&b, end->next);
     else
-        ir_builder_at_end(&b, m, loop->parent);
+        ir_builder_at_end(&b, m, end->parent);
     b.loc = loop->loc;
     if (num_cp)
         build_wait(&b, 0);
@@ -1150,10 +1209,24 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
                 ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empties[g], 0, NULL);
         }
     }
-    if (async_dot) /* the last dot completes before anything reads the accumulator */
-        pass_dot_wait_after(m, loop, loop->parent, loop->results[carried], 0);
+    if (async_dot) { /* the last dot completes before anything reads the accumulator */
+        IrOp *w = pass_dot_wait_after(m, loop, loop->parent, loop->results[carried], 0)->def;
+        if (tile) {
+            /* and its stage goes back, which the next tile's loop would
+             * otherwise wait for (in the loop, each iteration gives back
+             * the previous one's stage) */
+            ir_builder_before(&b, w->next);
+            b.loc = loop->loc;
+            IrValue *last = loop->results[stage_result];
+            IrValue *first = ir_build_cmp(&b, "eq", last, ir_build_const_int(&b, i32, 0));
+            IrValue *dec = ir_build_binary(&b, IR_OP_SUB, i32, last, ir_build_const_int(&b, i32, 1));
+            IrValue *sel[3] = {first, ir_build_const_int(&b, i32, stages - 1), dec};
+            IrValue *ops[3] = {empty, ir_build(&b, IR_OP_SELECT, i32, 3, sel), ir_build_cmp(&b, "lt", lb, ub)};
+            ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
+        }
+    }
     if (ws)
-        build_producer(p, loop, split, &after, fulls, empties, groups, stages);
+        build_producer(p, loop, tile, split, &after, fulls, empties, groups, stages);
 }
 
 static void walk(Pipe *p, IrBlock *blk) {
@@ -1161,7 +1234,7 @@ static void walk(Pipe *p, IrBlock *blk) {
         next = op->next;
         for (int r = 0; r < op->num_regions; r++)
             walk(p, op->regions[r]);
-        if (op->opc == IR_OP_FOR)
+        if (op->opc == IR_OP_FOR && !ir_op_get_int(op, "persistent", 0))
             pipeline_loop(p, op, p->num_stages);
     }
 }
