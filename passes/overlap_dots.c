@@ -412,11 +412,13 @@ static void rotate(Rot *r) {
     ir_op_unlink(loop);
 }
 
-static void walk(IrModule *m, IrBlock *blk) {
+/* Rotates the first consumer loop that matches; true once done. */
+static bool walk(IrModule *m, IrBlock *blk) {
     for (IrOp *op = blk->first, *next; op; op = next) {
         next = op->next;
         for (int i = 0; i < op->num_regions; i++)
-            walk(m, op->regions[i]);
+            if (walk(m, op->regions[i]))
+                return true;
         if (op->opc != IR_OP_FOR)
             continue;
         Rot r;
@@ -424,9 +426,12 @@ static void walk(IrModule *m, IrBlock *blk) {
         r.m = m;
         r.loop = op;
         r.body = op->regions[0];
-        if (match(&r))
+        if (match(&r)) {
             rotate(&r);
+            return true;
+        }
     }
+    return false;
 }
 
 bool pass_overlap_dots(IrModule *m, const PassOptions *opts) {

@@ -162,6 +162,32 @@ typedef struct Candidate {
     int group;
 } Candidate;
 
+enum { MAX_GROUPS = 4, MAX_RINGS = 8 };
+
+/* The producer warpgroup of a kernel and the rings it fills: the first
+ * warp-specialized loop sets them up; a later loop of the same block whose
+ * operands have the same shapes (attention's masked loop after the
+ * unmasked one) takes its stages from the same rings, its producer loop
+ * and its consumer loop each starting where the previous one stopped. */
+typedef struct Producer {
+    IrOp *ws;              /* the warp_specialize op; NULL: none yet */
+    IrBlock *block;        /* the block of the consumer loops */
+    IrOp *tile;            /* the persistent tile loop holding them, or NULL */
+    IrOp *prod_tile;       /* the producer's tile loop, or NULL */
+    IrValue *prod_tile_iv; /* its induction variable */
+    IrValue *prod[2];      /* stage and phase where the producer's next loop starts */
+    IrValue *cons[2];      /* stage and phase where the consumers' next loop starts */
+    int num_rings;
+    const IrType *types[MAX_RINGS]; /* each ring's stage */
+    IrValue *rings[MAX_RINGS];
+    int group[MAX_RINGS];
+    int groups;
+    IrValue *fulls[MAX_GROUPS], *empties[MAX_GROUPS];
+    bool async_dot;
+    IrOp *teardown[1 + 2 * MAX_GROUPS]; /* without a tile loop: after the last consumer loop */
+    int num_teardown;
+} Producer;
+
 typedef struct Pipe {
     IrModule *m;
     IrFunc *f;
@@ -174,6 +200,7 @@ typedef struct Pipe {
     int num_warps;
     Candidate *cands;
     int num_cands, cap_cands;
+    Producer prod;
 } Pipe;
 
 /* Is v defined inside block b (in it or in a region nested in it)? */
@@ -210,6 +237,8 @@ static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
 static IrValue *clone_at(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body, IrMap *map) {
     if (!defined_in(v, body)) {
         IrValue *imported = p->imports ? ir_map_get(p->imports, v) : NULL;
+        if (imported) /* the clones below read it through map */
+            ir_map_put(map, v, imported);
         return imported ? imported : v;
     }
     IrValue *done = ir_map_get(map, v);
@@ -735,7 +764,10 @@ static IrValue *import_value(Pipe *p, IrBuilder *b, IrValue *v, const IrMap *aft
     for (int i = 0; i < op->num_operands; i++)
         import_value(p, b, op->operands[i], after);
     IrOp *copy = ir_op_clone(p->m, op, p->imports);
-    ir_block_append(b->block, copy);
+    if (b->before)
+        ir_op_insert_before(b->before, copy);
+    else
+        ir_block_append(b->block, copy);
     return ir_map_get(p->imports, v);
 }
 
@@ -756,14 +788,9 @@ static void import_copies(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body
  * or NULL when the loop cannot be specialized: it is not in the kernel's
  * body, or a value its copies need cannot be recomputed past that point.
  * *after gets the ops from the split to the loop. */
-static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
+static bool producer_can_run(Pipe *p, IrOp *loop, IrOp *tile, IrOp *from, IrMap *after) {
     IrOp *outer = tile ? tile : loop;
-    if (outer->parent != p->f->body)
-        return NULL;
-    IrOp *split = p->f->body->first;
-    while (split != outer && before_split(split))
-        split = split->next;
-    for (IrOp *op = split;; op = op->next) {
+    for (IrOp *op = from;; op = op->next) {
         ir_map_put(after, op, op);
         if (op == outer)
             break;
@@ -778,24 +805,31 @@ static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
     IrBlock *body = loop->regions[0];
     for (int i = 0; i < 3; i++)
         if (!importable(loop->operands[i], after, 0) || (tile && !importable(tile->operands[i], after, 0)))
-            return NULL;
+            return false;
     for (int i = 0; i < p->num_cands; i++)
         for (int d = 0; d < p->cands[i].rank; d++)
             if (!copies_importable(p->cands[i].coords[d], body, after, 0))
-                return NULL;
-    return split;
+                return false;
+    return true;
 }
 
-/* The producer: `warp_specialize` before the split, whose region runs the
- * loop's trip count again and, for each iteration and each barrier pair,
- * waits until the consumers have released the stage (empty, the phase
- * before the one the consumers wait for on full), then issues the copies
- * that complete on that pair. */
-static void build_producer(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *after, IrValue *const *full,
-                           IrValue *const *empty, int groups, int64_t stages) {
+static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
+    IrOp *outer = tile ? tile : loop;
+    if (outer->parent != p->f->body)
+        return NULL;
+    IrOp *split = p->f->body->first;
+    while (split != outer && before_split(split))
+        split = split->next;
+    return producer_can_run(p, loop, tile, split, after) ? split : NULL;
+}
+
+/* The producer region: `warp_specialize` before the split, with the
+ * registers moved to the consumers; in a tile loop, a producer tile loop
+ * over the same tiles that carries the ring's stage and phase from one
+ * tile to the next. Its producer loops come later (producer_loop). */
+static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const IrMap *after) {
     IrModule *m = p->m;
-    IrBlock *body = loop->regions[0];
-    const IrType *i32 = ir_type_scalar(m, IR_I32), *i1 = ir_type_scalar(m, IR_I1);
+    const IrType *i32 = ir_type_scalar(m, IR_I32);
     IrOp *ws = ir_op_create(m, IR_OP_WARP_SPECIALIZE, 0, NULL, 0, NULL);
     ws->loc = loop->loc;
     ir_op_insert_before(split, ws);
@@ -819,45 +853,74 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *
     }
     ir_func_set_int(p->f, "producer_warps", 4);
 
-    IrMap imports;
-    ir_map_init(&imports, &m->arena);
-    p->imports = &imports;
+    Producer *c = &p->prod;
+    c->ws = ws;
     IrBuilder b;
     ir_builder_at_end(&b, m, ws->regions[0]);
     b.loc = loop->loc;
-    IrValue *bounds[3];
     IrValue *zero = ir_build_const_int(&b, i32, 0);
-    IrValue *ring[2] = {zero, zero}; /* the stage and the phase the loop starts from */
-    const IrType *types[2] = {i32, i32};
-    IrBlock *at = ws->regions[0];
-    IrOp *pt = NULL;
+    c->prod[0] = c->prod[1] = zero;
+    c->prod_tile = NULL;
     if (tile) {
-        /* the same tiles in the same order, the ring's position carried
-         * from one tile's loop to the next */
+        IrMap imports;
+        ir_map_init(&imports, &m->arena);
+        p->imports = &imports;
+        IrValue *ops[5] = {NULL, NULL, NULL, zero, zero};
         for (int i = 0; i < 3; i++)
-            bounds[i] = import_value(p, &b, tile->operands[i], after);
-        IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], zero, zero};
-        pt = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
+            ops[i] = import_value(p, &b, tile->operands[i], after);
+        p->imports = NULL;
+        const IrType *types[2] = {i32, i32};
+        IrOp *pt = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
         pt->loc = tile->loc;
         ir_op_set_int(m, pt, "persistent", 1);
-        ir_block_append(at, pt);
-        at = pt->regions[0];
-        ir_map_put(p->imports, tile->regions[0]->args[0],
-                   ir_block_add_arg(m, at, i32, tile->regions[0]->args[0]->name));
-        ring[0] = ir_block_add_arg(m, at, i32, "stage");
-        ring[1] = ir_block_add_arg(m, at, i32, "phase");
-        ir_builder_at_end(&b, m, at);
-        b.loc = loop->loc;
+        ir_block_append(ws->regions[0], pt);
+        IrBlock *tb = pt->regions[0];
+        c->prod_tile_iv = ir_block_add_arg(m, tb, i32, tile->regions[0]->args[0]->name);
+        c->prod[0] = ir_block_add_arg(m, tb, i32, "stage");
+        c->prod[1] = ir_block_add_arg(m, tb, i32, "phase");
+        ir_builder_at_end(&b, m, tb);
+        ir_build_op(&b, IR_OP_YIELD, 2, c->prod, 0, NULL);
+        c->prod_tile = pt;
     }
+    ir_builder_at_end(&b, m, ws->regions[0]);
+    ir_build_op(&b, IR_OP_YIELD, 0, NULL, 0, NULL);
+}
+
+/* A producer loop for `loop`, after the region's (or its tile loop's)
+ * earlier ones: it runs the loop's trip count again, starting at the stage
+ * and phase where the earlier loop stopped, and, for each iteration and
+ * each barrier pair, waits until the consumers have released the stage
+ * (empty, the phase before the one the consumers wait for on full), then
+ * issues the copies that complete on that pair. `after` holds the ops
+ * between the split and the loop, which the producer recomputes what it
+ * needs of. */
+static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *const *full, IrValue *const *empty,
+                          int groups, int64_t stages) {
+    IrModule *m = p->m;
+    Producer *c = &p->prod;
+    IrBlock *body = loop->regions[0];
+    const IrType *i32 = ir_type_scalar(m, IR_I32), *i1 = ir_type_scalar(m, IR_I1);
+    IrBlock *at = c->prod_tile ? c->prod_tile->regions[0] : c->ws->regions[0];
+    IrMap imports;
+    ir_map_init(&imports, &m->arena);
+    p->imports = &imports;
+    IrOp *tile = c->tile;
+    if (tile)
+        ir_map_put(p->imports, tile->regions[0]->args[0], c->prod_tile_iv);
+    IrBuilder b;
+    ir_builder_before(&b, at->last);
+    b.loc = loop->loc;
+    IrValue *bounds[3];
     for (int i = 0; i < 3; i++)
         bounds[i] = import_value(p, &b, loop->operands[i], after);
     for (int i = 0; i < p->num_cands; i++)
         for (int d = 0; d < p->cands[i].rank; d++)
             import_copies(p, &b, p->cands[i].coords[d], body, after);
-    IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], ring[0], ring[1]};
+    IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], c->prod[0], c->prod[1]};
+    const IrType *types[2] = {i32, i32};
     IrOp *pl = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
     pl->loc = loop->loc;
-    ir_block_append(at, pl);
+    ir_op_insert_before(at->last, pl);
     IrBlock *pb = pl->regions[0];
     IrValue *iv = ir_block_add_arg(m, pb, bounds[0]->type, body->args[0]->name);
     IrValue *stage = ir_block_add_arg(m, pb, i32, "stage");
@@ -881,83 +944,22 @@ static void build_producer(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *
     IrValue *s2[3] = {wrap, phase, ir_build_binary(&b, IR_OP_XOR, i32, phase, one)};
     next[1] = ir_build(&b, IR_OP_SELECT, i32, 3, s2);
     ir_build_op(&b, IR_OP_YIELD, 2, next, 0, NULL);
-    if (pt) {
-        ir_builder_at_end(&b, m, at);
-        ir_build_op(&b, IR_OP_YIELD, 2, pl->results, 0, NULL);
-    }
-    ir_builder_at_end(&b, m, ws->regions[0]);
-    ir_build_op(&b, IR_OP_YIELD, 0, NULL, 0, NULL);
+    c->prod[0] = pl->results[0];
+    c->prod[1] = pl->results[1];
+    if (c->prod_tile)
+        ir_op_set_operands(m, at->last, 2, c->prod);
     p->imports = NULL;
-    p->ws = false; /* one per kernel */
 }
 
-/* The persistent pass's tile loop (in the kernel's body) whose body holds
- * loop, or NULL. */
-static IrOp *tile_loop_of(const Pipe *p, const IrOp *loop) {
-    IrOp *t = loop->parent->parent_op;
-    return t && t->opc == IR_OP_FOR && ir_op_get_int(t, "persistent", 0) && t->parent == p->f->body ? t : NULL;
-}
-
-static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
-    IrModule *m = p->m;
-    IrBlock *body = loop->regions[0];
-    find_candidates(p, body);
-    if (!p->num_cands)
-        return;
-    int num_tma = 0;
-    for (int i = 0; i < p->num_cands; i++)
-        num_tma += p->cands[i].map != NULL;
-    int num_cp = p->num_cands - num_tma;
-    /* A warp_group_dot that can stay in flight (see the essay): copies
-     * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
-     * stages (the one more is the stage the dot in flight still reads). */
-    int carried = -1;
-    IrOp *async_dot = async_dot_of(p, body, &carried);
-    /* A producer warpgroup issues the copies when every ring is fed by TMA
-     * (see the essay): rings of S stages (S + 1 for a dot in flight) that
-     * the consumers release through `empty` barriers. */
-    IrMap after;
-    ir_map_init(&after, &m->arena);
-    bool room = p->num_warps % 4 == 0 && p->num_warps + 4 <= IR_MAX_NUM_WARPS; /* whole warpgroups, 1024 threads */
-    IrOp *tile = tile_loop_of(p, loop);
-    IrOp *split = p->ws && num_tma && !num_cp && room ? split_point(p, loop, tile, &after) : NULL;
-    bool ws = split != NULL;
-    if (!ws)
-        tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
-    int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;
-    IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
-
-    /* The first read of a ring, and the schedule: a dot after the first
-     * one (a chain, as in attention) puts the copies right after the first
-     * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
-    IrOp *first_read = NULL;
-    bool async_proxy = false; /* a ring that cp.async fills and wgmma reads */
-    for (int i = 0; i < p->num_cands; i++)
-        async_proxy |= is_nvmma(p->cands[i].alloc->results[0]) && !p->cands[i].map;
-    for (IrOp *op = body->first; op && !first_read; op = op->next)
-        for (int i = 0; i < p->num_cands; i++)
-            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0]) ||
-                wgmma_reads(op, p->cands[i].alloc->results[0]))
-                first_read = op;
-    IrOp *first_dot = NULL;
-    bool chain = false;
-    for (IrOp *op = first_read; op && !chain; op = op->next)
-        if (op->opc == IR_OP_DOT || op->opc == IR_OP_WARP_GROUP_DOT) {
-            chain = first_dot != NULL;
-            first_dot = first_dot ? first_dot : op;
-        }
-    bool mid = (chain && num_stages >= 3) || async_dot;
-    if (async_dot)
-        first_dot = async_dot;
-    int64_t ahead = async_dot ? stages - 2 : mid ? stages - 1 : stages; /* iterations the copies run ahead */
-    /* With a producer and synchronous dots, one barrier pair per first
-     * reader (attention: K for Q K^T, V for P V): each operand's stage is
-     * waited for right before its dot and given back right after it. */
-    enum { MAX_GROUPS = 4 };
-    IrOp *group_first[MAX_GROUPS], *group_last[MAX_GROUPS];
-    bool group_late[MAX_GROUPS]; /* read by a local_load: given back at the end of the body */
+/* The barrier pairs of a loop's rings (p->cands[i].group): with `grouped`,
+ * one per first reader of the stages (see the essay), each with its first
+ * and last reader and whether a local_load reads it (its stage then goes
+ * back at the end of the body); else, or with more than MAX_GROUPS first
+ * readers, one pair for all, first read by first_read. The number of
+ * pairs. */
+static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read, IrOp **group_first,
+                         IrOp **group_last, bool *group_late) {
     int groups = 0;
-    bool grouped = ws && !async_dot;
     for (int i = 0; grouped && i < p->num_cands; i++) {
         IrValue *buf = p->cands[i].alloc->results[0];
         IrOp *first = NULL, *last = NULL;
@@ -990,17 +992,117 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
             p->cands[i].group = 0;
         group_first[0] = first_read, group_last[0] = NULL, group_late[0] = true;
     }
+    return groups;
+}
+
+/* Can `loop` take its stages from the rings of the kernel's producer (a
+ * later loop of the same block whose operands have the stage shapes and
+ * the barrier pairs of the first, both with synchronous dots: a dot in
+ * flight would leave its last stage to give back between the loops), and
+ * the producer compute what its copies need? *after gets the ops from the
+ * producer region to the loop. */
+static bool chains(Pipe *p, IrOp *loop, IrOp *tile, bool async_dot, IrOp *first_read, IrMap *after) {
+    const Producer *c = &p->prod;
+    if (loop->parent != c->block || async_dot || c->async_dot || p->num_cands != c->num_rings)
+        return false;
+    for (int i = 0; i < p->num_cands; i++)
+        if (p->cands[i].alloc->results[0]->type != c->types[i])
+            return false;
+    IrOp *first[MAX_GROUPS], *last[MAX_GROUPS];
+    bool late[MAX_GROUPS];
+    if (assign_groups(p, loop->regions[0], !async_dot, first_read, first, last, late) != c->groups)
+        return false;
+    for (int i = 0; i < p->num_cands; i++)
+        if (p->cands[i].group != c->group[i])
+            return false;
+    return producer_can_run(p, loop, tile, c->ws->next, after);
+}
+
+/* The persistent pass's tile loop (in the kernel's body) whose body holds
+ * loop, or NULL. */
+static IrOp *tile_loop_of(const Pipe *p, const IrOp *loop) {
+    IrOp *t = loop->parent->parent_op;
+    return t && t->opc == IR_OP_FOR && ir_op_get_int(t, "persistent", 0) && t->parent == p->f->body ? t : NULL;
+}
+
+static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
+    IrModule *m = p->m;
+    IrBlock *body = loop->regions[0];
+    find_candidates(p, body);
+    if (!p->num_cands)
+        return;
+    int num_tma = 0;
+    for (int i = 0; i < p->num_cands; i++)
+        num_tma += p->cands[i].map != NULL;
+    int num_cp = p->num_cands - num_tma;
+    /* A warp_group_dot that can stay in flight (see the essay): copies
+     * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
+     * stages (the one more is the stage the dot in flight still reads). */
+    int carried = -1;
+    IrOp *async_dot = async_dot_of(p, body, &carried);
+    /* A producer warpgroup issues the copies when every ring is fed by TMA
+     * (see the essay): rings of S stages (S + 1 for a dot in flight) that
+     * the consumers release through `empty` barriers. */
+    IrMap after;
+    ir_map_init(&after, &m->arena);
+    bool room = p->num_warps % 4 == 0 && p->num_warps + 4 <= IR_MAX_NUM_WARPS; /* whole warpgroups, 1024 threads */
+    /* The first read of a ring, and the schedule: a dot after the first
+     * one (a chain, as in attention) puts the copies right after the first
+     * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
+    IrOp *first_read = NULL;
+    bool async_proxy = false; /* a ring that cp.async fills and wgmma reads */
+    for (int i = 0; i < p->num_cands; i++)
+        async_proxy |= is_nvmma(p->cands[i].alloc->results[0]) && !p->cands[i].map;
+    for (IrOp *op = body->first; op && !first_read; op = op->next)
+        for (int i = 0; i < p->num_cands; i++)
+            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0]) ||
+                wgmma_reads(op, p->cands[i].alloc->results[0]))
+                first_read = op;
+    /* The first loop that can gets the producer (split: where it goes);
+     * a later one of the same block shares it when it can (chained). */
+    IrOp *tile = tile_loop_of(p, loop);
+    IrOp *split = NULL;
+    bool chained = false, can = num_tma && !num_cp && room;
+    if (p->prod.ws)
+        chained = can && chains(p, loop, tile, async_dot != NULL, first_read, &after);
+    else if (p->ws && can)
+        split = split_point(p, loop, tile, &after);
+    bool ws = split != NULL || chained;
+    if (!ws)
+        tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
+    int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;
+    IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
+    IrOp *first_dot = NULL;
+    bool chain = false;
+    for (IrOp *op = first_read; op && !chain; op = op->next)
+        if (op->opc == IR_OP_DOT || op->opc == IR_OP_WARP_GROUP_DOT) {
+            chain = first_dot != NULL;
+            first_dot = first_dot ? first_dot : op;
+        }
+    bool mid = (chain && num_stages >= 3) || async_dot;
+    if (async_dot)
+        first_dot = async_dot;
+    int64_t ahead = async_dot ? stages - 2 : mid ? stages - 1 : stages; /* iterations the copies run ahead */
+    /* With a producer and synchronous dots, one barrier pair per first
+     * reader (attention: K for Q K^T, V for P V): each operand's stage is
+     * waited for right before its dot and given back right after it. */
+    IrOp *group_first[MAX_GROUPS], *group_last[MAX_GROUPS];
+    bool group_late[MAX_GROUPS]; /* read by a local_load: given back at the end of the body */
+    int groups = assign_groups(p, body, ws && !async_dot, first_read, group_first, group_last, group_late);
     InitCopy init[8];
     int num_init = copy_init_loads(p, loop, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
 
     /* Before the loop: barrier, rings, prologue (with a producer: the
-     * rings and the barriers before the split, no prologue). */
+     * rings and the barriers before the split, no prologue; a chained loop
+     * takes the producer's). */
     IrBuilder b;
-    ir_builder_before(&b, ws ? split : loop);
+    ir_builder_before(&b, split ? split : loop);
     b.loc = loop->loc;
     IrOp *prologue = ws ? NULL : ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
-    for (int i = 0; i < p->num_cands; i++) {
+    for (int i = 0; i < p->num_cands && chained; i++)
+        p->cands[i].ring = p->prod.rings[i];
+    for (int i = 0; i < p->num_cands && !chained; i++) {
         Candidate *c = &p->cands[i];
         const IrType *t = c->alloc->results[0]->type;
         int64_t shape[IR_MAX_RANK];
@@ -1016,7 +1118,10 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     /* TMA copies complete on one mbarrier per stage (one thread arrives,
      * announcing the stage's bytes), initialized before any copy */
     IrValue *fulls[MAX_GROUPS] = {NULL}, *empties[MAX_GROUPS] = {NULL};
-    if (num_tma) {
+    if (chained) {
+        memcpy(fulls, p->prod.fulls, sizeof fulls);
+        memcpy(empties, p->prod.empties, sizeof empties);
+    } else if (num_tma) {
         b.loc = loop->loc;
         int64_t n = stages;
         Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
@@ -1056,25 +1161,39 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         wait_for_init(loop, &init[i]);
 
     /* The stage index, carried (in a tile loop, from tile to tile too:
-     * the ring outlives each tile's loop). */
+     * the ring outlives each tile's loop; a chained loop starts where the
+     * previous consumer loop stopped). */
     ir_builder_before(&b, tile ? tile : loop);
     b.loc = loop->loc;
-    IrValue *ring0[2] = {ir_build_const_int(&b, i32, 0), NULL};
-    ring0[1] = num_tma ? ir_build_const_int(&b, i32, 0) : NULL;
-    if (tile) {
-        ring0[0] = add_iter_arg(p, tile, ring0[0], "stage");
-        if (num_tma)
-            ring0[1] = add_iter_arg(p, tile, ring0[1], "phase");
+    IrValue *ring0[2] = {NULL, NULL};
+    if (chained) {
+        ring0[0] = p->prod.cons[0], ring0[1] = p->prod.cons[1];
+    } else {
+        ring0[0] = ir_build_const_int(&b, i32, 0);
+        ring0[1] = num_tma ? ir_build_const_int(&b, i32, 0) : NULL;
+        if (tile) {
+            ring0[0] = add_iter_arg(p, tile, ring0[0], "stage");
+            ring0[1] = add_iter_arg(p, tile, ring0[1], "phase"); /* tile implies a producer: TMA */
+            IrValue *ops[2] = {ring0[0], ring0[1]};
+            append_yield(m, tile->regions[0]->last, ops[0]);
+            append_yield(m, tile->regions[0]->last, ops[1]);
+        }
     }
     IrValue *stage = add_iter_arg(p, loop, ring0[0], "stage");
     int stage_result = loop->num_results - 1;
     /* the parity of the stage's mbarrier phase: iteration i waits for fill
      * i / stages of stage i mod stages */
     IrValue *phase = num_tma ? add_iter_arg(p, loop, ring0[1], "phase") : NULL;
-    if (tile) {
-        append_yield(m, tile->regions[0]->last, loop->results[stage_result]);
-        if (num_tma)
-            append_yield(m, tile->regions[0]->last, loop->results[stage_result + 1]);
+    if (ws) {
+        /* the next chained loop starts here; the tile loop carries it to
+         * the next tile (its yield's last two operands) */
+        p->prod.cons[0] = loop->results[stage_result];
+        p->prod.cons[1] = loop->results[stage_result + 1];
+        if (tile) {
+            IrOp *ty = tile->regions[0]->last;
+            ir_op_set_operand(ty, ty->num_operands - 2, p->prod.cons[0]);
+            ir_op_set_operand(ty, ty->num_operands - 1, p->prod.cons[1]);
+        }
     }
 
     /* In the body: wait + barrier before the first read; reads from the ring. */
@@ -1190,7 +1309,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
 
     /* After the loop (after the tile loop when the ring outlives it):
-     * every copy has landed. */
+     * every copy has landed. A chained loop moves the first loop's
+     * barrier and invalidations after it. */
     IrOp *end = tile ? tile : loop;
     if (end->next)
         ir_builder_before(&b, end->next);
@@ -1199,22 +1319,32 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     b.loc = loop->loc;
     if (num_cp)
         build_wait(&b, 0);
-    if (num_tma) {
+    if (chained) {
+        for (int i = 0; i < p->prod.num_teardown && !tile; i++) {
+            ir_op_unlink(p->prod.teardown[i]);
+            if (b.before)
+                ir_op_insert_before(b.before, p->prod.teardown[i]);
+            else
+                ir_block_append(b.block, p->prod.teardown[i]);
+        }
+    } else if (num_tma) {
         /* every issued copy was waited for; once every thread is past its
          * last wait the barriers' bytes may serve anything else */
-        ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+        Producer *c = &p->prod;
+        c->num_teardown = 0;
+        c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         for (int g = 0; g < groups; g++) {
-            ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &fulls[g], 0, NULL);
+            c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &fulls[g], 0, NULL);
             if (ws)
-                ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empties[g], 0, NULL);
+                c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empties[g], 0, NULL);
         }
     }
     if (async_dot) { /* the last dot completes before anything reads the accumulator */
         IrOp *w = pass_dot_wait_after(m, loop, loop->parent, loop->results[carried], 0)->def;
         if (tile) {
-            /* and its stage goes back, which the next tile's loop would
-             * otherwise wait for (in the loop, each iteration gives back
-             * the previous one's stage) */
+            /* and, in a tile loop, its stage goes back, which the next
+             * tile's loop would otherwise wait for (in the loop, each
+             * iteration gives back the previous one's stage) */
             ir_builder_before(&b, w->next);
             b.loc = loop->loc;
             IrValue *last = loop->results[stage_result];
@@ -1225,8 +1355,27 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
             ir_build_op(&b, IR_OP_MBARRIER_ARRIVE, 3, ops, 0, NULL);
         }
     }
-    if (ws)
-        build_producer(p, loop, tile, split, &after, fulls, empties, groups, stages);
+    if (!ws)
+        return;
+    Producer *c = &p->prod;
+    if (!chained) {
+        c->block = loop->parent;
+        c->tile = tile;
+        c->num_rings = p->num_cands;
+        for (int i = 0; i < p->num_cands && i < MAX_RINGS; i++) {
+            c->types[i] = p->cands[i].alloc->results[0]->type;
+            c->rings[i] = p->cands[i].ring;
+            c->group[i] = p->cands[i].group;
+        }
+        if (c->num_rings > MAX_RINGS)
+            c->num_rings = -1; /* chains nothing */
+        c->groups = groups;
+        memcpy(c->fulls, fulls, sizeof fulls);
+        memcpy(c->empties, empties, sizeof empties);
+        c->async_dot = async_dot != NULL;
+        producer_region(p, loop, tile, split, &after);
+    }
+    producer_loop(p, loop, &after, fulls, empties, groups, stages);
 }
 
 static void walk(Pipe *p, IrBlock *blk) {
