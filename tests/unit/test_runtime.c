@@ -652,6 +652,21 @@ TEST(test_persistent_metadata) {
  * parameters and its map A. */
 static const tc_kernel_desc persistent_desc = {"empty_persistent", 4, 0, 4, tmap_params, 1, tmap_maps, 1};
 
+/* tc_opt's PTX of persistent_ir (sm_90a), or NULL. */
+static tc_binary *persistent_ptx(void) {
+    tc_compiler *cc = NULL;
+    tc_target target = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&target, &cc), TC_OK);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = TC_EMIT_PTX;
+    tc_source src = {"persistent.tir", persistent_ir, strlen(persistent_ir)};
+    tc_binary *bin = NULL;
+    CHECK_EQ_INT(tc_opt(cc, &src, NULL, &opt, &bin, NULL), TC_OK);
+    tc_compiler_destroy(cc);
+    return bin;
+}
+
 TEST(test_meta_persistent) {
     tc_kernel_desc two[2] = {softmax_desc, persistent_desc};
     RtMeta m, back;
@@ -2068,15 +2083,7 @@ TEST(test_launch_persistent_driver) {
             dlclose(cuda);
         return;
     }
-    tc_compiler *cc = NULL;
-    tc_target target = {"sm_90a"};
-    CHECK_EQ_INT(tc_compiler_create(&target, &cc), TC_OK);
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.emit = TC_EMIT_PTX;
-    tc_source src = {"persistent.tir", persistent_ir, strlen(persistent_ir)};
-    tc_binary *bin = NULL;
-    CHECK_EQ_INT(tc_opt(cc, &src, NULL, &opt, &bin, NULL), TC_OK);
+    tc_binary *bin = persistent_ptx();
     tc_module *m = NULL;
     tc_kernel *k = NULL;
     CHECK_EQ_INT(tc_module_load(ctx, bin, &m), TC_OK);
@@ -2123,7 +2130,6 @@ TEST(test_launch_persistent_driver) {
     CHECK_EQ_INT(tc_module_load_ptx(ctx, ptx, len, &d, 1, &m), TC_OK);
     CHECK_EQ_INT(tc_module_unload(m), TC_OK);
     tc_binary_destroy(bin);
-    tc_compiler_destroy(cc);
     CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
     dlclose(cuda);
 }
@@ -2164,11 +2170,10 @@ TEST(test_aot_emit) {
     CHECK(c.data &&
           strstr(c.data, "static _Alignas(16) const unsigned char mylib_cubin_1[] = {\n    0x7f, 0x45,") != NULL);
     /* preference: the cubin, then sm_90a PTX, then sm_80 PTX */
-    const char *p1 =
-        c.data ? strstr(c.data, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}, {0}, {NULL}}") : NULL;
-    const char *p2 =
-        c.data ? strstr(c.data, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}, {0}, {NULL}}") : NULL;
-    const char *p3 = c.data ? strstr(c.data, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}, {0}, {NULL}}") : NULL;
+    const char *text = c.data ? c.data : "";
+    const char *p1 = strstr(text, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}, {0}, {NULL}, {0}}");
+    const char *p2 = strstr(text, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}, {0}, {NULL}, {0}}");
+    const char *p3 = strstr(text, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}, {0}, {NULL}, {0}}");
     CHECK(p1 && p2 && p3 && p1 < p2 && p2 < p3);
     CHECK(has(c.data, "dlopen(\"libcuda.so.1\""));
     CHECK(has(c.data, "#define mylib_MAX_MAPS 1 "));
@@ -2201,6 +2206,38 @@ static bool write_text(const char *dir, const char *name, const char *text) {
     FILE *f = fopen(path, "w");
     bool ok = f && fputs(text, f) >= 0;
     return f && fclose(f) == 0 && ok;
+}
+
+/* Compiles a generated launcher (tlib.h and tlib.c: h and c) with main_src
+ * into a program, with the build's compiler and sanitizers (as the fake
+ * libcuda has them) under -Werror -pedantic, and runs it: its exit status,
+ * its output in out; 77 when it found no fake libcuda, -1 when there is no
+ * compiler. `what` names the launcher in the notes. */
+static int run_launcher(const Buf *h, const Buf *c, const char *main_src, const char *what, char *out, size_t cap) {
+    char *dir = make_temp_dir();
+    char cmd[2048];
+    int rc = -1;
+    bool wrote = write_text(dir, "tlib.h", h->data ? h->data : "") && write_text(dir, "tlib.c", c->data ? c->data : "") &&
+                 write_text(dir, "main.c", main_src);
+    CHECK(wrote);
+    out[0] = 0;
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
+    if (run_command(cmd, out, cap) != 0) {
+        fprintf(stderr, "  runtime: no %s: the generated launcher %s is not compiled\n", TILEC_C_COMPILER, what);
+    } else if (wrote) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
+                 "main.c -ldl 2>&1 && ./prog",
+                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
+        rc = run_command(cmd, out, cap);
+        if (rc == 77)
+            fprintf(stderr, "  runtime: no fake libcuda: the generated launcher %s compiled, not run\n", what);
+        else if (rc != 0)
+            fprintf(stderr, "%s\n%s\n", cmd, out);
+    }
+    remove_tree(dir);
+    free(dir);
+    return rc;
 }
 
 /* A program over the generated launcher: it loads it, launches the kernel
@@ -2272,44 +2309,98 @@ TEST(test_aot_tensor_maps) {
                       "    {\"b\", 4, 9, 2, 3, {5, 1, -1}, {4, 4, 0}, {96, 0, 0}, {-1, -1, -1}, {0, 0, 0}, "
                       "{0, 128, 16384}, {32, 16, 1}, 2},\n};"));
     CHECK(!has(c.data, "tlib_maps_0_0"));
-    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}},"));
-    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}},"));
+    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}, {0}},"));
+    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
     CHECK(has(c.data, "    int32_t tc_a5 = e;\n    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s, "
                       "(void *)&b, &tc_a5};"));
     CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_tmap\", grid, stream, tc_args, 6);"));
 
-    char *dir = make_temp_dir();
-    char cmd[2048], out[4096];
-    bool wrote = write_text(dir, "tlib.h", h.data ? h.data : "") && write_text(dir, "tlib.c", c.data ? c.data : "") &&
-                 write_text(dir, "main.c", aot_main);
-    CHECK(wrote);
-    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
-    if (run_command(cmd, out, sizeof out) != 0) {
-        fprintf(stderr, "  runtime: no %s: the generated launcher with tensor maps is not compiled\n", TILEC_C_COMPILER);
-    } else if (wrote) {
-        /* the build's compiler and sanitizers, as the fake libcuda has them */
-        snprintf(cmd, sizeof cmd,
-                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
-                 "main.c -ldl 2>&1 && ./prog",
-                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
-        int rc = run_command(cmd, out, sizeof out);
-        if (rc == 77) {
-            fprintf(stderr, "  runtime: no fake libcuda: the generated launcher with tensor maps compiled, not run\n");
-        } else {
-            CHECK_EQ_INT(rc, 0);
-            CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
-                              " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
-                              " dt9 r3 20000 dims 48 100 2147483648 strides 256 32768 box 32 16 1 sw2\n"
-                              "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
-                              "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
-        }
-        if (rc != 0 && rc != 77)
-            fprintf(stderr, "%s\n%s\n", cmd, out);
+    char out[4096];
+    int rc = run_launcher(&h, &c, aot_main, "with tensor maps", out, sizeof out);
+    if (rc != 77 && rc != -1) {
+        CHECK_EQ_INT(rc, 0);
+        CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
+                          " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
+                          " dt9 r3 20000 dims 48 100 2147483648 strides 256 32768 box 32 16 1 sw2\n"
+                          "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
+                          "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
     }
-    remove_tree(dir);
-    free(dir);
     buf_free(&h);
     buf_free(&c);
+    rt_meta_free(&sig);
+    rt_meta_free(&m80);
+    rt_meta_free(&m90);
+}
+
+/* A program over a generated launcher whose sm_90a kernel is persistent:
+ * what the fake libcuda saw of a launch, and a grid it refuses. */
+static const char aot_persistent_main[] =
+    "#include \"tlib.h\"\n"
+    "#include \"fake_libcuda.h\"\n"
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+    "int main(void) {\n"
+    "    tc_dim3 grid = {40, 30, 1};\n"
+    "    int32_t g[3] = {0, 0, 0};\n"
+    "    const FakeLaunch *l;\n"
+    "    tc_status st = tlib_load(NULL);\n"
+    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD), *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"
+    "    FakeLastLaunchFn last;\n"
+    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"
+    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"
+    "    memcpy(&last, &sym, sizeof last);\n"
+    "    l = last();\n"
+    "    st = tlib_empty_persistent(NULL, (void *)0x10000, 100, 64, 72, grid);\n"
+    "    for (int i = 0; i < 3; i++) if (l->params[4 + i]) memcpy(&g[i], l->params[4 + i], sizeof g[i]);\n"
+    "    printf(\"%s %d %s params %d programs %u grid %d %d %d map %d %llx\\n\", tlib_image(), (int)st, l->kernel,\n"
+    "           l->num_params, l->grid[0], g[0], g[1], g[2], l->is_map[7], (unsigned long long)l->map[7].address);\n"
+    "    grid.x = 1u << 16, grid.y = 1u << 15;\n"
+    "    st = tlib_empty_persistent(NULL, (void *)0x10000, 100, 64, 72, grid);\n"
+    "    printf(\"%d %s\\n\", (int)st, tlib_last_error());\n"
+    "    return tlib_unload() == TC_OK ? 0 : 1;\n"
+    "}\n";
+
+/* A kernel persistent in its sm_90a image (tc_opt's PTX of persistent_ir,
+ * the grid and a tensor map after its arguments) and not in its sm_80 one:
+ * the generated tables, and the generated C compiled (-Werror -pedantic)
+ * and run under the fake libcuda (under unit.fake.runtime). */
+TEST(test_aot_persistent) {
+    tc_kernel_desc plain = persistent_desc;
+    plain.num_tensor_maps = 0;
+    plain.tensor_maps = NULL;
+    plain.persistent = 0;
+    RtMeta sig, m80, m90;
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &sig), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &m80), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&persistent_desc, 1, &m90), TC_OK);
+    static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty_persistent("
+                                ".param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s)\n{\n\tret;\n}\n";
+    tc_binary *bin = persistent_ptx();
+    size_t len;
+    const char *ptx90 = tc_binary_text(bin, &len);
+    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &m80}, {"sm_90a", ptx90, len, NULL, 0, &m90}};
+    CgAotInput in = {"tlib", "tlib.h", "persistent.tile", "", &sig, images, 2};
+    Buf h, c;
+    aot_emit(&in, &h, &c);
+    CHECK(has(h.data, "tc_status tlib_empty_persistent(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
+                      "tc_dim3 grid);"));
+    CHECK(has(h.data, ";\n *   persistent in sm_90a: as many programs as the device holds at once loop over the "
+                      "grid,\n *   which must have at most 2^31 - 1 programs */\n"));
+    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {1}, {tlib_maps_1_0}, {1}},"));
+    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
+    /* room for the grid and the map after the arguments */
+    CHECK(has(c.data, "    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s};"));
+    CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_persistent\", grid, stream, tc_args, 4);"));
+    char out[4096];
+    int rc = run_launcher(&h, &c, aot_persistent_main, "of a persistent kernel", out, sizeof out);
+    if (rc != 77 && rc != -1) {
+        CHECK_EQ_INT(rc, 0);
+        CHECK(strstr(out, "sm_90a PTX 0 empty_persistent params 8 programs 264 grid 40 30 1 map 1 10000\n"
+                          "1 tlib_empty_persistent: grid 65536x32768x1 has 2147483648 programs, more than 2^31 - 1 "
+                          "(the kernel is persistent)") != NULL);
+    }
+    buf_free(&h);
+    buf_free(&c);
+    tc_binary_destroy(bin);
     rt_meta_free(&sig);
     rt_meta_free(&m80);
     rt_meta_free(&m90);
@@ -2398,4 +2489,4 @@ UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
            test_launch_persistent, test_launch_persistent_driver,
-           test_aot_emit, test_aot_tensor_maps, test_aot_errors, test_jit_whole_program_setmaxnreg)
+           test_aot_emit, test_aot_tensor_maps, test_aot_persistent, test_aot_errors, test_jit_whole_program_setmaxnreg)
