@@ -31,7 +31,7 @@ class Options(C.Structure):  # tc_options
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
                 ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int),
                 ("llvm_o3", C.c_int), ("warp_specialize", C.c_int), ("specialize", C.c_void_p),
-                ("specialize_user", C.c_void_p)]
+                ("specialize_user", C.c_void_p), ("persistent", C.c_int)]
 
 
 class Dim3(C.Structure):  # tc_dim3

@@ -43,7 +43,7 @@ static const tc_param_desc tmap_params[] = {
 static const tc_tensor_map_desc tmap_maps[] = {
     {0, 2, {2, 1, -1, -1, -1}, {0}, {-1, 3, -1, -1, -1}, {0}, {64, 128}, 128},
     {0, 2, {2, 1, -1, -1, -1}, {0}, {-1, 3, -1, -1, -1}, {0}, {64, 64}, 128}};
-static const tc_kernel_desc tmap_desc = {"empty_tmaps", 4, 0, 4, tmap_params, 2, tmap_maps};
+static const tc_kernel_desc tmap_desc = {"empty_tmaps", 4, 0, 4, tmap_params, 2, tmap_maps, 0};
 
 typedef int (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                         void **, void **);

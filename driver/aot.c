@@ -28,6 +28,15 @@
  * tilec's headers only (for tc_status, tc_dim3 and the CUDA handle types),
  * returns a status from every function, and never exits.
  *
+ * Persistent kernels: a kernel the pipeline made persistent
+ * (tc_kernel_desc.persistent) takes the grid after its arguments, as three
+ * int32_t, and loops over it; the launcher passes them (before the tensor
+ * maps) and starts only as many programs as the device holds at once,
+ * which the loader counts per kernel when it loads the image (the
+ * occupancy calculator's programs per multiprocessor times the
+ * multiprocessors). As with tensor maps, the image's table says which of
+ * its kernels are persistent.
+ *
  * Arguments: pointers are `void *` (`const void *` for `const T*`), so a
  * CUdeviceptr, a cudaMalloc'ed pointer or a torch data_ptr passes with a
  * cast; i32/i64/f32/f64 as int32_t/int64_t/float/double; f16 and bf16 as
@@ -192,6 +201,28 @@ static size_t kernel_max_maps(const CgAotInput *in, const char *name) {
     return most;
 }
 
+/* Whether kernel `name` is persistent in any image. */
+static bool kernel_any_persistent(const CgAotInput *in, const char *name) {
+    for (size_t i = 0; i < in->num_images; i++) {
+        const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, name);
+        if (m && m->persistent)
+            return true;
+    }
+    return false;
+}
+
+/* The most hidden arguments kernel `name` takes in any image after its
+ * runtime ones: the grid of a persistent kernel (3) and its tensor maps. */
+static size_t kernel_max_hidden(const CgAotInput *in, const char *name) {
+    size_t most = 0;
+    for (size_t i = 0; i < in->num_images; i++) {
+        const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, name);
+        size_t n = m ? (m->persistent ? 3 : 0) + m->num_tensor_maps : 0;
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
 /* Bytes of the launch argument a map reads an extent or stride from: the
  * launchers pass i8 and i16 in 32-bit temporaries. */
 static unsigned arg_bytes(const tc_kernel_desc *d, int param) {
@@ -238,6 +269,32 @@ typedef struct Slot {
     size_t index; /* of img in the input */
     bool cubin;
 } Slot;
+
+/* The columns of an image's row in NAME_images after its image: per
+ * kernel of the signature, in its order, what that image's description of
+ * it says. */
+typedef enum Column { COL_BLOCK, COL_SHARED, COL_NUM_MAPS, COL_MAPS, COL_PERSISTENT } Column;
+
+static void emit_column(Buf *c, const char *name, const RtMeta *sig, const Slot *slot, Column col) {
+    buf_puts(c, ", {");
+    for (size_t k = 0; k < sig->num_kernels; k++) {
+        const tc_kernel_desc *m = rt_meta_find(slot->img->meta, sig->kernels[k].name);
+        const char *sep = k ? ", " : "";
+        switch (col) {
+        case COL_BLOCK: buf_printf(c, "%s%d", sep, 32 * (m ? m->num_warps : sig->kernels[k].num_warps)); break;
+        case COL_SHARED: buf_printf(c, "%s%zu", sep, m ? m->shared_bytes : 0); break;
+        case COL_NUM_MAPS: buf_printf(c, "%s%zu", sep, m ? m->num_tensor_maps : 0); break;
+        case COL_MAPS:
+            if (m && m->num_tensor_maps)
+                buf_printf(c, "%s%s_maps_%zu_%zu", sep, name, slot->index, k);
+            else
+                buf_printf(c, "%sNULL", sep);
+            break;
+        case COL_PERSISTENT: buf_printf(c, "%s%d", sep, m && m->persistent ? 1 : 0); break;
+        }
+    }
+    buf_puts(c, "}");
+}
 
 void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
     const char *name = in->name;
@@ -325,6 +382,16 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                 buf_printf(h, "%s %zu (%s)", i ? "," : "", m ? m->num_tensor_maps : 0, in->images[i].arch);
             }
             buf_puts(h, ": the pointers and strides they read must be 16-byte aligned");
+        }
+        if (kernel_any_persistent(in, d->name)) {
+            buf_puts(h, ";\n *   persistent in");
+            for (size_t i = 0, n = 0; i < in->num_images; i++) {
+                const tc_kernel_desc *m = rt_meta_find(in->images[i].meta, d->name);
+                if (m && m->persistent)
+                    buf_printf(h, "%s %s", n++ ? "," : "", in->images[i].arch);
+            }
+            buf_puts(h, ": as many programs as the device holds at once loop over the grid,\n"
+                        " *   which must have at most 2^31 - 1 programs");
         }
         buf_printf(h, " */\ntc_status %s_%s(CUstream stream", name, d->name);
         for (size_t p = 0; p < d->num_params; p++)
@@ -414,11 +481,13 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                "    unsigned shared[%s_NUM_KERNELS]; /* dynamic shared memory, bytes */\n"
                "    unsigned num_maps[%s_NUM_KERNELS]; /* tensor maps passed after the arguments */\n"
                "    const struct %s_tensor_map *maps[%s_NUM_KERNELS];\n"
+               "    unsigned persistent[%s_NUM_KERNELS]; /* 1: takes the grid after the arguments, before the\n"
+               "                                         maps, as three int32_t, and loops over it */\n"
                "};\n"
                "\n"
                "/* In order of preference: cubins, then PTX; newer targets first. */\n"
                "static const struct %s_image_desc %s_images[] = {\n",
-               name, name, name, name, name, name, name, name);
+               name, name, name, name, name, name, name, name, name);
     size_t num_slots = 0;
     Slot *slots = ARENA_ARRAY(&a, Slot, 2 * in->num_images + 1);
     for (size_t i = 0; i < in->num_images; i++) {
@@ -438,31 +507,11 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
         const CgAotImage *img = slots[s].img;
         bool exact;
         int cc = cg_aot_arch_cc(img->arch, &exact);
-        buf_printf(c, "    {\"%s %s\", %d, %d, %d, %s_%s_%zu, {", img->arch, slots[s].cubin ? "cubin" : "PTX", cc,
-                   exact, slots[s].cubin, name, slots[s].cubin ? "cubin" : "ptx", slots[s].index);
-        for (size_t k = 0; k < sig->num_kernels; k++) {
-            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
-            buf_printf(c, "%s%d", k ? ", " : "", 32 * (m ? m->num_warps : sig->kernels[k].num_warps));
-        }
-        buf_puts(c, "}, {");
-        for (size_t k = 0; k < sig->num_kernels; k++) {
-            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
-            buf_printf(c, "%s%zu", k ? ", " : "", m ? m->shared_bytes : 0);
-        }
-        buf_puts(c, "}, {");
-        for (size_t k = 0; k < sig->num_kernels; k++) {
-            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
-            buf_printf(c, "%s%zu", k ? ", " : "", m ? m->num_tensor_maps : 0);
-        }
-        buf_puts(c, "}, {");
-        for (size_t k = 0; k < sig->num_kernels; k++) {
-            const tc_kernel_desc *m = rt_meta_find(img->meta, sig->kernels[k].name);
-            if (m && m->num_tensor_maps)
-                buf_printf(c, "%s%s_maps_%zu_%zu", k ? ", " : "", name, slots[s].index, k);
-            else
-                buf_printf(c, "%sNULL", k ? ", " : "");
-        }
-        buf_puts(c, "}},\n");
+        buf_printf(c, "    {\"%s %s\", %d, %d, %d, %s_%s_%zu", img->arch, slots[s].cubin ? "cubin" : "PTX", cc, exact,
+                   slots[s].cubin, name, slots[s].cubin ? "cubin" : "ptx", slots[s].index);
+        for (Column col = COL_BLOCK; col <= COL_PERSISTENT; col++)
+            emit_column(c, name, sig, &slots[s], col);
+        buf_puts(c, "},\n");
     }
     buf_puts(c, "};\n\n");
     emit_loader(c, name);
@@ -487,8 +536,9 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
             else if (q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16)
                 buf_printf(c, "    uint32_t tc_a%zu = %s;\n", p, n);
         }
-        /* room for the tensor maps that the loaded image's kernel takes after the arguments */
-        size_t room = d->num_params + kernel_max_maps(in, d->name);
+        /* room for what the loaded image's kernel takes after the arguments: its grid, if persistent, and its
+         * tensor maps */
+        size_t room = d->num_params + kernel_max_hidden(in, d->name);
         buf_printf(c, "    void *tc_args[%zu] = {", room ? room : 1);
         for (size_t p = 0; p < d->num_params; p++) {
             const tc_param_desc *q = &d->params[p];

@@ -59,6 +59,7 @@ typedef struct BinKernel {
     tc_param_desc *params;    /* the same, as the runtime describes them */
     size_t num_tensor_maps;   /* the kernel's tensormap parameters, after the runtime ones */
     tc_tensor_map_desc *tensor_maps;
+    bool persistent;          /* the launch grid's three parameters follow the runtime ones */
 } BinKernel;
 
 struct tc_binary {
@@ -368,6 +369,11 @@ size_t tc_binary_kernel_num_tensor_maps(const tc_binary *b, size_t k) {
     return bk ? bk->num_tensor_maps : 0;
 }
 
+int tc_binary_kernel_persistent(const tc_binary *b, size_t k) {
+    const BinKernel *bk = bin_kernel(b, k);
+    return bk && bk->persistent;
+}
+
 tc_status tc_binary_kernel_tensor_map(const tc_binary *b, size_t k, size_t i, tc_tensor_map_desc *out) {
     const BinKernel *bk = bin_kernel_checked("tc_binary_kernel_tensor_map", b, k, out);
     if (!bk)
@@ -430,12 +436,46 @@ static void fill_kernel(tc_binary *bin, BinKernel *bk, const AstNode *decl, cons
     }
 }
 
-/* The tensor maps of kernel f (its tensormap parameters, all after the
- * runtime ones) into bk, whose runtime parameters are filled; false with a
- * diagnostic for a map the runtime cannot build or one before a runtime
- * parameter. */
-static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, DiagList *diags) {
-    int first = (int)bk->num_params, n = f->body->num_args - first;
+/* The attribute launch_grid of an IR parameter, of any kind: a parameter
+ * that has one is never taken for a runtime parameter, so that a malformed
+ * grid parameter is diagnosed instead of asked of the caller. */
+static const IrAttr *launch_grid_attr(const IrValue *param) {
+    return ir_attr_get(param->num_attrs, param->attrs, "launch_grid");
+}
+
+/* Whether kernel f is persistent (*persistent): its parameters from `first`
+ * (the first after the runtime ones) on start with one that has the
+ * attribute launch_grid. Its grid is then exactly three i32 parameters with
+ * launch_grid = 0, 1, 2 (x, y, z), as the pass persistent appends them;
+ * false with a diagnostic otherwise. */
+static bool check_launch_grid(const IrFunc *f, int first, bool *persistent, DiagList *diags) {
+    *persistent = first < f->body->num_args && launch_grid_attr(f->body->args[first]);
+    for (int i = 0; *persistent && i < 3; i++) {
+        const IrValue *param = first + i < f->body->num_args ? f->body->args[first + i] : NULL;
+        const IrAttr *a = param ? launch_grid_attr(param) : NULL;
+        if (!a || a->kind != IR_ATTR_INT || a->i != i || param->type->kind != IR_I32) {
+            char which[160] = "";
+            if (param)
+                snprintf(which, sizeof which, "parameter %d (%%%.100s)", first + i, param->name ? param->name : "");
+            else
+                snprintf(which, sizeof which, "the kernel's %d parameters", f->body->num_args);
+            diag_error(diags, srcloc_none(),
+                       "kernel @%s: %s: no i32 parameter with launch_grid = %d, the launch grid's extent along %c: a "
+                       "persistent kernel's grid is three i32 parameters with launch_grid = 0, 1, 2 in that order, "
+                       "right after the runtime parameters",
+                       f->name, which, i, "xyz"[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The tensor maps of kernel f (its tensormap parameters, all from `first`
+ * on, after the runtime parameters and the launch grid) into bk, whose
+ * runtime parameters are filled; false with a diagnostic for a map the
+ * runtime cannot build or for another parameter among them. */
+static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, int first, DiagList *diags) {
+    int n = f->body->num_args - first;
     if (n > TC_MAX_TENSOR_MAPS) {
         diag_error(diags, srcloc_none(), "kernel @%s: %d tensormap parameters, more than a launch builds (%d)",
                    f->name, n, TC_MAX_TENSOR_MAPS);
@@ -443,16 +483,22 @@ static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, Dia
     }
     bk->num_tensor_maps = (size_t)n;
     bk->tensor_maps = ARENA_ARRAY(&bin->meta, tc_tensor_map_desc, n ? n : 1);
-    tc_kernel_desc kd = {bk->name, bk->num_warps, bk->shared_bytes, bk->num_params, bk->params, 0, NULL};
+    tc_kernel_desc kd = {bk->name, bk->num_warps, bk->shared_bytes, bk->num_params, bk->params, 0, NULL, 0};
     for (int i = 0; i < n; i++) {
         const IrValue *param = f->body->args[first + i];
-        if (param->type->kind != IR_TENSORMAP) {
+        if (param->type->kind == IR_TENSORMAP)
+            continue;
+        if (i == 0) /* first follows the launch grid: only tensormap parameters may */
+            diag_error(diags, srcloc_none(),
+                       "kernel @%s: parameter %d (%%%s) follows the launch grid's parameters: only tensormap "
+                       "parameters may",
+                       f->name, first + i, param->name ? param->name : "");
+        else
             diag_error(diags, srcloc_none(),
                        "kernel @%s: parameter %d (%%%s) follows a tensormap parameter: the tensormap parameters must "
-                       "come after every runtime parameter",
+                       "come after every runtime parameter and the launch grid",
                        f->name, first + i, param->name ? param->name : "");
-            return false;
-        }
+        return false;
     }
     for (int i = 0; i < n; i++) {
         const IrValue *param = f->body->args[first + i];
@@ -490,9 +536,11 @@ static bool fill_tensor_maps(tc_binary *bin, BinKernel *bk, const IrFunc *f, Dia
  * num_warps) and, once the passes have sized it (`sized`), its dynamic
  * shared memory; straight from the front end that is the runtime
  * signature, with no shared memory yet. A kernel's runtime parameters are
- * those before its first tensormap parameter; the tensormap parameters,
- * which the pipeline adds last, are its tensor maps (fill_tensor_maps:
- * false, with a diagnostic, when one cannot be built). */
+ * those before its first tensormap parameter or launch_grid one; the
+ * pipeline's passes append the others, in this order: the launch grid of a
+ * persistent kernel (check_launch_grid), then the tensor maps
+ * (fill_tensor_maps). A kernel whose hidden parameters are not so is false,
+ * with a diagnostic. */
 static bool record_kernels(tc_binary *bin, IrModule *m, int num_warps, const AstFile *ast, bool sized,
                            DiagList *diags) {
     int n = 0;
@@ -505,13 +553,15 @@ static bool record_kernels(tc_binary *bin, IrModule *m, int num_warps, const Ast
         if (f->kind != IR_FUNC_KERNEL)
             continue;
         int np = 0;
-        while (np < f->body->num_args && f->body->args[np]->type->kind != IR_TENSORMAP)
+        while (np < f->body->num_args && f->body->args[np]->type->kind != IR_TENSORMAP &&
+               !launch_grid_attr(f->body->args[np]))
             np++;
         int warps = tg_kernel_num_warps(f, num_warps);
         size_t shared = sized ? (size_t)tg_kernel_shared_bytes(f, warps) : 0;
         BinKernel *bk = &bin->kernels[k++];
         fill_kernel(bin, bk, find_ast_kernel(ast, f->name), f, tg_kernel_launch_warps(f, num_warps), shared, np);
-        if (!fill_tensor_maps(bin, bk, f, diags))
+        if (!check_launch_grid(f, np, &bk->persistent, diags) ||
+            !fill_tensor_maps(bin, bk, f, np + (bk->persistent ? 3 : 0), diags))
             return false;
     }
     return true;
@@ -673,6 +723,7 @@ static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     tg_target_init(&t, cc->arch); /* checked by tc_compiler_create */
     tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
     t.warp_specialize = opt->warp_specialize != 0;
+    t.persistent = opt->persistent != 0;
     return t;
 }
 
@@ -830,7 +881,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
     }
     j.bin->times.passes_ms = clock_ms() - t1;
     if (!record_kernels(j.bin, j.module, target_of(cc, &opt).num_warps, ast, true, &j.diags)) {
-        /* the pipeline added a tensor map the runtime cannot build: a bug */
+        /* the pipeline added a tensor map the runtime cannot build, or a malformed launch grid: a bug */
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_INTERNAL, diags, out);
     }

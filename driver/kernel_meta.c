@@ -1,13 +1,14 @@
 /*
  * kernel_meta.c — kernel metadata: what a launch must know about a kernel (its
- * entry name, num_warps, dynamic shared memory, the type of each runtime
- * parameter, and the tensor maps it builds from them), kept in one block per
- * module, serialized into cache entries, and obtained from the compiler.
+ * entry name, num_warps, dynamic shared memory, whether it is persistent,
+ * the type of each runtime parameter, and the tensor maps it builds from
+ * them), kept in one block per module, serialized into cache entries, and
+ * obtained from the compiler.
  *
  * Serialized form (integers little-endian, strings as u32 length + bytes):
  *
- *     u32 version (2)   u32 kernel count
- *     per kernel: str name, u32 num_warps, u64 shared_bytes, u32 param count,
+ *     u32 version (3)   u32 kernel count
+ *     per kernel: str name, u32 num_warps, u64 shared_bytes, u8 persistent, u32 param count,
  *                 per param: str name, u8 dtype, u8 is_pointer, u8 is_const
  *                 u32 tensor map count,
  *                 per map: u32 base, u8 rank, u8 swizzle,
@@ -34,7 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define META_VERSION 2u
+/* 3: persistent kernels (2: tensor maps). An entry of another version is
+ * refused, and the JIT compiles it afresh: metadata without the flag would
+ * launch a persistent kernel without its grid. */
+#define META_VERSION 3u
 #define META_MAX_COUNT ((uint64_t)TC_MAX_KERNEL_PARAMS) /* kernels or parameters (TC_MAX_KERNEL_DESCS is the same) */
 _Static_assert(TC_MAX_KERNEL_DESCS == TC_MAX_KERNEL_PARAMS, "one bound for both counts");
 
@@ -269,7 +273,8 @@ bool rt_meta_encode(const RtMeta *m, RtBytes *out) {
     for (size_t k = 0; k < m->num_kernels; k++) {
         const tc_kernel_desc *d = &m->kernels[k];
         if (!rt_bytes_str(out, d->name) || !rt_bytes_u32(out, (uint32_t)d->num_warps) ||
-            !rt_bytes_u64(out, d->shared_bytes) || !rt_bytes_u32(out, (uint32_t)d->num_params))
+            !rt_bytes_u64(out, d->shared_bytes) || !rt_bytes_u8(out, d->persistent != 0) ||
+            !rt_bytes_u32(out, (uint32_t)d->num_params))
             return false;
         for (size_t p = 0; p < d->num_params; p++) {
             const tc_param_desc *q = &d->params[p];
@@ -358,9 +363,9 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, MetaParts 
     for (uint64_t k = 0; k < nk; k++) {
         size_t n;
         const char *name = rd_str(&r, &n);
-        uint64_t warps = rd(&r, 4), shared = rd(&r, 8), nparams = rd(&r, 4);
+        uint64_t warps = rd(&r, 4), shared = rd(&r, 8), persistent = rd(&r, 1), nparams = rd(&r, 4);
         if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
-            shared > TC_MAX_SHARED_BYTES)
+            shared > TC_MAX_SHARED_BYTES || persistent > 1)
             return false;
         c.nstr += n + 1;
         tc_kernel_desc *d = fill ? &fill->kernels[k] : NULL;
@@ -368,6 +373,7 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, MetaParts 
             d->name = put_str(&parts->strings, name, n);
             d->num_warps = (int)warps;
             d->shared_bytes = (size_t)shared;
+            d->persistent = (int)persistent;
             d->num_params = (size_t)nparams;
             d->params = parts->params;
         }
@@ -449,6 +455,7 @@ tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out) {
             descs[k].name = tc_binary_kernel_name(bin, k);
             descs[k].num_warps = tc_binary_kernel_num_warps(bin, k);
             descs[k].shared_bytes = (size_t)tc_binary_kernel_shared_bytes(bin, k);
+            descs[k].persistent = tc_binary_kernel_persistent(bin, k);
             descs[k].num_params = tc_binary_kernel_num_params(bin, k);
             descs[k].params = &params[p];
             for (size_t i = 0; i < descs[k].num_params; i++, p++)

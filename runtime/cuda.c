@@ -55,6 +55,7 @@ static const Sym syms[] = {
     SYM(cuLaunchKernel, "cuLaunchKernel"),
     SYM(cuFuncSetAttribute, "cuFuncSetAttribute"),
     SYM(cuFuncGetAttribute, "cuFuncGetAttribute"),
+    SYM(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     SYM(cuLinkCreate, "cuLinkCreate_v2"),
     SYM(cuLinkAddData, "cuLinkAddData_v2"),
     SYM(cuLinkComplete, "cuLinkComplete"),

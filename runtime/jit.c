@@ -95,6 +95,7 @@ void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
     rt_sha256_field_i64(&h, "num_stages", o->num_stages > 0 ? o->num_stages : TC_DEFAULT_NUM_STAGES);
     rt_sha256_field_i64(&h, "llvm_o3", o->llvm_o3 != 0);
     rt_sha256_field_i64(&h, "warp_specialize", o->warp_specialize != 0);
+    rt_sha256_field_i64(&h, "persistent", o->persistent != 0);
     rt_sha256_field_i64(&h, "option-params", (int64_t)o->num_params);
     for (size_t i = 0; i < o->num_params && o->params; i++) {
         rt_sha256_field_str(&h, "op-name", o->params[i].name);

@@ -8,9 +8,12 @@
  * memory (and the opt-in above 48 KB, done once with cuFuncSetAttribute),
  * the indices of pointer parameters — and tc_launch itself only compares
  * the argument count, checks the pointer arguments for 0, and calls the
- * driver: no allocation, no lock, no context call. A kernel with tensor
- * maps (TMA) leaves that path for launch_with_maps, which builds them on
- * its stack from the arguments (tensor_map.c) and passes them after them.
+ * driver: no allocation, no lock, no context call. A kernel with hidden
+ * parameters leaves that path for launch_hidden: a persistent kernel's grid
+ * (three int32 extents after the arguments; the launch itself starts only
+ * the programs the device holds at once, counted at load), and tensor maps
+ * (TMA), which it builds on its stack from the arguments (tensor_map.c) and
+ * passes after them.
  *
  * Contexts: the driver launches into the calling thread's current context.
  * tc_context_create makes the primary context current on the creating
@@ -301,8 +304,38 @@ static void jit_log_free(JitLog *l) {
     free(l->error);
 }
 
-/* Resolves one kernel with metadata: its function, launch constants and
- * shared-memory opt-in. Runs with the context pushed. */
+/* How many programs of persistent kernel d (function fn, its dynamic shared
+ * memory opted in already) the device holds at once: its multiprocessors
+ * times the programs the driver's occupancy calculator fits on one for the
+ * kernel's block and dynamic shared memory. That is how many a launch
+ * starts: more would wait for a free multiprocessor and then find no work
+ * left, fewer would leave multiprocessors idle. A kernel of which none
+ * fits could never run. Runs with the context pushed. */
+static tc_status resident_programs(tc_context *ctx, CUfunction fn, const tc_kernel_desc *d, uint32_t *out) {
+    int sms = 0, per_sm = 0, threads = 32 * d->num_warps;
+    tc_status st = attr(ctx->device, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &sms,
+                        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    if (st != TC_OK)
+        return st;
+    char what[300];
+    snprintf(what, sizeof what, "cuOccupancyMaxActiveBlocksPerMultiprocessor(%s, %d threads, %zu bytes)", d->name,
+             threads, d->shared_bytes);
+    st = rt_cuda_check(rt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, d->shared_bytes), what);
+    if (st != TC_OK)
+        return st;
+    if (sms < 1 || per_sm < 1)
+        return rt_fail(TC_ERROR_UNSUPPORTED,
+                       "persistent kernel %s: the device holds none of its programs at once (%d multiprocessors, "
+                       "%d programs of %d threads and %zu bytes of dynamic shared memory on each)",
+                       d->name, sms, per_sm, threads, d->shared_bytes);
+    uint64_t n = (uint64_t)sms * (uint64_t)per_sm;
+    *out = n > TC_MAX_GRID_X ? TC_MAX_GRID_X : (uint32_t)n;
+    return TC_OK;
+}
+
+/* Resolves one kernel with metadata: its function, launch constants,
+ * shared-memory opt-in and, if persistent, its resident programs. Runs
+ * with the context pushed. */
 static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d, uint32_t *ptr_index) {
     tc_context *ctx = m->ctx;
     char what[300];
@@ -316,6 +349,8 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
     if (d->num_tensor_maps > TC_MAX_TENSOR_MAPS) /* tc_launch keeps them on its stack */
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: %zu tensor maps, more than %d", d->name,
                        d->num_tensor_maps, TC_MAX_TENSOR_MAPS);
+    if (d->persistent != 0 && d->persistent != 1)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "kernel %s: persistent is %d, not 0 or 1", d->name, d->persistent);
     int static_shared = 0;
     snprintf(what, sizeof what, "cuFuncGetAttribute(%s, SHARED_SIZE_BYTES)", d->name);
     if ((st = rt_cuda_check(rt_cu.cuFuncGetAttribute(&static_shared, RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn),
@@ -338,6 +373,9 @@ static tc_status kernel_init(tc_module *m, tc_kernel *k, const tc_kernel_desc *d
         if (st != TC_OK)
             return st;
     }
+    k->programs = 0;
+    if (d->persistent && (st = resident_programs(ctx, k->fn, d, &k->programs)) != TC_OK)
+        return st;
     k->launch = rt_cu.cuLaunchKernel;
     k->num_params = d->num_params;
     k->block = 32u * (unsigned)d->num_warps;
@@ -470,6 +508,9 @@ static tc_status check_descs(const char *fn, const tc_kernel_desc *kernels, size
         if (d->num_tensor_maps > TC_MAX_TENSOR_MAPS)
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): num_tensor_maps %zu is more than %d", fn,
                            k, d->name, d->num_tensor_maps, TC_MAX_TENSOR_MAPS);
+        if (d->persistent != 0 && d->persistent != 1)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): persistent %d is not 0 or 1", fn, k,
+                           d->name, d->persistent);
         if (d->num_tensor_maps && !d->tensor_maps)
             return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                            "%s: kernels[%zu] (%s): tensor_maps is NULL with num_tensor_maps %zu", fn, k, d->name,
@@ -659,36 +700,55 @@ static tc_status launch_retry(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsigne
     return rt_cuda_check(r, what);
 }
 
-/* Arguments a launch with tensor maps passes from its stack: the runtime
- * ones and the maps' addresses (more take a heap block). */
+/* Arguments a launch with hidden parameters passes from its stack: the
+ * runtime ones, the grid's and the maps' addresses (more take a heap block). */
 #define LAUNCH_STACK_ARGS 64
 
-/* tc_launch for a kernel with tensor maps, once the arguments and the grid
- * are checked: the maps encoded on this stack, passed after the arguments. */
-static __attribute__((noinline)) tc_status launch_with_maps(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args,
-                                                            size_t num_args) {
-    if (!k->encode)
+/* tc_launch for a kernel with hidden parameters (a persistent kernel's grid,
+ * tensor maps), once the arguments and the grid are checked: the grid's
+ * extents and the maps, encoded, on this stack, passed after the arguments
+ * in that order. A persistent kernel runs in at most k->programs programs,
+ * along x, which loop over the grid's. */
+static __attribute__((noinline)) tc_status launch_hidden(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args,
+                                                         size_t num_args) {
+    int32_t extents[3];
+    size_t num_grid = 0;
+    tc_dim3 programs = grid;
+    if (k->programs) {
+        uint64_t total = (uint64_t)grid.x * grid.y * grid.z;
+        if (total > INT32_MAX) /* the kernel numbers its programs with an i32 */
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "tc_launch: persistent kernel %s: grid %ux%ux%u has %llu programs, more than 2^31 - 1",
+                           k->name, grid.x, grid.y, grid.z, (unsigned long long)total);
+        extents[0] = (int32_t)grid.x, extents[1] = (int32_t)grid.y, extents[2] = (int32_t)grid.z;
+        num_grid = 3;
+        programs = (tc_dim3){total < k->programs ? (unsigned)total : k->programs, 1, 1};
+    }
+    if (k->num_maps && !k->encode)
         return rt_fail(TC_ERROR_UNSUPPORTED,
                        "tc_launch: kernel %s takes %u tensor maps (TMA), and this CUDA driver has no "
                        "cuTensorMapEncodeTiled to build them (CUDA 12.0 or newer has)",
                        k->name, k->num_maps);
     RtTensorMapSlot maps[TC_MAX_TENSOR_MAPS];
     void *stack[LAUNCH_STACK_ARGS];
-    size_t n = num_args + k->num_maps;
+    size_t n = num_args + num_grid + k->num_maps;
     void **all = n <= LAUNCH_STACK_ARGS ? stack : malloc(n * sizeof *all);
     if (!all)
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_launch: kernel %s: out of memory for %zu arguments", k->name, n);
     if (num_args)
         memcpy(all, args, num_args * sizeof *all);
+    for (size_t i = 0; i < num_grid; i++)
+        all[num_args + i] = &extents[i];
     tc_status st = TC_OK;
     for (uint32_t i = 0; i < k->num_maps && st == TC_OK; i++) {
         st = rt_tensor_map_encode(k, i, args, &maps[i]);
-        all[num_args + i] = maps[i].bytes;
+        all[num_args + num_grid + i] = maps[i].bytes;
     }
     if (st == TC_OK) {
-        RtCuResult r = k->launch(k->fn, grid.x, grid.y, grid.z, k->block, 1, 1, k->shared, stream, all, NULL);
+        RtCuResult r =
+            k->launch(k->fn, programs.x, programs.y, programs.z, k->block, 1, 1, k->shared, stream, all, NULL);
         if (r != RT_CUDA_SUCCESS)
-            st = launch_retry(k, grid, (tc_dim3){k->block, 1, 1}, k->shared, stream, all, r);
+            st = launch_retry(k, programs, (tc_dim3){k->block, 1, 1}, k->shared, stream, all, r);
     }
     if (all != stack)
         free(all);
@@ -708,8 +768,9 @@ tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, si
         return grid_error("tc_launch", k, grid);
     if (!grid.x || !grid.y || !grid.z)
         return TC_OK;
-    if (__builtin_expect(k->num_maps != 0, 0))
-        return launch_with_maps(k, grid, stream, args, num_args);
+    /* one test for both kinds of hidden parameters: the fast path stays one compare */
+    if (__builtin_expect((k->num_maps | k->programs) != 0, 0))
+        return launch_hidden(k, grid, stream, args, num_args);
     RtCuResult r = k->launch(k->fn, grid.x, grid.y, grid.z, k->block, 1, 1, k->shared, stream, args, NULL);
     if (__builtin_expect(r != RT_CUDA_SUCCESS, 0))
         return launch_retry(k, grid, (tc_dim3){k->block, 1, 1}, k->shared, stream, args, r);

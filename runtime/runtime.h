@@ -70,6 +70,7 @@ enum {
     RT_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
     RT_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804,
 
+    RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
     RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     RT_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
@@ -120,6 +121,8 @@ struct RtCuda {
     RtCuLaunchKernelFn cuLaunchKernel;
     RtCuResult (*cuFuncSetAttribute)(CUfunction fn, int attrib, int value);
     RtCuResult (*cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
+    RtCuResult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction fn, int block_threads,
+                                                              size_t dynamic_shared);
     RtCuResult (*cuLinkCreate)(unsigned num_options, int *options, void **values, RtCuLinkState *state); /* _v2 */
     RtCuResult (*cuLinkAddData)(RtCuLinkState state, int type, void *data, size_t size, const char *name,
                                 unsigned num_options, int *options, void **values); /* _v2 */
@@ -314,6 +317,7 @@ struct tc_kernel {
     const char *name;
     uint32_t num_maps;                 /* desc->num_tensor_maps: built at each launch, passed after the arguments */
     RtCuTensorMapEncodeTiledFn encode; /* rt_cu.cuTensorMapEncodeTiled (NULL: the driver has none) */
+    uint32_t programs; /* a persistent kernel's programs resident at once on the device (>= 1); 0: not persistent */
 };
 
 /* An entry found by name in a module loaded without metadata for it. */

@@ -28,6 +28,7 @@ static void usage(FILE *out) {
           "  --num-warps N         warps per program for passes that need it (default: 4)\n"
           "  --num-stages N        software pipelining depth for `pipeline`; 1 = off (default: 3)\n"
           "  --warp-specialize     `pipeline` on sm_90a: a producer warpgroup issues the TMA copies\n"
+          "  --persistent          `persistent`: kernels without the attribute loop over their grid's tiles\n"
           "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
           "                        instruction selection instead of tilec's short pipeline\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
@@ -105,6 +106,8 @@ int main(int argc, char **argv) {
             opt.llvm_o3 = 1;
         } else if (strcmp(a, "--warp-specialize") == 0) {
             opt.warp_specialize = 1;
+        } else if (strcmp(a, "--persistent") == 0) {
+            opt.persistent = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
             char *end;
             long n = strtol(argv[++i], &end, 10);

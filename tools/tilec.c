@@ -34,6 +34,8 @@ static void usage(FILE *out) {
           "  --num-stages N        software pipelining depth of loops feeding dots; 1 = off (default: 3)\n"
           "  --warp-specialize     sm_90a: a producer warpgroup issues the TMA copies of loops feeding\n"
           "                        dots; the num_warps warps only compute\n"
+          "  --persistent          run each kernel's grid as a loop over its tiles in as many programs\n"
+          "                        as the GPU holds at once\n"
           "  --llvm-O3             optimize with LLVM's default<O3> pipeline and -O3 instruction\n"
           "                        selection instead of tilec's short pipeline (slower to compile)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
@@ -316,6 +318,8 @@ int main(int argc, char **argv) {
             opt.llvm_o3 = 1;
         } else if (strcmp(a, "--warp-specialize") == 0) {
             opt.warp_specialize = 1;
+        } else if (strcmp(a, "--persistent") == 0) {
+            opt.persistent = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (strcmp(a, "--aot") == 0) {

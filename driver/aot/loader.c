@@ -1,9 +1,10 @@
 /*
  * loader.c — the part of every launcher that `tilec --aot` generates which
  * is the same for all of them: the CUDA driver opened with dlopen, loading
- * the best image for the device, and the launch with its context handling
- * and the tensor maps it builds (by the rules of tilec's runtime:
- * tc_tensor_map_desc in include/tilec/runtime.h).
+ * the best image for the device, and the launch with its context handling,
+ * the grid a persistent kernel takes and the tensor maps it builds (by the
+ * rules of tilec's runtime: tc_kernel_desc and tc_tensor_map_desc in
+ * include/tilec/runtime.h).
  *
  * It is written here as C and compiled as C (tests/aot/loader_harness.c
  * compiles and runs it under the fake driver); the build embeds it into
@@ -21,7 +22,7 @@
  *                               dim_bytes[5], dim[5], stride_arg[5], stride_bytes[5],
  *                               stride[5], box[5], swizzle };
  *     struct tcaot_image_desc { what, cc, exact, is_cubin, image, block[], shared[],
- *                               num_maps[], maps[] };
+ *                               num_maps[], maps[], persistent[] };
  *     static const struct tcaot_image_desc tcaot_images[];
  *
  * It must stay plain C11 with no other dependency, clean under -Wall
@@ -49,6 +50,7 @@ struct tcaot_driver {
     tcaot_CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
     tcaot_CUresult (*func_get_attribute)(int *, int, CUfunction);
     tcaot_CUresult (*func_set_attribute)(CUfunction, int, int);
+    tcaot_CUresult (*occupancy)(int *, CUfunction, int, size_t);
     tcaot_CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                           CUstream, void **, void **);
     tcaot_CUresult (*error_name)(tcaot_CUresult, const char **);
@@ -72,6 +74,7 @@ static struct {
     CUdevice device;
     const struct tcaot_image_desc *image;
     CUfunction fn[tcaot_NUM_KERNELS];
+    unsigned programs[tcaot_NUM_KERNELS]; /* a persistent kernel's programs resident at once on the device */
     CUdeviceptr zero; /* 16 zeroed bytes: what the tensor maps of a fully masked tensor cover */
 } tcaot_state;
 
@@ -129,6 +132,7 @@ static tc_status tcaot_open_driver(void) {
         {offsetof(struct tcaot_driver, module_get_function), "cuModuleGetFunction"},
         {offsetof(struct tcaot_driver, func_get_attribute), "cuFuncGetAttribute"},
         {offsetof(struct tcaot_driver, func_set_attribute), "cuFuncSetAttribute"},
+        {offsetof(struct tcaot_driver, occupancy), "cuOccupancyMaxActiveBlocksPerMultiprocessor"},
         {offsetof(struct tcaot_driver, launch), "cuLaunchKernel"},
         {offsetof(struct tcaot_driver, error_name), "cuGetErrorName"},
         {offsetof(struct tcaot_driver, error_string), "cuGetErrorString"},
@@ -184,6 +188,31 @@ static tc_status tcaot_zero_buffer(void) {
     return st;
 }
 
+/* How many programs of persistent kernel k of img the device holds at once,
+ * into tcaot_state.programs[k]: its multiprocessors times the programs the
+ * occupancy calculator fits on one. A launch starts that many, which loop
+ * over the grid. The context is current; the kernel's dynamic shared
+ * memory is opted in. */
+static tc_status tcaot_resident_programs(CUdevice dev, size_t k, const struct tcaot_image_desc *img) {
+    int sms = 0, per_sm = 0;
+    unsigned long long n;
+    tc_status st = tcaot_check(tcaot_cu.device_get_attribute(&sms, 16, dev),
+                               "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    if (st == TC_OK)
+        st = tcaot_check(tcaot_cu.occupancy(&per_sm, tcaot_state.fn[k], (int)img->block[k], img->shared[k]),
+                         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (st != TC_OK)
+        return st;
+    if (sms < 1 || per_sm < 1)
+        return tcaot_fail(TC_ERROR_UNSUPPORTED,
+                          "tcaot: persistent kernel %s: the device holds none of its programs at once (%d "
+                          "multiprocessors, %d programs of %u threads and %u bytes of dynamic shared memory on each)",
+                          tcaot_kernel_names[k], sms, per_sm, img->block[k], img->shared[k]);
+    n = (unsigned long long)sms * (unsigned long long)per_sm;
+    tcaot_state.programs[k] = n > 0x7fffffffull ? 0x7fffffffu : (unsigned)n;
+    return TC_OK;
+}
+
 /* Tries the images that can run on the device, best first. The context is current. */
 static tc_status tcaot_load_module(void) {
     CUdevice dev;
@@ -234,12 +263,15 @@ static tc_status tcaot_load_module(void) {
             if (st == TC_OK && img->shared[k] + (unsigned)static_shared > 48 * 1024) /* no wrap: checked above */
                 st = tcaot_check(tcaot_cu.func_set_attribute(tcaot_state.fn[k], 8, (int)img->shared[k]),
                              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+            if (st == TC_OK && img->persistent[k])
+                st = tcaot_resident_programs(dev, k, img);
             if (st != TC_OK)
                 break;
         }
         if (st != TC_OK) {
             tcaot_cu.module_unload(module);
             memset(tcaot_state.fn, 0, sizeof tcaot_state.fn);
+            memset(tcaot_state.programs, 0, sizeof tcaot_state.programs);
             return st;
         }
         for (k = 0; k < tcaot_NUM_KERNELS && st == TC_OK; k++)
@@ -248,6 +280,7 @@ static tc_status tcaot_load_module(void) {
         if (st != TC_OK) {
             tcaot_cu.module_unload(module);
             memset(tcaot_state.fn, 0, sizeof tcaot_state.fn);
+            memset(tcaot_state.programs, 0, sizeof tcaot_state.programs);
             return st;
         }
         tcaot_state.module = module;
@@ -413,21 +446,38 @@ static tc_status tcaot_launch_args(int k, const char *what, tc_dim3 grid, CUstre
 }
 
 /* Launches kernel k with its num_args arguments; args has room after them
- * for the tensor maps of the loaded image's kernel, which are built here. */
+ * for what the loaded image's kernel takes besides, which is put there: the
+ * grid of a persistent kernel, then its tensor maps, built here. A
+ * persistent kernel starts only the programs the device holds at once,
+ * along x, and they loop over the grid. */
 static tc_status tcaot_launch(int k, const char *what, tc_dim3 grid, CUstream stream, void **args, unsigned num_args) {
     struct {
         _Alignas(64) unsigned char bytes[128];
     } maps[tcaot_MAX_MAPS];
-    unsigned i;
+    int32_t extents[3];
+    unsigned i, hidden = 0;
+    const struct tcaot_image_desc *img = tcaot_state.image;
     if (!tcaot_state.module)
         return tcaot_fail(TC_ERROR_INVALID_ARGUMENT, "%s: tcaot_load has not been called", what);
     if (!grid.x || !grid.y || !grid.z)
         return TC_OK;
-    for (i = 0; i < tcaot_state.image->num_maps[k]; i++) {
-        tc_status st = tcaot_encode_map(what, (int)i, &tcaot_state.image->maps[k][i], args, maps[i].bytes);
+    if (img->persistent[k]) {
+        unsigned long long total = (unsigned long long)grid.x * grid.y * grid.z;
+        if (total > 0x7fffffffull) /* the kernel numbers its programs with an int32_t */
+            return tcaot_fail(TC_ERROR_INVALID_ARGUMENT,
+                              "%s: grid %ux%ux%u has %llu programs, more than 2^31 - 1 (the kernel is persistent)",
+                              what, grid.x, grid.y, grid.z, total);
+        extents[0] = (int32_t)grid.x, extents[1] = (int32_t)grid.y, extents[2] = (int32_t)grid.z;
+        for (hidden = 0; hidden < 3; hidden++)
+            args[num_args + hidden] = &extents[hidden];
+        grid.x = total < tcaot_state.programs[k] ? (unsigned)total : tcaot_state.programs[k];
+        grid.y = grid.z = 1;
+    }
+    for (i = 0; i < img->num_maps[k]; i++) {
+        tc_status st = tcaot_encode_map(what, (int)i, &img->maps[k][i], args, maps[i].bytes);
         if (st != TC_OK)
             return st;
-        args[num_args + i] = maps[i].bytes;
+        args[num_args + hidden + i] = maps[i].bytes;
     }
     return tcaot_launch_args(k, what, grid, stream, args);
 }

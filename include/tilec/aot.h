@@ -22,6 +22,14 @@
  * there is one, else the newest PTX the device can run (sm_90a code runs
  * only on compute capability 9.0; sm_80 PTX runs on 8.0 and later).
  *
+ * A kernel compiled persistent (tc_options.persistent, tc_kernel_desc's
+ * persistent in include/tilec/runtime.h) takes the same arguments and the
+ * same grid: the launcher passes it the grid, and starts only as many
+ * programs as the device holds at once (NAME_load counts them per kernel),
+ * which loop over it. Its grid must then have at most 2^31 - 1 programs
+ * (else TC_ERROR_INVALID_ARGUMENT); NAME_load refuses a kernel of which no
+ * program fits on the device (TC_ERROR_UNSUPPORTED).
+ *
  * The generated code needs tilec's headers to compile (tilec/runtime.h, for
  * tc_status, tc_dim3 and the CUDA handle types) but links against nothing
  * of tilec's: it opens libcuda.so.1 itself with dlopen, a hundred lines of C,

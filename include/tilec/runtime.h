@@ -140,8 +140,9 @@ typedef struct tc_tensor_map_desc {
 } tc_tensor_map_desc;
 
 /* What a launch needs to know about a kernel. The runtime parameters are
- * the kernel's parameters less its constexpr ones, in order; the tensor
- * maps, if any, follow them in the kernel's PTX parameter list. */
+ * the kernel's parameters less its constexpr ones, in order; in the
+ * kernel's PTX parameter list the grid of a persistent kernel follows
+ * them, then the tensor maps, if any. */
 typedef struct tc_kernel_desc {
     const char *name;    /* the PTX entry (required, not empty) */
     int num_warps;       /* a program runs 32 * num_warps threads, 1..TC_MAX_NUM_WARPS warps: the
@@ -152,6 +153,15 @@ typedef struct tc_kernel_desc {
     const tc_param_desc *params; /* num_params entries (NULL only when 0) */
     size_t num_tensor_maps;      /* hidden parameters after the runtime ones: <= TC_MAX_TENSOR_MAPS */
     const tc_tensor_map_desc *tensor_maps; /* num_tensor_maps entries, in parameter order (NULL only when 0) */
+    int persistent; /* 1: the kernel takes the launch's grid as three hidden i32 parameters (x, y, z)
+                       after its runtime parameters and before its tensor maps, and loops over the
+                       grid's programs itself: tc_launch starts min(grid.x * grid.y * grid.z,
+                       programs resident at once on the device) programs along x (each SM's
+                       resident count from cuOccupancyMaxActiveBlocksPerMultiprocessor for the
+                       kernel's block and dynamic shared memory). grid.x * grid.y * grid.z must
+                       then be at most 2^31 - 1 (TC_ERROR_INVALID_ARGUMENT). 0: one program per
+                       grid point, as CUDA launches it. Any other value is
+                       TC_ERROR_INVALID_ARGUMENT at load. */
 } tc_kernel_desc;
 
 /* Bytes of a launch argument for this parameter (8 for pointers). */
@@ -208,7 +218,10 @@ typedef struct tc_kernel tc_kernel;
 
 /* Loads a compiled binary (tc_compile with emit = PTX): its PTX, and a
  * tc_kernel for each of its kernels with the metadata tc_launch checks. The
- * driver's JIT log of a failed load is in tc_last_error(). */
+ * driver's JIT log of a failed load is in tc_last_error(). The load (this
+ * one and tc_module_load_ptx's and _cubin's) counts the programs of each
+ * persistent kernel that the device holds at once; a kernel of which no
+ * program fits on a multiprocessor is TC_ERROR_UNSUPPORTED. */
 TC_API tc_status tc_module_load(tc_context *ctx, const tc_binary *bin, tc_module **out);
 /* Raw PTX (need not be NUL-terminated) or a cubin of len bytes (1 ..
  * TC_MAX_IMAGE_BYTES). `kernels` (num_kernels <= TC_MAX_KERNEL_DESCS
@@ -234,11 +247,16 @@ TC_API CUfunction tc_kernel_function(const tc_kernel *k);
  * parameter count, no pointer argument may be 0, and the grid must be within
  * TC_MAX_GRID_X x TC_MAX_GRID_YZ x TC_MAX_GRID_YZ (all
  * TC_ERROR_INVALID_ARGUMENT, checked before the driver is called). An empty
- * grid (a zero extent) launches nothing and returns TC_OK. A kernel with
- * tensor maps gets them built from the arguments and passed after them
- * (tc_tensor_map_desc has the rules); a driver without
- * cuTensorMapEncodeTiled makes its launches TC_ERROR_UNSUPPORTED, and a map
- * the driver refuses is TC_ERROR_CUDA with the map's parameters. */
+ * grid (a zero extent) launches nothing and returns TC_OK. A persistent
+ * kernel (tc_kernel_desc.persistent) gets the grid after the arguments, as
+ * three int32 values, and runs in as many programs as the device holds at
+ * once, each looping over its share of the grid: the same grid, the same
+ * results; its grid must also have at most 2^31 - 1 programs in all. A
+ * kernel with tensor maps gets them built from the arguments and passed
+ * after them (after the grid of a persistent kernel; tc_tensor_map_desc has
+ * the rules); a driver without cuTensorMapEncodeTiled makes its launches
+ * TC_ERROR_UNSUPPORTED, and a map the driver refuses is TC_ERROR_CUDA with
+ * the map's parameters. */
 TC_API tc_status tc_launch(tc_kernel *k, tc_dim3 grid, CUstream stream, void **args, size_t num_args);
 /* For entries without metadata: no checks of the arguments; the grid as for
  * tc_launch, and a block of 1 to TC_MAX_BLOCK_THREADS threads. */

@@ -196,6 +196,9 @@ typedef struct tc_options {
                                 attribute warp_specialize overrides) */
     tc_specialize_fn specialize; /* NULL: none; tc_jit and tc_aot_generate ignore the caller's */
     void *specialize_user;       /* the hook's first argument */
+    int persistent;          /* run each kernel's grid as a loop over its tiles in as many programs as
+                                the GPU holds at once (pass `persistent`, docs/passes.md, "Persistent
+                                programs"); 0 = off (the kernel attribute persistent overrides) */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);
@@ -250,7 +253,9 @@ TC_API int tc_binary_kernel_num_warps(const tc_binary *b, size_t kernel);  /* 32
 /* Dynamic shared memory per program, in bytes; above 48 KiB the launcher
  * must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
 TC_API size_t tc_binary_kernel_shared_bytes(const tc_binary *b, size_t kernel);
-/* Runtime parameters (constexpr ones are gone), in order. */
+/* Runtime parameters (constexpr ones are gone, and the hidden ones a launch
+ * passes itself, the grid of a persistent kernel and the tensor maps, are
+ * not among them), in order. */
 TC_API size_t tc_binary_kernel_num_params(const tc_binary *b, size_t kernel);
 TC_API const char *tc_binary_kernel_param_name(const tc_binary *b, size_t kernel, size_t param);
 /* The IR type: "ptr<f16>", "i32", "bf16", ... */
@@ -259,16 +264,22 @@ TC_API const char *tc_binary_kernel_param_type(const tc_binary *b, size_t kernel
  * is_const comes from the source (`const T*`): tc_compile's binaries have
  * it, tc_opt's do not (the IR does not keep `const`). */
 TC_API tc_status tc_binary_kernel_param(const tc_binary *b, size_t kernel, size_t param, struct tc_param_desc *out);
-/* The TMA tensor maps the kernel takes after its runtime parameters, which
- * a launch builds from the arguments (tc_tensor_map_desc, runtime.h): the
- * kernel's IR parameters of type `tensormap`, which the pipeline adds on
- * sm_90a. They are not runtime parameters: tc_binary_kernel_num_params does
- * not count them. Kernel or map index out of range: 0, and
- * TC_ERROR_INVALID_ARGUMENT. */
+/* The TMA tensor maps the kernel takes after its runtime parameters (and
+ * after the grid of a persistent kernel), which a launch builds from the
+ * arguments (tc_tensor_map_desc, runtime.h): the kernel's IR parameters of
+ * type `tensormap`, which the pipeline adds on sm_90a. They are not runtime
+ * parameters: tc_binary_kernel_num_params does not count them. Kernel or
+ * map index out of range: 0, and TC_ERROR_INVALID_ARGUMENT. */
 struct tc_tensor_map_desc; /* include/tilec/runtime.h */
 TC_API size_t tc_binary_kernel_num_tensor_maps(const tc_binary *b, size_t kernel);
 TC_API tc_status tc_binary_kernel_tensor_map(const tc_binary *b, size_t kernel, size_t i,
                                              struct tc_tensor_map_desc *out);
+/* 1 when the kernel is persistent (tc_kernel_desc.persistent, runtime.h): it
+ * takes the launch's grid as three hidden i32 parameters (x, y, z; the IR's
+ * parameters with attribute launch_grid = 0, 1, 2) after its runtime
+ * parameters and before its tensor maps, and loops over the grid's programs
+ * itself; 0 for other kernels and for a kernel index out of range. */
+TC_API int tc_binary_kernel_persistent(const tc_binary *b, size_t kernel);
 
 /* Compiles `kernel` (NULL: every kernel of the file) specialized with the
  * given constexpr values. cc, src and out are required, cx too when num_cx

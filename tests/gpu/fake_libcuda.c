@@ -15,7 +15,8 @@
  * for a kernel whose name starts with `empty`, nothing. Any other kernel
  * fails to launch with CUDA_ERROR_NOT_SUPPORTED. It reports compute
  * capability 9.0 and driver version 99999, so that the JIT's disk cache
- * never mixes its "cubins" with a real driver's. Never install it:
+ * never mixes its "cubins" with a real driver's, and 132 multiprocessors
+ * that hold two programs of any kernel each. Never install it:
  * cmake/gpu_bundle.cmake does not.
  *
  * Tensor maps: cuTensorMapEncodeTiled checks its arguments by the rules of
@@ -203,7 +204,7 @@ API CUresult cuDeviceGetCount(int *n) {
 }
 API CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
     (void)dev;
-    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : 0;
+    *v = attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 232448 : attr == 16 ? 132 : 0; /* 16: multiprocessors */
     return OK;
 }
 API CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) {
@@ -300,6 +301,16 @@ API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
     (void)fn;
     const char *s = getenv("TILEC_FAKE_CUDA_STATIC_SHARED");
     *v = attr == 1 && s ? atoi(s) : 0;
+    return OK;
+}
+/* Programs of a block that fit on one multiprocessor at once: 2, or
+ * $TILEC_FAKE_CUDA_OCCUPANCY (0: none, which the loaders must refuse). */
+API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *fn, int block, size_t shared) {
+    (void)fn, (void)shared;
+    const char *s = getenv("TILEC_FAKE_CUDA_OCCUPANCY");
+    if (block < 1 || block > 1024)
+        return ERR_INVALID_VALUE;
+    *n = s ? atoi(s) : 2;
     return OK;
 }
 API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,

@@ -61,7 +61,7 @@ static char dummy_ctx_storage;
 static tc_param_desc good_param = {"p", TC_DTYPE_F32, 1, 0};
 
 static tc_kernel_desc good_desc(void) {
-    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param, 0, NULL};
+    tc_kernel_desc d = {"empty", 4, 0, 1, &good_param, 0, NULL, 0};
     return d;
 }
 
@@ -215,7 +215,7 @@ static tc_status bin_map(const tc_binary *b, size_t k, size_t i, int with_out) {
 
 enum {
     D_NAME_NULL, D_NAME_EMPTY, D_WARPS, D_SHARED, D_NPARAMS, D_PARAMS_NULL, D_PNAME_NULL, D_DTYPE,
-    D_NMAPS, D_MAPS_NULL, D_MAP_RANK, D_MAP_BASE, D_MAP_DIM_PARAM, D_MAP_BOX, D_MAP_SWIZZLE
+    D_PERSISTENT, D_NMAPS, D_MAPS_NULL, D_MAP_RANK, D_MAP_BASE, D_MAP_DIM_PARAM, D_MAP_BOX, D_MAP_SWIZZLE
 };
 
 static tc_status load_desc(int field, int64_t v, size_t sv) {
@@ -237,6 +237,7 @@ static tc_status load_desc(int field, int64_t v, size_t sv) {
     case D_PARAMS_NULL: d.params = NULL; break;
     case D_PNAME_NULL: p.name = NULL; break;
     case D_DTYPE: p.dtype = (tc_dtype)v; break;
+    case D_PERSISTENT: d.persistent = (int)v; break;
     case D_NMAPS: d.num_tensor_maps = sv; break;
     case D_MAPS_NULL: d.tensor_maps = NULL; break;
     case D_MAP_RANK: map.rank = (int)v; break;
@@ -291,6 +292,20 @@ static tc_status launch_zero_ptr(void) {
     CUdeviceptr zero = 0;
     void *args[1] = {&zero};
     return tc_launch(fx.k, (tc_dim3){1, 1, 1}, NULL, args, 1);
+}
+
+/* A launch of `empty` described as persistent. */
+static tc_status launch_persistent(unsigned gx, unsigned gy, unsigned gz) {
+    tc_kernel_desc d = good_desc();
+    d.persistent = 1;
+    tc_module *m = NULL;
+    tc_kernel *k = NULL;
+    tc_status st = tc_module_load_ptx(fx.ctx, empty_ptx, strlen(empty_ptx), &d, 1, &m);
+    if (st == TC_OK && (st = tc_module_get_kernel(m, "empty", &k)) == TC_OK)
+        st = tc_launch(k, (tc_dim3){gx, gy, gz}, NULL, fx.args, 1);
+    if (m)
+        tc_module_unload(m);
+    return st;
 }
 
 static tc_status launch_raw(tc_kernel *k, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
@@ -635,6 +650,10 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(desc_dtype_99, CTX, INV, "dtype 99", load_desc(D_DTYPE, 99, 0))                                                  \
     X(desc_dtype_neg, CTX, INV, "dtype -1", load_desc(D_DTYPE, -1, 0))                                                 \
     X(desc_good, CTX, TC_OK, "", load_desc(D_SHARED, 0, 1024))                                                         \
+    X(desc_persistent_2, CTX, INV, "persistent 2 is not 0 or 1", load_desc(D_PERSISTENT, 2, 0))                        \
+    X(desc_persistent_neg, CTX, INV, "persistent -1", load_desc(D_PERSISTENT, -1, 0))                                  \
+    X(desc_persistent_min, CTX, INV, "persistent -2147483648", load_desc(D_PERSISTENT, INT_MIN, 0))                    \
+    X(desc_persistent_good, CTX, TC_OK, "", load_desc(D_PERSISTENT, 1, 0))                                             \
     X(desc_nmaps_max, CTX, INV, "num_tensor_maps", load_desc(D_NMAPS, 0, SIZE_MAX))                                    \
     X(desc_nmaps_17, CTX, INV, "num_tensor_maps 17", load_desc(D_NMAPS, 0, 17))                                        \
     X(desc_maps_null, CTX, INV, "tensor_maps is NULL", load_desc(D_MAPS_NULL, 0, 0))                                   \
@@ -665,6 +684,10 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(launch_grid_x, CTX, INV, "grid 4294967295x1x1", launch(fx.k, UINT_MAX, 1, 1, fx.args, 1))                        \
     X(launch_no_metadata, CTX, INV, "without metadata", launch(fx.raw, 1, 1, 1, fx.args, 1))                           \
     X(launch_empty_grid, CTX, TC_OK, "", launch(fx.k, 0, 1, 1, fx.args, 1))                                            \
+    X(launch_persistent_programs, CTX, INV, "more than 2^31 - 1", launch_persistent(1u << 16, 1u << 15, 1))            \
+    X(launch_persistent_max, CTX, INV, "9223090559730712575 programs", launch_persistent(TC_MAX_GRID_X, 65535, 65535)) \
+    X(launch_persistent_good, CTX, TC_OK, "", launch_persistent(TC_MAX_GRID_X, 1, 1))                                  \
+    X(launch_persistent_empty, CTX, TC_OK, "", launch_persistent(TC_MAX_GRID_X, 0, 65535))                             \
     X(launch_raw_null, NOCTX, INV, "kernel is NULL", launch_raw(NULL, 1, 32, 1, 1))                                    \
     X(launch_raw_block_0, CTX, INV, "block 0x1x1", launch_raw(fx.raw, 1, 0, 1, 1))                                     \
     X(launch_raw_block_1025, CTX, INV, "1 to 1024 threads", launch_raw(fx.raw, 1, 1025, 1, 1))                         \
@@ -794,7 +817,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(aot_stages_1000, NOCTX, INV, "opt->num_stages", aot(A_STAGES))                                                   \
     X(aot_cx_kind_99, NOCTX, INV, "kind 99", aot(A_CX_KIND))
 
-static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param, 0, NULL};
+static const tc_kernel_desc good_desc_storage = {"empty", 4, 0, 1, &good_param, 0, NULL, 0};
 
 #define DEFINE_ROW(name, ctx, status, word, call)                                                                      \
     static tc_status row_##name(void) { return (call); }

@@ -341,10 +341,10 @@ TEST(test_cache_dir_from_env) {
 
 static const tc_param_desc softmax_params[] = {
     {"out", TC_DTYPE_F16, 1, 0}, {"x", TC_DTYPE_F16, 1, 1}, {"stride", TC_DTYPE_I64, 0, 0}, {"n", TC_DTYPE_I32, 0, 0}};
-static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params, 0, NULL};
+static const tc_kernel_desc softmax_desc = {"softmax", 4, 1024, 4, softmax_params, 0, NULL, 0};
 
 TEST(test_meta_round_trip) {
-    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL, 0, NULL}};
+    tc_kernel_desc two[2] = {softmax_desc, {"empty", 8, 65536, 0, NULL, 0, NULL, 0}};
     RtMeta m, back;
     CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
     RtBytes b = {0};
@@ -485,7 +485,7 @@ static const tc_param_desc tmap_params[] = {{"a", TC_DTYPE_F16, 1, 1},  {"M", TC
 static const tc_tensor_map_desc tmap_maps[] = {
     {0, 2, {2, 1, -1, -1, -1}, {0}, {-1, 3, -1, -1, -1}, {0}, {64, 128}, 128},
     {4, 3, {-1, 1, -1, -1, -1}, {96, 0, 0}, {-1, -1, -1, -1, -1}, {0, 128, 16384}, {32, 16, 1}, 64}};
-static const tc_kernel_desc tmap_desc = {"k", 4, 0, 6, tmap_params, 2, tmap_maps};
+static const tc_kernel_desc tmap_desc = {"k", 4, 0, 6, tmap_params, 2, tmap_maps, 0};
 
 TEST(test_meta_tensor_maps) {
     RtMeta m, back;
@@ -563,6 +563,140 @@ TEST(test_meta_tensor_maps) {
     CHECK(strstr(why, "dim_param[1] is 5: neither -1 nor an integer parameter") != NULL);
     params[5].dtype = TC_DTYPE_F32;
     CHECK(!rt_tensor_map_check(&kd, &t, why, sizeof why));
+    rt_meta_free(&m);
+}
+
+/* ---- persistent kernels: metadata ---- */
+
+/* A persistent kernel as the pass persistent leaves it: the launch grid's
+ * three parameters after the runtime ones, then a tensor map (tmap_ir's A). */
+static const char persistent_ir[] =
+    "kernel @empty_persistent(%a: ptr<f16> {divisibility = 16}, %M: i32, %K: i32, %s: i64 {divisibility = 8}, "
+    "%grid_x: i32 {launch_grid = 0}, %grid_y: i32 {launch_grid = 1}, %grid_z: i32 {launch_grid = 2}, "
+    "%a_tmap: tensormap {tma_base = 0, tma_dim_params = [2, 1], tma_dims = [0, 0], tma_stride_params = [3], "
+    "tma_strides = [0], tma_box = [64, 128], tma_swizzle = 128}) attrs {num_warps = 4} { return }\n";
+
+/* tc_opt's binary of `kernel @k(PARAMS) { return }`, expecting st and, on
+ * failure, error among the diagnostics. */
+static tc_binary *opt_params(const char *params, tc_status st, const char *error) {
+    char text[2048];
+    snprintf(text, sizeof text, "kernel @k(%s) { return }\n", params);
+    return opt_ir(text, st, error);
+}
+
+TEST(test_persistent_metadata) {
+    tc_binary *b = opt_ir(persistent_ir, TC_OK, NULL);
+    CHECK_EQ_INT(tc_binary_kernel_persistent(b, 0), 1);
+    /* the grid is not the caller's: neither a runtime parameter nor a map */
+    CHECK_EQ_INT(tc_binary_kernel_num_params(b, 0), 4);
+    CHECK_EQ_STR(tc_binary_kernel_param_name(b, 0, 3), "s");
+    CHECK(tc_binary_kernel_param_name(b, 0, 4) == NULL);
+    CHECK_EQ_INT(tc_binary_kernel_num_tensor_maps(b, 0), 1);
+    tc_tensor_map_desc m;
+    CHECK_EQ_INT(tc_binary_kernel_tensor_map(b, 0, 0, &m), TC_OK);
+    CHECK(m.base == 0 && m.rank == 2 && m.dim_param[0] == 2 && m.dim_param[1] == 1 && m.stride_param[1] == 3);
+    CHECK_EQ_INT(tc_binary_kernel_persistent(b, 1), 0);
+    CHECK_EQ_INT(tc_binary_kernel_persistent(NULL, 0), 0);
+    RtMeta meta;
+    CHECK_EQ_INT(rt_meta_from_binary(b, &meta), TC_OK);
+    const tc_kernel_desc *d = rt_meta_find(&meta, "empty_persistent");
+    CHECK(d && d->persistent == 1 && d->num_params == 4 && d->num_tensor_maps == 1);
+    rt_meta_free(&meta);
+    tc_binary_destroy(b);
+    b = opt_ir(tmap_ir, TC_OK, NULL);
+    CHECK_EQ_INT(tc_binary_kernel_persistent(b, 0), 0);
+    tc_binary_destroy(b);
+    /* a grid and no maps; a grid and no runtime parameters */
+    b = opt_params("%n: i32, %x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}", TC_OK,
+                   NULL);
+    CHECK(tc_binary_kernel_persistent(b, 0) == 1 && tc_binary_kernel_num_params(b, 0) == 1 &&
+          tc_binary_kernel_num_tensor_maps(b, 0) == 0);
+    tc_binary_destroy(b);
+    b = opt_params("%x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}", TC_OK, NULL);
+    CHECK(tc_binary_kernel_persistent(b, 0) == 1 && tc_binary_kernel_num_params(b, 0) == 0);
+    tc_binary_destroy(b);
+
+    /* every other use of launch_grid is refused */
+    static const struct {
+        const char *params, *error;
+    } bad[] = {
+        {"%n: i32, %y: i32 {launch_grid = 1}, %x: i32 {launch_grid = 0}, %z: i32 {launch_grid = 2}",
+         "kernel @k: parameter 1 (%y): no i32 parameter with launch_grid = 0, the launch grid's extent along x: a "
+         "persistent kernel's grid is three i32 parameters with launch_grid = 0, 1, 2 in that order, right after the "
+         "runtime parameters"},
+        {"%n: i32, %x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}",
+         "kernel @k: the kernel's 3 parameters: no i32 parameter with launch_grid = 2, the launch grid's extent along z"},
+        {"%x: i32 {launch_grid = 0}, %y: i64 {launch_grid = 1}, %z: i32 {launch_grid = 2}",
+         "parameter 1 (%y): no i32 parameter with launch_grid = 1"},
+        {"%x: i32 {launch_grid = 0}, %n: i32, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}",
+         "parameter 1 (%n): no i32 parameter with launch_grid = 1"},
+        {"%x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}, %n: i32",
+         "parameter 3 (%n) follows the launch grid's parameters: only tensormap parameters may"},
+        {"%x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}, %w: i32 {launch_grid = 3}",
+         "parameter 3 (%w) follows the launch grid's parameters"},
+        {"%x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2.0}",
+         "parameter 2 (%z): no i32 parameter with launch_grid = 2"},
+        {"%a: ptr<f32>, %t: tensormap {tma_base = 0, tma_dim_params = [-1], tma_dims = [0], tma_stride_params = [], "
+         "tma_strides = [], tma_box = [16], tma_swizzle = 0}, %x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}, "
+         "%z: i32 {launch_grid = 2}",
+         "parameter 2 (%x) follows a tensormap parameter: the tensormap parameters must come after every runtime "
+         "parameter and the launch grid"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = opt_params(bad[i].params, TC_ERROR_COMPILE, bad[i].error);
+        CHECK(b == NULL);
+    }
+}
+
+/* The metadata of persistent_ir's kernel, by hand: tmap_desc's first four
+ * parameters and its map A. */
+static const tc_kernel_desc persistent_desc = {"empty_persistent", 4, 0, 4, tmap_params, 1, tmap_maps, 1};
+
+/* tc_opt's PTX of persistent_ir (sm_90a), or NULL. */
+static tc_binary *persistent_ptx(void) {
+    tc_compiler *cc = NULL;
+    tc_target target = {"sm_90a"};
+    CHECK_EQ_INT(tc_compiler_create(&target, &cc), TC_OK);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = TC_EMIT_PTX;
+    tc_source src = {"persistent.tir", persistent_ir, strlen(persistent_ir)};
+    tc_binary *bin = NULL;
+    CHECK_EQ_INT(tc_opt(cc, &src, NULL, &opt, &bin, NULL), TC_OK);
+    tc_compiler_destroy(cc);
+    return bin;
+}
+
+TEST(test_meta_persistent) {
+    tc_kernel_desc two[2] = {softmax_desc, persistent_desc};
+    RtMeta m, back;
+    CHECK_EQ_INT(rt_meta_copy(two, 2, &m), TC_OK);
+    CHECK_EQ_INT(m.kernels[1].persistent, 1);
+    RtBytes b = {0};
+    CHECK(rt_meta_encode(&m, &b));
+    CHECK(rt_meta_decode(b.data, b.len, &back));
+    const tc_kernel_desc *d = rt_meta_find(&back, "empty_persistent");
+    CHECK(d && d->persistent == 1 && d->num_params == 4 && d->num_tensor_maps == 1);
+    d = rt_meta_find(&back, "softmax");
+    CHECK(d && d->persistent == 0);
+    rt_meta_free(&back);
+    /* the flag's byte: after the version, the count, the first kernel's name,
+     * num_warps and shared_bytes */
+    size_t at = 4 + 4 + 4 + strlen(softmax_desc.name) + 4 + 8;
+    CHECK_EQ_INT(b.data[at], 0);
+    b.data[at] = 1;
+    CHECK(rt_meta_decode(b.data, b.len, &back));
+    CHECK(back.num_kernels == 2 && back.kernels[0].persistent == 1);
+    rt_meta_free(&back);
+    for (int v = 2; v < 256; v *= 2) {
+        b.data[at] = (uint8_t)v;
+        CHECK(!rt_meta_decode(b.data, b.len, &back));
+    }
+    b.data[at] = 0;
+    /* an entry of the version before persistent kernels */
+    b.data[0] = 2;
+    CHECK(!rt_meta_decode(b.data, b.len, &back));
+    rt_bytes_free(&b);
     rt_meta_free(&m);
 }
 
@@ -762,6 +896,14 @@ TEST(test_jit_keys) {
     CHECK(memcmp(k0, k, 32) != 0);
     f.opt.params = NULL;
     f.opt.num_params = 0;
+    f.opt.warp_specialize = 1;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.warp_specialize = 0;
+    f.opt.persistent = 1;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.persistent = 0;
 
     /* what does not change the code does not change the key */
     f.opt.print_after_all = 1;
@@ -1735,7 +1877,7 @@ TEST(test_launch_tensor_maps) {
         many_args[i] = i == 0 ? (void *)&base : (void *)&ext;
     }
     tc_tensor_map_desc one = {0, 1, {N - 1, -1, -1, -1, -1}, {0}, {-1, -1, -1, -1, -1}, {0}, {8}, 0};
-    tc_kernel_desc md = {"many", 4, 0, N, many, 1, &one};
+    tc_kernel_desc md = {"many", 4, 0, N, many, 1, &one, 0};
     uint32_t mptr = 0;
     tc_kernel mk = {.launch = stub_launch, .num_params = N, .block = 128, .ptr_params = &mptr, .num_ptr_params = 1,
                     .desc = &md, .name = "many", .num_maps = 1, .encode = stub_encode};
@@ -1846,6 +1988,152 @@ TEST(test_launch_tensor_maps_driver) {
     dlclose(cuda);
 }
 
+/* ---- persistent kernels at launch ---- */
+
+/* The int32 a launch passed as hidden argument i. */
+static int32_t stub_int(int i) {
+    int32_t v;
+    memcpy(&v, stub.params[i], sizeof v);
+    return v;
+}
+
+/* tc_launch of persistent kernels with a stub driver: as many programs as
+ * the device holds (k.programs), or fewer for a smaller grid, along x; the
+ * grid's extents after the arguments, the maps after them. */
+TEST(test_launch_persistent) {
+    static const uint32_t ptrs[] = {0, 1};
+    tc_kernel_desc d = softmax_desc;
+    d.persistent = 1;
+    tc_kernel k = {.launch = stub_launch, .num_params = 4, .block = 128, .shared = 1024, .ptr_params = ptrs,
+                   .num_ptr_params = 2, .desc = &d, .name = "softmax", .programs = 264};
+    CUdeviceptr out = 0x10000, x = 0x20000;
+    int64_t stride = 1000;
+    int32_t n = 1000;
+    void *args[] = {&out, &x, &stride, &n};
+    memset(&stub, 0, sizeof stub);
+    stub.num_params = 7;
+    stub.first_map = 7;
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1000, 3, 2}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(stub.calls, 1);
+    CHECK(stub.grid[0] == 264 && stub.grid[1] == 1 && stub.grid[2] == 1);
+    CHECK(stub.block[0] == 128 && stub.shared == 1024);
+    for (int i = 0; i < 4; i++)
+        CHECK(stub.params[i] == args[i]);
+    CHECK(stub_int(4) == 1000 && stub_int(5) == 3 && stub_int(6) == 2);
+    /* fewer programs than the device holds: one each */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){10, 3, 2}, NULL, args, 4), TC_OK);
+    CHECK(stub.grid[0] == 60 && stub.grid[1] == 1 && stub.grid[2] == 1);
+    CHECK(stub_int(4) == 10 && stub_int(5) == 3 && stub_int(6) == 2);
+    /* the largest grid, and one program more */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){TC_MAX_GRID_X, 1, 1}, NULL, args, 4), TC_OK);
+    CHECK(stub.grid[0] == 264 && stub_int(4) == INT32_MAX);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1u << 15, 1u << 15, 2}, NULL, args, 4), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tc_launch: persistent kernel softmax: grid 32768x32768x2 has 2147483648 programs, "
+                                  "more than 2^31 - 1") != NULL);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){TC_MAX_GRID_X, TC_MAX_GRID_YZ, TC_MAX_GRID_YZ}, NULL, args, 4),
+                 TC_ERROR_INVALID_ARGUMENT);
+    /* the usual checks first; an empty grid launches nothing */
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, TC_MAX_GRID_YZ + 1, 1}, NULL, args, 4), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "is larger than") != NULL);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1, 1, 1}, NULL, args, 3), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){0, 5, 5}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(stub.calls, 3);
+    /* the driver's error names the launch it was given */
+    stub.result = 1;
+    CHECK_EQ_INT(tc_launch(&k, (tc_dim3){1000, 1, 1}, NULL, args, 4), TC_ERROR_CUDA);
+    CHECK(strstr(tc_last_error(), "cuLaunchKernel(softmax, grid 264x1x1, block 128x1x1, shared 1024)") != NULL);
+    stub.result = 0;
+
+    /* with tensor maps: the arguments, the grid, the maps */
+    TmapLaunch t;
+    tc_kernel_desc pd = tmap_desc;
+    pd.persistent = 1;
+    tmap_launch_init(&t, &pd);
+    t.k.programs = 8;
+    stub.num_params = 11;
+    stub.first_map = 9;
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){3, 2, 1}, NULL, t.args, 6), TC_OK);
+    CHECK(stub.calls == 1 && enc.calls == 2);
+    CHECK(stub.grid[0] == 6 && stub.grid[1] == 1 && stub.grid[2] == 1);
+    for (int i = 0; i < 6; i++)
+        CHECK(stub.params[i] == t.args[i]);
+    CHECK(stub_int(6) == 3 && stub_int(7) == 2 && stub_int(8) == 1);
+    CHECK(stub.maps[9].magic == FAKE_TMAP_MAGIC && stub.maps[9].address == 0x100000 && stub.maps[9].dim[1] == 1000);
+    CHECK(stub.maps[10].magic == FAKE_TMAP_MAGIC && stub.maps[10].address == 0x200000);
+    CHECK_EQ_INT(tc_launch(&t.k, (tc_dim3){100, 100, 1}, NULL, t.args, 6), TC_OK);
+    CHECK(stub.grid[0] == 8 && stub_int(6) == 100 && stub_int(7) == 100);
+}
+
+/* A persistent kernel through the driver (tests/gpu's fake libcuda: 132
+ * multiprocessors that hold two programs each, or $TILEC_FAKE_CUDA_OCCUPANCY),
+ * loaded from tc_opt's PTX of persistent_ir with tc_module_load. */
+TEST(test_launch_persistent_driver) {
+    tc_context *ctx = NULL;
+    if (tc_context_create(0, &ctx) != TC_OK) {
+        fprintf(stderr, "  runtime: no driver (%s): persistent kernels through the driver not checked\n",
+                tc_last_error());
+        return;
+    }
+    void *cuda;
+    const FakeLaunch *l = fake_record(&cuda);
+    if (!l) {
+        fprintf(stderr, "  runtime: a real driver: persistent launches are checked by tests/gpu\n");
+        tc_context_destroy(ctx);
+        if (cuda)
+            dlclose(cuda);
+        return;
+    }
+    tc_binary *bin = persistent_ptx();
+    tc_module *m = NULL;
+    tc_kernel *k = NULL;
+    CHECK_EQ_INT(tc_module_load(ctx, bin, &m), TC_OK);
+    CHECK_EQ_INT(tc_module_get_kernel(m, "empty_persistent", &k), TC_OK);
+    CHECK(k && tc_kernel_get_desc(k)->persistent == 1 && k->programs == 264);
+    CUdeviceptr a = 0;
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 1 << 16, &a), TC_OK);
+    int32_t M = 100, K = 64;
+    int64_t s = 72;
+    void *args[] = {&a, &M, &K, &s};
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){40, 30, 1}, NULL, args, 4), TC_OK);
+    CHECK_EQ_STR(l->kernel, "empty_persistent");
+    CHECK_EQ_INT(l->num_params, 8);
+    CHECK(l->grid[0] == 264 && l->grid[1] == 1 && l->grid[2] == 1 && l->block == 128);
+    int32_t g[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        if (l->params[4 + i])
+            memcpy(&g[i], l->params[4 + i], sizeof g[i]);
+    CHECK(g[0] == 40 && g[1] == 30 && g[2] == 1);
+    CHECK(!l->is_map[6] && l->is_map[7] && l->map[7].magic == FAKE_TMAP_MAGIC && l->map[7].address == a);
+    CHECK_EQ_INT(tc_launch(k, (tc_dim3){7, 1, 1}, NULL, args, 4), TC_OK);
+    CHECK_EQ_INT(l->grid[0], 7);
+    CHECK_EQ_INT(tc_mem_free(ctx, a), TC_OK);
+    CHECK_EQ_INT(tc_module_unload(m), TC_OK);
+
+    /* a kernel of which no program fits is refused at load */
+    setenv("TILEC_FAKE_CUDA_OCCUPANCY", "0", 1);
+    m = NULL;
+    CHECK_EQ_INT(tc_module_load(ctx, bin, &m), TC_ERROR_UNSUPPORTED);
+    CHECK(strstr(tc_last_error(), "persistent kernel empty_persistent: the device holds none of its programs at once "
+                                  "(132 multiprocessors, 0 programs of 128 threads and 0 bytes of dynamic shared "
+                                  "memory on each)") != NULL);
+    CHECK(m == NULL);
+    unsetenv("TILEC_FAKE_CUDA_OCCUPANCY");
+    /* the caller's descriptions: 0 or 1 */
+    size_t len;
+    const char *ptx = tc_binary_text(bin, &len);
+    tc_kernel_desc d = persistent_desc;
+    d.persistent = 2;
+    CHECK_EQ_INT(tc_module_load_ptx(ctx, ptx, len, &d, 1, &m), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "tc_module_load_ptx: kernels[0] (empty_persistent): persistent 2 is not 0 or 1") !=
+          NULL);
+    d.persistent = 1;
+    CHECK_EQ_INT(tc_module_load_ptx(ctx, ptx, len, &d, 1, &m), TC_OK);
+    CHECK_EQ_INT(tc_module_unload(m), TC_OK);
+    tc_binary_destroy(bin);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+    dlclose(cuda);
+}
+
 /* ---- AOT ---- */
 
 /* The launcher's header and source for in (empty buffers if it fails). */
@@ -1882,11 +2170,10 @@ TEST(test_aot_emit) {
     CHECK(c.data &&
           strstr(c.data, "static _Alignas(16) const unsigned char mylib_cubin_1[] = {\n    0x7f, 0x45,") != NULL);
     /* preference: the cubin, then sm_90a PTX, then sm_80 PTX */
-    const char *p1 =
-        c.data ? strstr(c.data, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}, {0}, {NULL}}") : NULL;
-    const char *p2 =
-        c.data ? strstr(c.data, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}, {0}, {NULL}}") : NULL;
-    const char *p3 = c.data ? strstr(c.data, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}, {0}, {NULL}}") : NULL;
+    const char *text = c.data ? c.data : "";
+    const char *p1 = strstr(text, "{\"sm_90a cubin\", 90, 1, 1, mylib_cubin_1, {128}, {65536}, {0}, {NULL}, {0}}");
+    const char *p2 = strstr(text, "{\"sm_90a PTX\", 90, 1, 0, mylib_ptx_1, {128}, {65536}, {0}, {NULL}, {0}}");
+    const char *p3 = strstr(text, "{\"sm_80 PTX\", 80, 0, 0, mylib_ptx_0, {128}, {1024}, {0}, {NULL}, {0}}");
     CHECK(p1 && p2 && p3 && p1 < p2 && p2 < p3);
     CHECK(has(c.data, "dlopen(\"libcuda.so.1\""));
     CHECK(has(c.data, "#define mylib_MAX_MAPS 1 "));
@@ -1919,6 +2206,38 @@ static bool write_text(const char *dir, const char *name, const char *text) {
     FILE *f = fopen(path, "w");
     bool ok = f && fputs(text, f) >= 0;
     return f && fclose(f) == 0 && ok;
+}
+
+/* Compiles a generated launcher (tlib.h and tlib.c: h and c) with main_src
+ * into a program, with the build's compiler and sanitizers (as the fake
+ * libcuda has them) under -Werror -pedantic, and runs it: its exit status,
+ * its output in out; 77 when it found no fake libcuda, -1 when there is no
+ * compiler. `what` names the launcher in the notes. */
+static int run_launcher(const Buf *h, const Buf *c, const char *main_src, const char *what, char *out, size_t cap) {
+    char *dir = make_temp_dir();
+    char cmd[2048];
+    int rc = -1;
+    bool wrote = write_text(dir, "tlib.h", h->data ? h->data : "") && write_text(dir, "tlib.c", c->data ? c->data : "") &&
+                 write_text(dir, "main.c", main_src);
+    CHECK(wrote);
+    out[0] = 0;
+    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
+    if (run_command(cmd, out, cap) != 0) {
+        fprintf(stderr, "  runtime: no %s: the generated launcher %s is not compiled\n", TILEC_C_COMPILER, what);
+    } else if (wrote) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
+                 "main.c -ldl 2>&1 && ./prog",
+                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
+        rc = run_command(cmd, out, cap);
+        if (rc == 77)
+            fprintf(stderr, "  runtime: no fake libcuda: the generated launcher %s compiled, not run\n", what);
+        else if (rc != 0)
+            fprintf(stderr, "%s\n%s\n", cmd, out);
+    }
+    remove_tree(dir);
+    free(dir);
+    return rc;
 }
 
 /* A program over the generated launcher: it loads it, launches the kernel
@@ -1990,44 +2309,98 @@ TEST(test_aot_tensor_maps) {
                       "    {\"b\", 4, 9, 2, 3, {5, 1, -1}, {4, 4, 0}, {96, 0, 0}, {-1, -1, -1}, {0, 0, 0}, "
                       "{0, 128, 16384}, {32, 16, 1}, 2},\n};"));
     CHECK(!has(c.data, "tlib_maps_0_0"));
-    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}},"));
-    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}},"));
+    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}, {0}},"));
+    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
     CHECK(has(c.data, "    int32_t tc_a5 = e;\n    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s, "
                       "(void *)&b, &tc_a5};"));
     CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_tmap\", grid, stream, tc_args, 6);"));
 
-    char *dir = make_temp_dir();
-    char cmd[2048], out[4096];
-    bool wrote = write_text(dir, "tlib.h", h.data ? h.data : "") && write_text(dir, "tlib.c", c.data ? c.data : "") &&
-                 write_text(dir, "main.c", aot_main);
-    CHECK(wrote);
-    snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
-    if (run_command(cmd, out, sizeof out) != 0) {
-        fprintf(stderr, "  runtime: no %s: the generated launcher with tensor maps is not compiled\n", TILEC_C_COMPILER);
-    } else if (wrote) {
-        /* the build's compiler and sanitizers, as the fake libcuda has them */
-        snprintf(cmd, sizeof cmd,
-                 "cd %s && %s -std=c11 -Wall -Wextra -Werror -pedantic %s -I%s/include -I%s/tests/gpu -o prog tlib.c "
-                 "main.c -ldl 2>&1 && ./prog",
-                 dir, TILEC_C_COMPILER, TILEC_PROGRAM_FLAGS, TILEC_SOURCE_DIR, TILEC_SOURCE_DIR);
-        int rc = run_command(cmd, out, sizeof out);
-        if (rc == 77) {
-            fprintf(stderr, "  runtime: no fake libcuda: the generated launcher with tensor maps compiled, not run\n");
-        } else {
-            CHECK_EQ_INT(rc, 0);
-            CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
-                              " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
-                              " dt9 r3 20000 dims 48 100 2147483648 strides 256 32768 box 32 16 1 sw2\n"
-                              "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
-                              "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
-        }
-        if (rc != 0 && rc != 77)
-            fprintf(stderr, "%s\n%s\n", cmd, out);
+    char out[4096];
+    int rc = run_launcher(&h, &c, aot_main, "with tensor maps", out, sizeof out);
+    if (rc != 77 && rc != -1) {
+        CHECK_EQ_INT(rc, 0);
+        CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
+                          " dt6 r2 10000 dims 64 100 strides 144 box 64 128 sw3\n"
+                          " dt9 r3 20000 dims 48 100 2147483648 strides 256 32768 box 32 16 1 sw2\n"
+                          "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
+                          "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
     }
-    remove_tree(dir);
-    free(dir);
     buf_free(&h);
     buf_free(&c);
+    rt_meta_free(&sig);
+    rt_meta_free(&m80);
+    rt_meta_free(&m90);
+}
+
+/* A program over a generated launcher whose sm_90a kernel is persistent:
+ * what the fake libcuda saw of a launch, and a grid it refuses. */
+static const char aot_persistent_main[] =
+    "#include \"tlib.h\"\n"
+    "#include \"fake_libcuda.h\"\n"
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+    "int main(void) {\n"
+    "    tc_dim3 grid = {40, 30, 1};\n"
+    "    int32_t g[3] = {0, 0, 0};\n"
+    "    const FakeLaunch *l;\n"
+    "    tc_status st = tlib_load(NULL);\n"
+    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD), *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"
+    "    FakeLastLaunchFn last;\n"
+    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"
+    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"
+    "    memcpy(&last, &sym, sizeof last);\n"
+    "    l = last();\n"
+    "    st = tlib_empty_persistent(NULL, (void *)0x10000, 100, 64, 72, grid);\n"
+    "    for (int i = 0; i < 3; i++) if (l->params[4 + i]) memcpy(&g[i], l->params[4 + i], sizeof g[i]);\n"
+    "    printf(\"%s %d %s params %d programs %u grid %d %d %d map %d %llx\\n\", tlib_image(), (int)st, l->kernel,\n"
+    "           l->num_params, l->grid[0], g[0], g[1], g[2], l->is_map[7], (unsigned long long)l->map[7].address);\n"
+    "    grid.x = 1u << 16, grid.y = 1u << 15;\n"
+    "    st = tlib_empty_persistent(NULL, (void *)0x10000, 100, 64, 72, grid);\n"
+    "    printf(\"%d %s\\n\", (int)st, tlib_last_error());\n"
+    "    return tlib_unload() == TC_OK ? 0 : 1;\n"
+    "}\n";
+
+/* A kernel persistent in its sm_90a image (tc_opt's PTX of persistent_ir,
+ * the grid and a tensor map after its arguments) and not in its sm_80 one:
+ * the generated tables, and the generated C compiled (-Werror -pedantic)
+ * and run under the fake libcuda (under unit.fake.runtime). */
+TEST(test_aot_persistent) {
+    tc_kernel_desc plain = persistent_desc;
+    plain.num_tensor_maps = 0;
+    plain.tensor_maps = NULL;
+    plain.persistent = 0;
+    RtMeta sig, m80, m90;
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &sig), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &m80), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(&persistent_desc, 1, &m90), TC_OK);
+    static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty_persistent("
+                                ".param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s)\n{\n\tret;\n}\n";
+    tc_binary *bin = persistent_ptx();
+    size_t len;
+    const char *ptx90 = tc_binary_text(bin, &len);
+    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &m80}, {"sm_90a", ptx90, len, NULL, 0, &m90}};
+    CgAotInput in = {"tlib", "tlib.h", "persistent.tile", "", &sig, images, 2};
+    Buf h, c;
+    aot_emit(&in, &h, &c);
+    CHECK(has(h.data, "tc_status tlib_empty_persistent(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
+                      "tc_dim3 grid);"));
+    CHECK(has(h.data, ";\n *   persistent in sm_90a: as many programs as the device holds at once loop over the "
+                      "grid,\n *   which must have at most 2^31 - 1 programs */\n"));
+    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {1}, {tlib_maps_1_0}, {1}},"));
+    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
+    /* room for the grid and the map after the arguments */
+    CHECK(has(c.data, "    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s};"));
+    CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_persistent\", grid, stream, tc_args, 4);"));
+    char out[4096];
+    int rc = run_launcher(&h, &c, aot_persistent_main, "of a persistent kernel", out, sizeof out);
+    if (rc != 77 && rc != -1) {
+        CHECK_EQ_INT(rc, 0);
+        CHECK(strstr(out, "sm_90a PTX 0 empty_persistent params 8 programs 264 grid 40 30 1 map 1 10000\n"
+                          "1 tlib_empty_persistent: grid 65536x32768x1 has 2147483648 programs, more than 2^31 - 1 "
+                          "(the kernel is persistent)") != NULL);
+    }
+    buf_free(&h);
+    buf_free(&c);
+    tc_binary_destroy(bin);
     rt_meta_free(&sig);
     rt_meta_free(&m80);
     rt_meta_free(&m90);
@@ -2110,8 +2483,10 @@ TEST(test_jit_whole_program_setmaxnreg) {
 
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
-           test_tensor_map_metadata, test_meta_tensor_maps, test_signature, test_jit_keys, test_jit_build_and_cache,
+           test_tensor_map_metadata, test_meta_tensor_maps, test_persistent_metadata, test_meta_persistent,
+           test_signature, test_jit_keys, test_jit_build_and_cache,
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
-           test_aot_emit, test_aot_tensor_maps, test_aot_errors, test_jit_whole_program_setmaxnreg)
+           test_launch_persistent, test_launch_persistent_driver,
+           test_aot_emit, test_aot_tensor_maps, test_aot_persistent, test_aot_errors, test_jit_whole_program_setmaxnreg)
