@@ -42,7 +42,7 @@ class AttentionPlan(C.Structure):  # tc_attention_plan
     _fields_ = [("file", C.c_char_p), ("kernel", C.c_char_p), ("constexprs", Constexpr * 10),
                 ("num_constexprs", C.c_size_t), ("head_dim", C.c_int), ("block_d", C.c_int), ("block_m", C.c_int),
                 ("block_n", C.c_int), ("num_warps", C.c_int), ("num_stages", C.c_int), ("warp_specialize", C.c_int),
-                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3)]
+                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3), ("persistent", C.c_int)]
 
 
 class AttentionBwdPlan(C.Structure):  # tc_attention_bwd_plan
@@ -66,10 +66,11 @@ class JitVariant:
     cx: (name, kind, value) constexprs (kind 0 int, 2 bool, 3 dtype); facts: (param name,
     divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown);
     llvm_o3: LLVM's default<O3> pipeline instead of tilec's (tc_options.llvm_o3); ws: a producer
-    warpgroup (tc_options.warp_specialize).
+    warpgroup (tc_options.warp_specialize); pers: persistent programs (tc_options.persistent).
     Holds every ctypes object the request points to, and .kernel."""
 
-    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False, ws=False):
+    def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False, ws=False,
+                 pers=False):
         self.text = text
         self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
         self.facts = (ParamSpec * len(facts))(*[ParamSpec(nm, d) for nm, d in facts])
@@ -79,6 +80,7 @@ class JitVariant:
         self.opt.num_stages = stages
         self.opt.llvm_o3 = int(llvm_o3)
         self.opt.warp_specialize = int(ws)
+        self.opt.persistent = int(pers)
         self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
         self.opt.num_params = len(facts)
         self.div = (C.c_int64 * len(div))(*div)

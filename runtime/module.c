@@ -68,6 +68,21 @@ static tc_status attr(CUdevice dev, int which, int *value, const char *what) {
     return rt_cuda_check(rt_cu.cuDeviceGetAttribute(value, which, dev), what);
 }
 
+/* $name: unset or empty leaves *out at -1, "0" or "1" sets it; anything
+ * else fails (false, tc_last_error set). */
+static bool env_switch(const char *name, int *out) {
+    const char *v = secure_getenv(name);
+    *out = -1;
+    if (!v || !*v)
+        return true;
+    if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s=%.32s: must be 0 or 1", name, v);
+        return false;
+    }
+    *out = v[0] == '1';
+    return true;
+}
+
 /* Fills the device facts of a context whose cu and device are set. */
 static tc_status context_init(tc_context *ctx) {
     int major = 0, minor = 0;
@@ -87,15 +102,12 @@ static tc_status context_init(tc_context *ctx) {
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_ARCH=%.32s: %s", forced, why);
         snprintf(ctx->arch, sizeof ctx->arch, "%s", forced);
     }
-    /* the standard library's kernels with or without a producer warpgroup
-     * (tests/gpu/run.sh runs the tests both ways) */
-    const char *ws = secure_getenv("TILEC_WARP_SPECIALIZE");
-    ctx->warp_specialize = -1;
-    if (ws && *ws) {
-        if (strcmp(ws, "0") != 0 && strcmp(ws, "1") != 0)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_WARP_SPECIALIZE=%.32s: must be 0 or 1", ws);
-        ctx->warp_specialize = ws[0] == '1';
-    }
+    /* the standard library's kernels with or without a producer warpgroup,
+     * as persistent programs or not (tests/gpu/run.sh runs the tests each
+     * way) */
+    if (!env_switch("TILEC_WARP_SPECIALIZE", &ctx->warp_specialize) ||
+        !env_switch("TILEC_PERSISTENT", &ctx->persistent))
+        return TC_ERROR_INVALID_ARGUMENT;
     if (pthread_mutex_init(&ctx->lock, NULL) != 0)
         return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
     if (pthread_mutex_init(&ctx->jit_lock, NULL) != 0) {

@@ -283,6 +283,7 @@ struct tc_context {
     int max_shared_optin;     /* bytes of shared memory a block may opt in to */
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     int warp_specialize;      /* $TILEC_WARP_SPECIALIZE: 0 or 1 forces the library's choice, -1 leaves it */
+    int persistent;           /* $TILEC_PERSISTENT: the same for persistent programs (attention) */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
     pthread_mutex_t jit_lock; /* guards jit, attached's writers; held through a compile (taken before lock) */

@@ -166,6 +166,13 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
     }
+    /* Persistent programs (the persistent pass): one program per SM
+     * walks the tiles, its producer loading the next tile's first key
+     * blocks while the consumers finish this one. With a producer only,
+     * and not with packed sequences, whose masked loop loads by cp.async
+     * into a ring of its own that would not fit beside the producer's
+     * (which then lives across tiles). */
+    p->persistent = p->warp_specialize && !varlen;
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
@@ -315,6 +322,7 @@ static tc_status attn_launch(const char *entry, RtAttentionLaunch *l) {
     l->options.num_warps = l->plan.num_warps;
     l->options.num_stages = l->plan.num_stages;
     l->options.warp_specialize = l->plan.warp_specialize;
+    l->options.persistent = l->plan.persistent;
     if (!l->options.num_params)
         l->options.params = NULL;
     tc_status st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs,
@@ -364,6 +372,9 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     tc_attention_plan plan;
     rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
                       rt_stdlib_target(ctx, hooked), rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
+    int pers = rt_stdlib_forced_persistent(ctx, hooked); /* where it can be: a producer, no packed sequences */
+    if (pers >= 0)
+        plan.persistent = pers && plan.warp_specialize && !varlen;
     if (scale < 0)
         attn_cx(&plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     attn_begin(l, ctx, stream, &plan);

@@ -57,6 +57,10 @@ int rt_stdlib_forced_warp_specialize(const tc_context *ctx, bool hooked) {
     return hooked ? -1 : ctx->warp_specialize;
 }
 
+int rt_stdlib_forced_persistent(const tc_context *ctx, bool hooked) {
+    return hooked ? -1 : ctx->persistent;
+}
+
 bool rt_stdlib_wgmma(const char *arch) {
     return arch && strcmp(arch, "sm_90a") == 0;
 }

@@ -76,6 +76,8 @@ static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
  * of a producer warpgroup, -1 (unset, or a launch hook: no context) keeps
  * it. */
 int rt_stdlib_forced_warp_specialize(const tc_context *ctx, bool hooked);
+/* $TILEC_PERSISTENT of the context: 0 or 1, or -1 (none, or hooked). */
+int rt_stdlib_forced_persistent(const tc_context *ctx, bool hooked);
 
 static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
     int p = lo;

@@ -161,6 +161,7 @@ typedef struct tc_matmul_plan {
     int num_warps;
     int warp_specialize;           /* tc_options.warp_specialize: a producer warpgroup (TMA) on sm_90a */
     tc_dim3 grid;
+    int persistent;                /* tc_options.persistent: the grid as a loop over tiles in resident programs */
 } tc_matmul_plan;
 
 /* The plan of tc_matmul for these arguments (bias given or not), with A, B
@@ -270,6 +271,7 @@ typedef struct tc_attention_plan {
     int warp_specialize; /* tc_options.warp_specialize: a producer warpgroup (TMA) on sm_90a */
     int causal, varlen;
     tc_dim3 grid; /* (cdiv(seqlen_q, block_m), batch * heads, 1) */
+    int persistent; /* tc_options.persistent: the grid as a loop over tiles in resident programs */
 } tc_attention_plan;
 
 /* The plan of tc_attention_fwd on a context that compiles for sm_90a (an H100

@@ -15,7 +15,8 @@
 #               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too))
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
-# TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies). A program whose log has a "tilec: ptxas:" line
+# TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies), and test_attention a fourth with
+# TILEC_PERSISTENT=1 too (persistent programs). A program whose log has a "tilec: ptxas:" line
 # (ptxas serialized a wgmma: C7510-C7515) fails.
 #
 #   --logs DIR  where the programs' full output goes: test_*.log, examples.log, bench.log,
@@ -152,6 +153,11 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention test
     if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then
         echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1)"
         TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$log" "$prog" "${args[@]}"
+    fi
+    # and attention as persistent programs wherever they can be (a producer, no packed sequences)
+    if [ "$hopper" = 1 ] && [ "$t" = test_attention ]; then
+        echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1 TILEC_PERSISTENT=1)"
+        TILEC_WARP_SPECIALIZE=1 TILEC_PERSISTENT=1 run_one "$t persistent" "$log" "$prog" "${args[@]}"
     fi
 done
 
