@@ -59,7 +59,7 @@ typedef struct BinKernel {
     tc_param_desc *params;    /* the same, as the runtime describes them */
     size_t num_tensor_maps;   /* the kernel's tensormap parameters, after the runtime ones */
     tc_tensor_map_desc *tensor_maps;
-    bool persistent;          /* the launch grid's three parameters follow the runtime ones */
+    bool persistent; /* the launch grid's three parameters follow the runtime ones */
 } BinKernel;
 
 struct tc_binary {

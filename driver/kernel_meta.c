@@ -364,8 +364,8 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, MetaParts 
         size_t n;
         const char *name = rd_str(&r, &n);
         uint64_t warps = rd(&r, 4), shared = rd(&r, 8), persistent = rd(&r, 1), nparams = rd(&r, 4);
-        if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) || nparams > META_MAX_COUNT ||
-            shared > TC_MAX_SHARED_BYTES || persistent > 1)
+        if (!r.ok || n == 0 || warps < 1 || warps > TC_MAX_NUM_WARPS || (warps & (warps - 1)) ||
+            nparams > META_MAX_COUNT || shared > TC_MAX_SHARED_BYTES || persistent > 1)
             return false;
         c.nstr += n + 1;
         tc_kernel_desc *d = fill ? &fill->kernels[k] : NULL;

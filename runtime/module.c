@@ -320,9 +320,10 @@ static void jit_log_free(JitLog *l) {
  * memory opted in already) the device holds at once: its multiprocessors
  * times the programs the driver's occupancy calculator fits on one for the
  * kernel's block and dynamic shared memory. That is how many a launch
- * starts: more would wait for a free multiprocessor and then find no work
- * left, fewer would leave multiprocessors idle. A kernel of which none
- * fits could never run. Runs with the context pushed. */
+ * starts: more would run in a second wave, each program after the first
+ * paying its start-up again (what persistence saves), fewer would leave
+ * multiprocessors idle. A kernel of which none fits could never run. Runs
+ * with the context pushed. */
 static tc_status resident_programs(tc_context *ctx, CUfunction fn, const tc_kernel_desc *d, uint32_t *out) {
     int sms = 0, per_sm = 0, threads = 32 * d->num_warps;
     tc_status st = attr(ctx->device, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &sms,

@@ -196,8 +196,8 @@ static tc_status tcaot_zero_buffer(void) {
 static tc_status tcaot_resident_programs(CUdevice dev, size_t k, const struct tcaot_image_desc *img) {
     int sms = 0, per_sm = 0;
     unsigned long long n;
-    tc_status st = tcaot_check(tcaot_cu.device_get_attribute(&sms, 16, dev),
-                               "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+    tc_status st =
+        tcaot_check(tcaot_cu.device_get_attribute(&sms, 16, dev), "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
     if (st == TC_OK)
         st = tcaot_check(tcaot_cu.occupancy(&per_sm, tcaot_state.fn[k], (int)img->block[k], img->shared[k]),
                          "cuOccupancyMaxActiveBlocksPerMultiprocessor");

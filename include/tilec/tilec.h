@@ -196,9 +196,9 @@ typedef struct tc_options {
                                 attribute warp_specialize overrides) */
     tc_specialize_fn specialize; /* NULL: none; tc_jit and tc_aot_generate ignore the caller's */
     void *specialize_user;       /* the hook's first argument */
-    int persistent;          /* run each kernel's grid as a loop over its tiles in as many programs as
-                                the GPU holds at once (pass `persistent`, docs/passes.md, "Persistent
-                                programs"); 0 = off (the kernel attribute persistent overrides) */
+    int persistent;              /* run each kernel's grid as a loop over its tiles in as many programs as
+                                    the GPU holds at once (pass `persistent`, docs/passes.md, "Persistent
+                                    programs"); 0 = off (the kernel attribute persistent overrides) */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);

@@ -225,8 +225,8 @@ int main(int argc, char **argv) {
         check(tcaot_launch(0, "empty", grid, NULL, no_args, 0) == TC_ERROR_INVALID_ARGUMENT, "launch after unload");
         setenv("TILEC_FAKE_CUDA_OCCUPANCY", "0", 1);
         check(tcaot_load(NULL) == TC_ERROR_UNSUPPORTED &&
-                  strstr(tcaot_last_error(), "tcaot: persistent kernel empty_persistent: the device holds none of its "
-                                             "programs at once (132 multiprocessors, 0 programs of 128 threads") != NULL,
+                  strstr(tcaot_last_error(), "tcaot: persistent kernel empty_persistent: the device holds none of "
+                                             "its programs at once (132 multiprocessors, 0 programs of 128") != NULL,
               "a persistent kernel no program of which fits is refused");
         check(strcmp(tcaot_image(), "") == 0 && tcaot_state.programs[2] == 0, "nothing is loaded");
         unsetenv("TILEC_FAKE_CUDA_OCCUPANCY");

@@ -63,7 +63,8 @@ static void write_file(const char *path, const void *p, size_t n) {
 static void sample_meta(RtBytes *out) {
     static const tc_param_desc params[] = {
         {"out", TC_DTYPE_F16, 1, 0}, {"x", TC_DTYPE_F16, 1, 1}, {"stride", TC_DTYPE_I64, 0, 0}, {"n", TC_DTYPE_I32, 0, 0}};
-    static const tc_kernel_desc kernels[] = {{"softmax", 4, 0, 4, params, 0, NULL, 0}, {"scale", 8, 1024, 2, params + 2, 0, NULL, 0}};
+    static const tc_kernel_desc kernels[] = {{"softmax", 4, 0, 4, params, 0, NULL, 0},
+                                             {"scale", 8, 1024, 2, params + 2, 0, NULL, 0}};
     RtMeta m;
     if (rt_meta_copy(kernels, 2, &m) != TC_OK || !rt_meta_encode(&m, out))
         abort();

@@ -625,7 +625,8 @@ TEST(test_persistent_metadata) {
          "persistent kernel's grid is three i32 parameters with launch_grid = 0, 1, 2 in that order, right after the "
          "runtime parameters"},
         {"%n: i32, %x: i32 {launch_grid = 0}, %y: i32 {launch_grid = 1}",
-         "kernel @k: the kernel's 3 parameters: no i32 parameter with launch_grid = 2, the launch grid's extent along z"},
+         "kernel @k: the kernel's 3 parameters: no i32 parameter with launch_grid = 2, the launch grid's extent "
+         "along z"},
         {"%x: i32 {launch_grid = 0}, %y: i64 {launch_grid = 1}, %z: i32 {launch_grid = 2}",
          "parameter 1 (%y): no i32 parameter with launch_grid = 1"},
         {"%x: i32 {launch_grid = 0}, %n: i32, %y: i32 {launch_grid = 1}, %z: i32 {launch_grid = 2}",
@@ -1902,23 +1903,33 @@ static const FakeLaunch *fake_record(void **handle) {
     return fn();
 }
 
+/* A context on tests/gpu's fake libcuda and its launch record (*cuda: for
+ * dlclose), or NULL with a note that `what` is not checked here: there is
+ * no driver, or a real one (then tests/gpu checks it). */
+static const FakeLaunch *fake_context(const char *what, tc_context **ctx, void **cuda) {
+    *cuda = NULL;
+    if (tc_context_create(0, ctx) != TC_OK) {
+        fprintf(stderr, "  runtime: no driver (%s): %s not checked\n", tc_last_error(), what);
+        return NULL;
+    }
+    const FakeLaunch *l = fake_record(cuda);
+    if (!l) {
+        fprintf(stderr, "  runtime: a real driver: %s checked by tests/gpu\n", what);
+        tc_context_destroy(*ctx);
+        if (*cuda)
+            dlclose(*cuda);
+    }
+    return l;
+}
+
 /* The same through the driver (tests/gpu's fake libcuda, which checks the
  * encoder's arguments and records the launch), with the zero buffer. */
 TEST(test_launch_tensor_maps_driver) {
-    tc_context *ctx = NULL;
-    if (tc_context_create(0, &ctx) != TC_OK) {
-        fprintf(stderr, "  runtime: no driver (%s): tensor maps through the driver not checked\n", tc_last_error());
-        return;
-    }
+    tc_context *ctx;
     void *cuda;
-    const FakeLaunch *l = fake_record(&cuda);
-    if (!l) {
-        fprintf(stderr, "  runtime: a real driver: the launch with tensor maps is checked by tests/gpu\n");
-        tc_context_destroy(ctx);
-        if (cuda)
-            dlclose(cuda);
+    const FakeLaunch *l = fake_context("tensor maps through the driver", &ctx, &cuda);
+    if (!l)
         return;
-    }
     static const char ptx[] = ".version 8.0\n.target sm_90a\n.address_size 64\n"
                               ".visible .entry empty_tmap(.param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s, "
                               ".param .u64 b, .param .u8 e, .param .align 64 .b8 a_tmap[128], "
@@ -2068,21 +2079,11 @@ TEST(test_launch_persistent) {
  * multiprocessors that hold two programs each, or $TILEC_FAKE_CUDA_OCCUPANCY),
  * loaded from tc_opt's PTX of persistent_ir with tc_module_load. */
 TEST(test_launch_persistent_driver) {
-    tc_context *ctx = NULL;
-    if (tc_context_create(0, &ctx) != TC_OK) {
-        fprintf(stderr, "  runtime: no driver (%s): persistent kernels through the driver not checked\n",
-                tc_last_error());
-        return;
-    }
+    tc_context *ctx;
     void *cuda;
-    const FakeLaunch *l = fake_record(&cuda);
-    if (!l) {
-        fprintf(stderr, "  runtime: a real driver: persistent launches are checked by tests/gpu\n");
-        tc_context_destroy(ctx);
-        if (cuda)
-            dlclose(cuda);
+    const FakeLaunch *l = fake_context("persistent kernels through the driver", &ctx, &cuda);
+    if (!l)
         return;
-    }
     tc_binary *bin = persistent_ptx();
     tc_module *m = NULL;
     tc_kernel *k = NULL;
@@ -2217,8 +2218,8 @@ static int run_launcher(const Buf *h, const Buf *c, const char *main_src, const 
     char *dir = make_temp_dir();
     char cmd[2048];
     int rc = -1;
-    bool wrote = write_text(dir, "tlib.h", h->data ? h->data : "") && write_text(dir, "tlib.c", c->data ? c->data : "") &&
-                 write_text(dir, "main.c", main_src);
+    bool wrote = write_text(dir, "tlib.h", h->data ? h->data : "") &&
+                 write_text(dir, "tlib.c", c->data ? c->data : "") && write_text(dir, "main.c", main_src);
     CHECK(wrote);
     out[0] = 0;
     snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", TILEC_C_COMPILER);
@@ -2240,13 +2241,54 @@ static int run_launcher(const Buf *h, const Buf *c, const char *main_src, const 
     return rc;
 }
 
+/* The includes of a program over the generated launcher tlib, and the part
+ * of its main that loads the launcher and finds the fake libcuda's launch
+ * record `last` (exit 77 without the fake). */
+#define AOT_MAIN_INCLUDES                                                                                              \
+    "#include \"tlib.h\"\n"                                                                                            \
+    "#include \"fake_libcuda.h\"\n"                                                                                    \
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+#define AOT_MAIN_LOAD                                                                                                  \
+    "    tc_status st = tlib_load(NULL);\n"                                                                            \
+    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD);\n"                                                \
+    "    void *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"                                                \
+    "    FakeLastLaunchFn last;\n"                                                                                     \
+    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"                        \
+    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"                                 \
+    "    memcpy(&last, &sym, sizeof last);\n"
+
+/* The launcher tlib (h: tlib.h, c: tlib.c) of one kernel, its signature
+ * sig, in two images: sm_80 (d80, ptx80) and sm_90a (d90, ptx90 of len90
+ * bytes). */
+typedef struct AotTwo {
+    RtMeta sig, m80, m90;
+    Buf h, c;
+} AotTwo;
+
+static void aot_two_emit(AotTwo *t, const char *source_name, const tc_kernel_desc *sig, const tc_kernel_desc *d80,
+                         const char *ptx80, const tc_kernel_desc *d90, const char *ptx90, size_t len90) {
+    CHECK_EQ_INT(rt_meta_copy(sig, 1, &t->sig), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(d80, 1, &t->m80), TC_OK);
+    CHECK_EQ_INT(rt_meta_copy(d90, 1, &t->m90), TC_OK);
+    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &t->m80},
+                            {"sm_90a", ptx90, len90, NULL, 0, &t->m90}};
+    CgAotInput in = {"tlib", "tlib.h", source_name, "", &t->sig, images, 2};
+    aot_emit(&in, &t->h, &t->c);
+}
+
+static void aot_two_free(AotTwo *t) {
+    buf_free(&t->h);
+    buf_free(&t->c);
+    rt_meta_free(&t->sig);
+    rt_meta_free(&t->m80);
+    rt_meta_free(&t->m90);
+}
+
 /* A program over the generated launcher: it loads it, launches the kernel
  * with tensor maps and prints what the fake libcuda saw (exit 77 without
  * the fake). */
 static const char aot_main[] =
-    "#include \"tlib.h\"\n"
-    "#include \"fake_libcuda.h\"\n"
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+    AOT_MAIN_INCLUDES
     "static void show(const FakeTensorMap *m) {\n"
     "    printf(\" dt%u r%u %llx dims\", m->dtype, m->rank, (unsigned long long)m->address);\n"
     "    for (unsigned d = 0; d < m->rank; d++) printf(\" %llu\", (unsigned long long)m->dim[d]);\n"
@@ -2258,12 +2300,7 @@ static const char aot_main[] =
     "}\n"
     "int main(void) {\n"
     "    tc_dim3 grid = {1, 1, 1};\n"
-    "    tc_status st = tlib_load(NULL);\n"
-    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD), *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"
-    "    FakeLastLaunchFn last;\n"
-    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"
-    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"
-    "    memcpy(&last, &sym, sizeof last);\n"
+    AOT_MAIN_LOAD
     "    st = tlib_empty_tmap(NULL, (void *)0x10000, 100, 64, 72, (void *)0x20000, 48, grid);\n"
     "    printf(\"%s %d %s params %d\\n\", tlib_image(), (int)st, last()->kernel, last()->num_params);\n"
     "    show(&last()->map[6]);\n"
@@ -2284,39 +2321,33 @@ TEST(test_aot_tensor_maps) {
     d.tensor_maps = maps;
     plain.num_tensor_maps = 0;
     plain.tensor_maps = NULL;
-    RtMeta sig, m80, m90;
-    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &sig), TC_OK);
-    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &m80), TC_OK);
-    CHECK_EQ_INT(rt_meta_copy(&d, 1, &m90), TC_OK);
     static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty_tmap(.param "
                                 ".u64 a, .param .u32 M, .param .u32 K, .param .u64 s, .param .u64 b, .param .u32 e)\n"
                                 "{\n\tret;\n}\n";
     static const char ptx90[] = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry empty_tmap(.param "
                                 ".u64 a, .param .u32 M, .param .u32 K, .param .u64 s, .param .u64 b, .param .u32 e, "
                                 ".param .align 64 .b8 a_tmap[128], .param .align 64 .b8 b_tmap[128])\n{\n\tret;\n}\n";
-    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &m80},
-                            {"sm_90a", ptx90, strlen(ptx90), NULL, 0, &m90}};
-    CgAotInput in = {"tlib", "tlib.h", "tmap.tile", "", &sig, images, 2};
-    Buf h, c;
-    aot_emit(&in, &h, &c);
-    CHECK(has(h.data, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
-                      "void *b, int8_t e, tc_dim3 grid);"));
-    CHECK(has(h.data, " *   TMA tensor maps it builds at each launch: 0 (sm_80), 2 (sm_90a): the pointers and strides "
-                      "they read must be 16-byte aligned */\n"));
-    CHECK(has(c.data, "#define tlib_MAX_MAPS 2 "));
-    CHECK(has(c.data, "static const struct tlib_tensor_map tlib_maps_1_0[] = {\n"
-                      "    {\"a\", 0, 6, 2, 2, {2, 1}, {4, 4}, {0, 0}, {-1, 3}, {0, 8}, {0, 0}, {64, 128}, 3},\n"
-                      "    {\"b\", 4, 9, 2, 3, {5, 1, -1}, {4, 4, 0}, {96, 0, 0}, {-1, -1, -1}, {0, 0, 0}, "
-                      "{0, 128, 16384}, {32, 16, 1}, 2},\n};"));
-    CHECK(!has(c.data, "tlib_maps_0_0"));
-    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}, {0}},"));
-    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
-    CHECK(has(c.data, "    int32_t tc_a5 = e;\n    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s, "
-                      "(void *)&b, &tc_a5};"));
-    CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_tmap\", grid, stream, tc_args, 6);"));
+    AotTwo t;
+    aot_two_emit(&t, "tmap.tile", &plain, &plain, ptx80, &d, ptx90, strlen(ptx90));
+    const char *h = t.h.data, *c = t.c.data;
+    CHECK(has(h, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
+                 "void *b, int8_t e, tc_dim3 grid);"));
+    CHECK(has(h, " *   TMA tensor maps it builds at each launch: 0 (sm_80), 2 (sm_90a): the pointers and strides "
+                 "they read must be 16-byte aligned */\n"));
+    CHECK(has(c, "#define tlib_MAX_MAPS 2 "));
+    CHECK(has(c, "static const struct tlib_tensor_map tlib_maps_1_0[] = {\n"
+                 "    {\"a\", 0, 6, 2, 2, {2, 1}, {4, 4}, {0, 0}, {-1, 3}, {0, 8}, {0, 0}, {64, 128}, 3},\n"
+                 "    {\"b\", 4, 9, 2, 3, {5, 1, -1}, {4, 4, 0}, {96, 0, 0}, {-1, -1, -1}, {0, 0, 0}, "
+                 "{0, 128, 16384}, {32, 16, 1}, 2},\n};"));
+    CHECK(!has(c, "tlib_maps_0_0"));
+    CHECK(has(c, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {2}, {tlib_maps_1_0}, {0}},"));
+    CHECK(has(c, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
+    CHECK(has(c, "    int32_t tc_a5 = e;\n    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s, "
+                 "(void *)&b, &tc_a5};"));
+    CHECK(has(c, "return tlib_launch(0, \"tlib_empty_tmap\", grid, stream, tc_args, 6);"));
 
     char out[4096];
-    int rc = run_launcher(&h, &c, aot_main, "with tensor maps", out, sizeof out);
+    int rc = run_launcher(&t.h, &t.c, aot_main, "with tensor maps", out, sizeof out);
     if (rc != 77 && rc != -1) {
         CHECK_EQ_INT(rc, 0);
         CHECK(strstr(out, "sm_90a PTX 0 empty_tmap params 8\n"
@@ -2325,29 +2356,18 @@ TEST(test_aot_tensor_maps) {
                           "1 tlib_empty_tmap: the stride of dimension 1 of a's tensor map (map 0) is 68 elements "
                           "of 2 bytes: the kernel was specialized for 16-byte aligned strides") != NULL);
     }
-    buf_free(&h);
-    buf_free(&c);
-    rt_meta_free(&sig);
-    rt_meta_free(&m80);
-    rt_meta_free(&m90);
+    aot_two_free(&t);
 }
 
 /* A program over a generated launcher whose sm_90a kernel is persistent:
  * what the fake libcuda saw of a launch, and a grid it refuses. */
 static const char aot_persistent_main[] =
-    "#include \"tlib.h\"\n"
-    "#include \"fake_libcuda.h\"\n"
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <string.h>\n"
+    AOT_MAIN_INCLUDES
     "int main(void) {\n"
     "    tc_dim3 grid = {40, 30, 1};\n"
     "    int32_t g[3] = {0, 0, 0};\n"
     "    const FakeLaunch *l;\n"
-    "    tc_status st = tlib_load(NULL);\n"
-    "    void *h = dlopen(\"libcuda.so.1\", RTLD_NOW | RTLD_NOLOAD), *sym = h ? dlsym(h, \"fake_cuda_last_launch\") : NULL;\n"
-    "    FakeLastLaunchFn last;\n"
-    "    if (st == TC_ERROR_NO_DRIVER || !sym) { printf(\"no fake driver\\n\"); return 77; }\n"
-    "    if (st != TC_OK) { printf(\"load: %s\\n\", tlib_last_error()); return 1; }\n"
-    "    memcpy(&last, &sym, sizeof last);\n"
+    AOT_MAIN_LOAD
     "    l = last();\n"
     "    st = tlib_empty_persistent(NULL, (void *)0x10000, 100, 64, 72, grid);\n"
     "    for (int i = 0; i < 3; i++) if (l->params[4 + i]) memcpy(&g[i], l->params[4 + i], sizeof g[i]);\n"
@@ -2368,42 +2388,33 @@ TEST(test_aot_persistent) {
     plain.num_tensor_maps = 0;
     plain.tensor_maps = NULL;
     plain.persistent = 0;
-    RtMeta sig, m80, m90;
-    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &sig), TC_OK);
-    CHECK_EQ_INT(rt_meta_copy(&plain, 1, &m80), TC_OK);
-    CHECK_EQ_INT(rt_meta_copy(&persistent_desc, 1, &m90), TC_OK);
     static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty_persistent("
                                 ".param .u64 a, .param .u32 M, .param .u32 K, .param .u64 s)\n{\n\tret;\n}\n";
     tc_binary *bin = persistent_ptx();
     size_t len;
     const char *ptx90 = tc_binary_text(bin, &len);
-    CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &m80}, {"sm_90a", ptx90, len, NULL, 0, &m90}};
-    CgAotInput in = {"tlib", "tlib.h", "persistent.tile", "", &sig, images, 2};
-    Buf h, c;
-    aot_emit(&in, &h, &c);
-    CHECK(has(h.data, "tc_status tlib_empty_persistent(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
-                      "tc_dim3 grid);"));
-    CHECK(has(h.data, ";\n *   persistent in sm_90a: as many programs as the device holds at once loop over the "
-                      "grid,\n *   which must have at most 2^31 - 1 programs */\n"));
-    CHECK(has(c.data, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {1}, {tlib_maps_1_0}, {1}},"));
-    CHECK(has(c.data, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
+    AotTwo t;
+    aot_two_emit(&t, "persistent.tile", &plain, &plain, ptx80, &persistent_desc, ptx90, len);
+    const char *h = t.h.data, *c = t.c.data;
+    CHECK(has(h, "tc_status tlib_empty_persistent(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
+                 "tc_dim3 grid);"));
+    CHECK(has(h, ";\n *   persistent in sm_90a: as many programs as the device holds at once loop over the "
+                 "grid,\n *   which must have at most 2^31 - 1 programs */\n"));
+    CHECK(has(c, "{\"sm_90a PTX\", 90, 1, 0, tlib_ptx_1, {128}, {0}, {1}, {tlib_maps_1_0}, {1}},"));
+    CHECK(has(c, "{\"sm_80 PTX\", 80, 0, 0, tlib_ptx_0, {128}, {0}, {0}, {NULL}, {0}},"));
     /* room for the grid and the map after the arguments */
-    CHECK(has(c.data, "    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s};"));
-    CHECK(has(c.data, "return tlib_launch(0, \"tlib_empty_persistent\", grid, stream, tc_args, 4);"));
+    CHECK(has(c, "    void *tc_args[8] = {(void *)&a, (void *)&M, (void *)&K, (void *)&s};"));
+    CHECK(has(c, "return tlib_launch(0, \"tlib_empty_persistent\", grid, stream, tc_args, 4);"));
     char out[4096];
-    int rc = run_launcher(&h, &c, aot_persistent_main, "of a persistent kernel", out, sizeof out);
+    int rc = run_launcher(&t.h, &t.c, aot_persistent_main, "of a persistent kernel", out, sizeof out);
     if (rc != 77 && rc != -1) {
         CHECK_EQ_INT(rc, 0);
         CHECK(strstr(out, "sm_90a PTX 0 empty_persistent params 8 programs 264 grid 40 30 1 map 1 10000\n"
                           "1 tlib_empty_persistent: grid 65536x32768x1 has 2147483648 programs, more than 2^31 - 1 "
                           "(the kernel is persistent)") != NULL);
     }
-    buf_free(&h);
-    buf_free(&c);
+    aot_two_free(&t);
     tc_binary_destroy(bin);
-    rt_meta_free(&sig);
-    rt_meta_free(&m80);
-    rt_meta_free(&m90);
 }
 
 TEST(test_aot_errors) {
