@@ -126,7 +126,7 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
 /* Longest key sequence for which head dim 128 without causal masking takes
  * the EVEN_N kernel (see attn_plan). */
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
-/* Shortest key sequence for which head dims 64 and 128 (causal) take the
+/* Shortest key sequence for which head dim 64 takes the
  * warp-specialized kernel (see attn_plan). */
 enum { ATTN_WS_MIN_KEYS = 8192 };
 
@@ -154,11 +154,12 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
      * that take turns on the tensor cores (the pingpong pass), each with
      * P V one key block late under its softmax (overlap-dots): BN 128 and 3
      * stages up to head dim 128 (224 KB of shared memory at 128), BN 64
-     * and 2 stages at 256. It pays at head dim 256, at 128 without causal
-     * masking, and at 64 and causal 128 from 8192 keys on; shorter causal
-     * sequences and head dim 64 run faster as two programs of one
-     * warpgroup per SM (bench/RESULTS.md). ws 0 or 1 forces it. */
-    bool ws_pays = wide || (p->block_d == 128 && !causal) || (p->block_d >= 64 && seqlen_k >= ATTN_WS_MIN_KEYS);
+     * and 2 stages at 256. It pays at head dims 128 and 256, causal or
+     * not (the masked loop of causal kernels takes its key blocks from the
+     * same producer), and at 64 from 8192 keys on; shorter sequences at
+     * head dim 64 run faster as two programs of one warpgroup per SM
+     * (bench/RESULTS.md). ws 0 or 1 forces it. */
+    bool ws_pays = wide || p->block_d == 128 || (p->block_d >= 64 && seqlen_k >= ATTN_WS_MIN_KEYS);
     p->warp_specialize = wgmma && (ws == 1 || (ws < 0 && ws_pays));
     if (p->warp_specialize) {
         p->block_m = 128;
@@ -166,13 +167,13 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
     }
-    /* Persistent programs (the persistent pass): one program per SM
-     * walks the tiles, its producer loading the next tile's first key
-     * blocks while the consumers finish this one. With a producer only,
-     * and not with packed sequences, whose masked loop loads by cp.async
-     * into a ring of its own that would not fit beside the producer's
-     * (which then lives across tiles). */
-    p->persistent = p->warp_specialize && !varlen;
+    /* Persistent programs (the persistent pass: one program per SM walks
+     * the tiles, its producer loading the next tile's first key blocks
+     * while the consumers finish this one) are correct wherever there is a
+     * producer and no packed sequences, but slower today on every shape
+     * of bench/attention.py --sweep (2-25%, bench/RESULTS.md): the plans
+     * leave them off; TILEC_PERSISTENT=1 turns them on. */
+    p->persistent = 0;
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
