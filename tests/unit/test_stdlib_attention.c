@@ -31,12 +31,12 @@ TEST(test_attention_plans) {
         int d, bm, bn, warps;
     } want[] = {
         {1, 16, 128, 64, 4},   {8, 16, 128, 64, 4},   {32, 32, 128, 64, 4},   {40, 64, 128, 64, 4},
-        {64, 64, 128, 64, 4},  {96, 128, 128, 64, 4}, {128, 128, 128, 64, 4}, {200, 256, 128, 64, 8},
+        {64, 64, 128, 64, 4},  {96, 128, 128, 128, 8}, {128, 128, 128, 128, 8}, {200, 256, 128, 64, 8},
         {256, 256, 128, 64, 8},
-    }; /* head dim 256: warp-specialized, two consumer warpgroups */
-    /* head dim 128 takes 64 keys per step with causal masking (below) and 128 on two warpgroups and a
-     * producer without (on sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to
-     * head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
+    }; /* head dims 128 and 256: warp-specialized, two consumer warpgroups */
+    /* head dim 128 takes 128 keys per step on two warpgroups and a producer, causal (below) or not (on
+     * sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to head dim 64, and at
+     * 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 128);
@@ -61,7 +61,7 @@ TEST(test_attention_plans) {
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
     CHECK_EQ_INT(full.num_stages, 2);
-    /* the mma.sync targets: head dim 256 on 128 x 32 tiles, 8 warps, 3 stages; the rest as on sm_90a */
+    /* the mma.sync targets: head dim 256 on 128 x 32 tiles, 8 warps, 3 stages; the rest as on sm_90a without a producer */
     static const char *const ampere[] = {"sm_80", "sm_90"};
     for (int a = 0; a < 2; a++) {
         tc_attention_plan p, h;
@@ -72,7 +72,7 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.num_stages, 3);
         CHECK_EQ_INT(p.grid.x, 8);
         rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], -1, &p);
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", -1, &h);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", 0, &h);
         CHECK_EQ_INT(p.block_m, h.block_m);
         CHECK_EQ_INT(p.block_n, h.block_n);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
