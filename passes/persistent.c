@@ -56,6 +56,7 @@ typedef struct Persist {
     IrValue *grid[3]; /* the launch_grid parameters */
     IrValue *pid[3];  /* the tile's program ids, computed when first asked for */
     IrValue *tile;    /* the tile loop's induction variable */
+    IrValue *above;   /* tile / grid_x, once asked for */
     IrOp *decode_at;  /* where the program ids are computed: before the tile's barrier */
 } Persist;
 
@@ -100,11 +101,9 @@ static IrValue *tile_pid(Persist *p, int axis) {
     if (axis == 0) {
         v = ir_build_binary(&b, IR_OP_REM, i32, p->tile, p->grid[0]);
     } else {
-        IrValue *above = ir_build_binary(&b, IR_OP_DIV, i32, p->tile, p->grid[0]);
-        if (axis == 1)
-            v = ir_build_binary(&b, IR_OP_REM, i32, above, p->grid[1]);
-        else
-            v = ir_build_binary(&b, IR_OP_DIV, i32, above, p->grid[1]);
+        if (!p->above) /* the tile's row of x: y and z share it */
+            p->above = ir_build_binary(&b, IR_OP_DIV, i32, p->tile, p->grid[0]);
+        v = ir_build_binary(&b, axis == 1 ? IR_OP_REM : IR_OP_DIV, i32, p->above, p->grid[1]);
     }
     ir_value_set_name(p->m, v, axis == 0 ? "tile_x" : axis == 1 ? "tile_y" : "tile_z");
     return p->pid[axis] = v;

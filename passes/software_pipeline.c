@@ -1174,9 +1174,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         if (tile) {
             ring0[0] = add_iter_arg(p, tile, ring0[0], "stage");
             ring0[1] = add_iter_arg(p, tile, ring0[1], "phase"); /* tile implies a producer: TMA */
-            IrValue *ops[2] = {ring0[0], ring0[1]};
-            append_yield(m, tile->regions[0]->last, ops[0]);
-            append_yield(m, tile->regions[0]->last, ops[1]);
+            append_yield(m, tile->regions[0]->last, ring0[0]); /* the tile's last loop's results, below */
+            append_yield(m, tile->regions[0]->last, ring0[1]);
         }
     }
     IrValue *stage = add_iter_arg(p, loop, ring0[0], "stage");
