@@ -710,6 +710,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_BARRIER: cg_barrier(cg); return true;
     case IR_OP_LOCAL_ALLOC:
     case IR_OP_MEMDESC_INDEX:
+    case IR_OP_MEMDESC_TRANS:
     case IR_OP_LOCAL_LOAD:
     case IR_OP_LOCAL_STORE:
     case IR_OP_ASYNC_COPY:

@@ -215,12 +215,20 @@ static LLVMValueRef reg_address(Cg *cg, const Swizzle *s, ThreadOffset t, const 
     return address(cg, s, t, c, base);
 }
 
+/* The op that makes buffer `buf`, past memdesc_trans views (the same bytes). */
+static const IrOp *buffer_def(const IrValue *buf) {
+    const IrOp *def = buf->def;
+    while (def && def->opc == IR_OP_MEMDESC_TRANS)
+        def = def->operands[0]->def;
+    return def;
+}
+
 /* The byte alignment every address of buffer `buf` is known to have: that of
  * the dynamic shared memory (CG_SMEM_ALIGN), of the local_alloc's offset and,
- * through memdesc_index, of the stage size. */
+ * through memdesc_index, of the stage size (memdesc_trans changes neither). */
 static int64_t buffer_align(const IrValue *buf) {
     int64_t a = CG_SMEM_ALIGN;
-    const IrOp *def = buf->def;
+    const IrOp *def = buffer_def(buf);
     if (def && def->opc == IR_OP_MEMDESC_INDEX) {
         const IrType *stage = def->results[0]->type;
         int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
@@ -595,9 +603,9 @@ CgVal *cg_deferred_val(CgDeferred *d) {
 }
 
 /* The byte range of the local_alloc a buffer value comes from (through
- * memdesc_index), false when unknown. */
+ * memdesc_trans and memdesc_index), false when unknown. */
 static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
-    const IrOp *def = buf->def;
+    const IrOp *def = buffer_def(buf);
     if (def && def->opc == IR_OP_MEMDESC_INDEX)
         def = def->operands[0]->def;
     if (!def || def->opc != IR_OP_LOCAL_ALLOC)
@@ -782,6 +790,9 @@ bool cg_lower_shared(Cg *cg, IrOp *op) {
     switch (op->opc) {
     case IR_OP_LOCAL_ALLOC: return lower_alloc(cg, op);
     case IR_OP_MEMDESC_INDEX: return lower_index(cg, op);
+    case IR_OP_MEMDESC_TRANS: /* a view: the same offset, read through the result's layout */
+        cg_set(cg, op->results[0], scalar(cg, cg_get(cg, op->operands[0])->v[0]));
+        return true;
     case IR_OP_LOCAL_LOAD: return lower_load(cg, op);
     case IR_OP_LOCAL_STORE: {
         LLVMValueRef base = cg_get(cg, op->operands[1])->v[0];

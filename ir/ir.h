@@ -267,6 +267,13 @@ struct Layout {
 
 /* Interns a layout equal to *proto (only the fields of its kind are read). */
 const Layout *ir_layout_intern(IrModule *m, const Layout *proto);
+/* The layout of `trans {perm}` (result dimension i is operand dimension
+ * perm[i]) applied to a tile or buffer of layout l, or with inverse the
+ * operand's layout given the result's. Sizes move with their dimension and
+ * `order` (which names dimensions) is renamed, so a #shared or
+ * #nvmma_shared buffer keeps its bytes: memdesc_trans is a view. NULL for
+ * the kinds that do not permute (#slice, #mma, #dot_op) or a rank mismatch. */
+const Layout *ir_layout_permute(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse);
 const char *ir_layout_kind_name(LayoutKind k); /* "blocked", "slice", ... */
 /* Prints the literal form, e.g. #blocked<spt = [1, 4], ...>. Parents are
  * printed inline; the module printer uses aliases instead. */

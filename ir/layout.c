@@ -60,6 +60,35 @@ const Layout *ir_layout_intern(IrModule *m, const Layout *proto) {
     return ir_intern(m, &m->layouts, &l, sizeof l);
 }
 
+const Layout *ir_layout_permute(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse) {
+    if (!l || l->rank != rank ||
+        (l->kind != LAYOUT_BLOCKED && l->kind != LAYOUT_SHARED && l->kind != LAYOUT_NVMMA_SHARED))
+        return NULL;
+    int to_new[IR_MAX_RANK], from_new[IR_MAX_RANK]; /* operand dim -> result dim, and back */
+    for (int i = 0; i < rank; i++) {
+        to_new[perm[i]] = i;
+        from_new[i] = (int)perm[i];
+    }
+    /* Forward: new dim i takes old dim perm[i]; inverse: old dim perm[i]
+     * takes new dim i. */
+    const int *src_of = inverse ? to_new : from_new; /* for each target dim, its source dim */
+    const int *rename = inverse ? from_new : to_new; /* source dim -> target dim */
+    Layout r = *l;
+    for (int i = 0; i < rank; i++) {
+        switch (l->kind) {
+        case LAYOUT_BLOCKED:
+            r.blocked.spt[i] = l->blocked.spt[src_of[i]];
+            r.blocked.tpw[i] = l->blocked.tpw[src_of[i]];
+            r.blocked.wpc[i] = l->blocked.wpc[src_of[i]];
+            r.blocked.order[i] = rename[l->blocked.order[i]];
+            break;
+        case LAYOUT_SHARED: r.shared.order[i] = rename[l->shared.order[i]]; break;
+        default: r.nvmma.order[i] = rename[l->nvmma.order[i]]; break;
+        }
+    }
+    return ir_layout_intern(m, &r);
+}
+
 const char *ir_layout_kind_name(LayoutKind k) {
     static const char *const names[] = {"blocked", "slice", "mma", "dot_op", "shared", "nvmma_shared"};
     return (unsigned)k < 6 ? names[k] : "?";

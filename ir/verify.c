@@ -912,6 +912,52 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
             op_error(v, op, "result %s is not one stage of the ring %s", type_str(v, r), type_str(v, s));
         return;
     }
+    case IR_OP_MEMDESC_TRANS: {
+        const IrType *s = OPND(0), *r = RES(0);
+        const IrAttr *a = ir_op_attr(op, "perm");
+        if (!is_smem(s) || !is_smem(r) || r->elem != s->elem || r->rank != s->rank) {
+            op_error(v, op, "result %s is not a view of the buffer %s", type_str(v, r), type_str(v, s));
+            return;
+        }
+        if (!a || a->kind != IR_ATTR_INTS || a->list.n != s->rank) {
+            op_error(v, op, "perm must list %d dimensions", s->rank);
+            return;
+        }
+        int to_new[IR_MAX_RANK];
+        bool seen[IR_MAX_RANK] = {false};
+        for (int i = 0; i < s->rank; i++) {
+            int64_t p = a->list.v[i];
+            if (p < 0 || p >= s->rank || seen[p]) {
+                op_error(v, op, "perm is not a permutation of 0..%d", s->rank - 1);
+                return;
+            }
+            seen[p] = true;
+            to_new[p] = i;
+            if (r->shape[i] != s->shape[p]) {
+                op_error(v, op, "result dimension %d has size %lld, expected %lld (operand dimension %lld)", i,
+                         (long long)r->shape[i], (long long)s->shape[p], (long long)p);
+                return;
+            }
+        }
+        /* The same bytes: the layout's dimensions renamed, nothing else. */
+        const Layout *ls = s->layout, *lr = r->layout;
+        bool same = !ls == !lr;
+        if (ls && lr) {
+            same = ls->kind == lr->kind && ls->rank == lr->rank && ls->rank == s->rank &&
+                   (ls->kind == LAYOUT_SHARED || ls->kind == LAYOUT_NVMMA_SHARED);
+            for (int i = 0; same && i < ls->rank; i++) {
+                if (ls->kind == LAYOUT_SHARED)
+                    same = lr->shared.order[i] == to_new[ls->shared.order[i]] && lr->shared.vec == ls->shared.vec &&
+                           lr->shared.per_phase == ls->shared.per_phase && lr->shared.max_phase == ls->shared.max_phase;
+                else
+                    same = lr->nvmma.order[i] == to_new[ls->nvmma.order[i]] && lr->nvmma.swizzle == ls->nvmma.swizzle;
+            }
+        }
+        if (!same)
+            op_error(v, op, "the layout of %s is not that of %s with its dimensions permuted", type_str(v, r),
+                     type_str(v, s));
+        return;
+    }
     case IR_OP_ASYNC_COPY: {
         const IrType *p = OPND(0), *s = OPND(1);
         if (!is_tile(p) || !is_ptr(p->elem)) {
@@ -1114,6 +1160,7 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_LOCAL_LOAD:
     case IR_OP_LOCAL_STORE:
     case IR_OP_MEMDESC_INDEX:
+    case IR_OP_MEMDESC_TRANS:
     case IR_OP_ASYNC_COPY: verify_shared_ops(v, op); break;
     case IR_OP_ASYNC_WAIT:
         if (int_attr(op, "num", &x) && x < 0)

@@ -306,6 +306,28 @@ static IrValue *to_shared(Accel *a, IrValue *v, const Layout *l) {
     return alloc->results[0];
 }
 
+/* The shared-memory operand of `dot` for tile v in layout l. A transposed
+ * tile, v = trans(x) (dot(k, trans(q)) of attention's backward, which also
+ * reads q itself), stages x and reads it through a `memdesc_trans` view
+ * placed before the dot: one buffer and one copy for both reads. */
+static IrValue *shared_operand(Accel *a, IrOp *dot, IrValue *v, const Layout *l) {
+    IrOp *def = v->def;
+    const IrAttr *perm = def && def->opc == IR_OP_TRANS ? ir_op_attr(def, "perm") : NULL;
+    const Layout *lx =
+        perm && perm->kind == IR_ATTR_INTS && perm->list.n == v->type->rank
+            ? ir_layout_permute(a->m, l, v->type->rank, perm->list.v, true)
+            : NULL;
+    if (!lx)
+        return to_shared(a, v, l);
+    IrValue *buf = to_shared(a, def->operands[0], lx);
+    const IrType *vt = ir_type_smem(a->m, v->type->elem, v->type->rank, v->type->shape, l);
+    IrOp *view = ir_op_create(a->m, IR_OP_MEMDESC_TRANS, 1, &buf, 1, &vt);
+    ir_op_set_attr(a->m, view, perm);
+    view->loc = dot->loc;
+    ir_op_insert_before(dot, view);
+    return view->results[0];
+}
+
 /* A dot on wgmma (docs/hopper.md §2.2): an #mma version 3 result, B — and
  * A unless it is made from another dot's result (attention's P), when it
  * stays in registers as the #dot_op fragment — in #nvmma_shared buffers,
@@ -347,8 +369,8 @@ static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
     IrValue *replaced = fold_add(a, dot);
     IrValue *ops[3];
     ops[0] = a_regs ? pass_convert_to(&a->rw, dot->operands[0], la)
-                     : to_shared(a, dot->operands[0], nvmma_layout(m, oa, swa));
-    ops[1] = to_shared(a, dot->operands[1], nvmma_layout(m, ob, swb));
+                     : shared_operand(a, dot, dot->operands[0], nvmma_layout(m, oa, swa));
+    ops[1] = shared_operand(a, dot, dot->operands[1], nvmma_layout(m, ob, swb));
     ops[2] = pass_convert_to(&a->rw, dot->operands[2], mma);
     replace_dot(a, dot, IR_OP_WARP_GROUP_DOT, ops, mma, replaced);
     return true;

@@ -141,7 +141,7 @@ static void collect(Alloc *a, IrBlock *b) {
             if (t->layout && t->layout->kind == LAYOUT_NVMMA_SHARED)
                 o->align = 8 * (int64_t)t->layout->nvmma.swizzle; /* the swizzle pattern's repeat */
             ir_map_put(&a->buffer_of, op->results[0], (void *)(intptr_t)a->num_occ);
-        } else if (op->opc == IR_OP_MEMDESC_INDEX) {
+        } else if (op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_MEMDESC_TRANS) {
             alias(a, op->results[0], op->operands[0]);
         } else if (op->opc == IR_OP_FOR) {
             for (int i = 0; i < op->num_results; i++) {

@@ -82,7 +82,7 @@ static const Layout *pick(Assign *a, IrOp *op, IrValue *res) {
     case IR_OP_TRANS: {
         const IrAttr *perm = ir_op_attr(op, "perm");
         const Layout *l = perm && perm->kind == IR_ATTR_INTS && perm->list.n == t->rank
-                              ? pass_permute_layout(m, src, t->rank, perm->list.v, false)
+                              ? ir_layout_permute(m, src, t->rank, perm->list.v, false)
                               : NULL;
         return l ? l : dflt;
     }

@@ -68,33 +68,6 @@ const Layout *pass_slice_layout(IrModule *m, int dim, const Layout *parent) {
     return ir_layout_intern(m, &l);
 }
 
-/* trans: result dimension i is operand dimension perm[i]. Sizes move with
- * their dimension; `order` names dimensions, so it is renamed. */
-const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse) {
-    if (!l || l->kind != LAYOUT_BLOCKED || l->rank != rank)
-        return NULL;
-    int to_new[IR_MAX_RANK], from_new[IR_MAX_RANK]; /* operand dim -> result dim, and back */
-    for (int i = 0; i < rank; i++) {
-        to_new[perm[i]] = i;
-        from_new[i] = (int)perm[i];
-    }
-    /* Forward: new dim i takes old dim perm[i]; inverse: old dim perm[i]
-     * takes new dim i. */
-    const int *src_of = inverse ? to_new : from_new; /* for each target dim, its source dim */
-    const int *rename = inverse ? from_new : to_new; /* source dim -> target dim */
-    Layout r;
-    memset(&r, 0, sizeof r);
-    r.kind = LAYOUT_BLOCKED;
-    r.rank = rank;
-    for (int i = 0; i < rank; i++) {
-        r.blocked.spt[i] = l->blocked.spt[src_of[i]];
-        r.blocked.tpw[i] = l->blocked.tpw[src_of[i]];
-        r.blocked.wpc[i] = l->blocked.wpc[src_of[i]];
-        r.blocked.order[i] = rename[l->blocked.order[i]];
-    }
-    return ir_layout_intern(m, &r);
-}
-
 const Layout *pass_dot_operand_layout(IrModule *m, const Layout *mma, int idx, const IrType *elem) {
     int bits = ir_type_bits(elem);
     Layout l;
@@ -155,7 +128,7 @@ const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i) {
         const IrAttr *perm = ir_op_attr(op, "perm");
         if (!perm || perm->kind != IR_ATTR_INTS || perm->list.n != v->type->rank)
             return NULL;
-        return pass_permute_layout(m, res, v->type->rank, perm->list.v, true);
+        return ir_layout_permute(m, res, v->type->rank, perm->list.v, true);
     }
     case IR_OP_DOT:
         if (i == 2)

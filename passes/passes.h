@@ -149,10 +149,6 @@ int pass_func_num_warps(const IrFunc *f, const PassOptions *opts);
 const Layout *pass_default_layout(LayoutRewrite *rw, const IrType *t);
 /* #slice<dim, parent>, interned. */
 const Layout *pass_slice_layout(IrModule *m, int dim, const Layout *parent);
-/* The #blocked layout of trans(x, perm) when x has blocked layout l (inverse
- * = true: the operand's layout for a result layout l). NULL if l is not
- * blocked. */
-const Layout *pass_permute_layout(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse);
 /* #dot_op<idx, parent = mma, kwidth> for operand idx (0: A, 1: B) of a
  * tensor-core dot with elements of type elem: kwidth = 32 / bits (2 for
  * f16 and bf16: two K elements per 32-bit register). */

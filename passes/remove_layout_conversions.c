@@ -242,7 +242,7 @@ static void propagate_use(Rlc *r, const Use *u, const Layout *l) {
         const IrAttr *perm = ir_op_attr(op, "perm");
         int rank = op->results[0]->type->rank;
         if (perm && perm->kind == IR_ATTR_INTS && perm->list.n == rank)
-            set_cand(r, op->results[0], pass_permute_layout(r->m, l, rank, perm->list.v, false));
+            set_cand(r, op->results[0], ir_layout_permute(r->m, l, rank, perm->list.v, false));
         break;
     }
     case IR_OP_FOR:

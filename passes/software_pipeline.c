@@ -283,18 +283,44 @@ static IrOp *alloc_of(IrBlock *body, IrValue *v) {
     return NULL;
 }
 
+/* The buffer a view is of: v past its memdesc_trans ops (the same bytes). */
+static const IrValue *viewed(const IrValue *v) {
+    while (v->def && v->def->opc == IR_OP_MEMDESC_TRANS)
+        v = v->def->operands[0];
+    return v;
+}
+
+/* Does op, a warp_group_dot, read buf (directly or through a view)? */
 static bool wgmma_reads(const IrOp *op, const IrValue *buf) {
-    return op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == buf || op->operands[1] == buf);
+    return op->opc == IR_OP_WARP_GROUP_DOT && (viewed(op->operands[0]) == buf || viewed(op->operands[1]) == buf);
+}
+
+/* Does op read buf (a local_load or a warp_group_dot), or make a view of
+ * it (memdesc_trans, which goes with its readers: it is before them)? */
+static bool reads_buffer(const IrOp *op, const IrValue *buf) {
+    return (op->opc == IR_OP_LOCAL_LOAD && viewed(op->operands[0]) == buf) || wgmma_reads(op, buf) ||
+           (op->opc == IR_OP_MEMDESC_TRANS && op->operands[0] == buf);
 }
 
 /* Are all uses of the buffer local_loads of body, one of them feeding a dot
- * of body, or operands of warp_group_dots of body (which read shared memory
- * themselves)? */
+ * of body, operands of warp_group_dots of body (which read shared memory
+ * themselves), or memdesc_trans views that only warp_group_dots read? */
 static bool feeds_dot(IrBlock *body, IrValue *buf) {
     int loads = 0;
     bool dot = false;
     for (IrOp *op = body->first; op; op = op->next) {
-        if (wgmma_reads(op, buf)) {
+        if (op->opc == IR_OP_MEMDESC_TRANS && op->operands[0] == buf) {
+            int readers = 0;
+            for (IrOp *u = op->next; u; u = u->next)
+                readers += u->opc == IR_OP_WARP_GROUP_DOT &&
+                           (u->operands[0] == op->results[0] || u->operands[1] == op->results[0]);
+            if (readers != ir_count_uses(body, op->results[0]))
+                return false;
+            loads++;
+            dot |= readers > 0;
+            continue;
+        }
+        if (op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == buf || op->operands[1] == buf)) {
             loads++;
             dot = true;
             continue;
@@ -560,7 +586,7 @@ typedef struct InitCopy {
 
 static void count_local_loads(IrOp *op, void *ctx) {
     void **c = ctx;
-    if (op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == c[0])
+    if ((op->opc == IR_OP_LOCAL_LOAD || op->opc == IR_OP_MEMDESC_TRANS) && op->operands[0] == c[0])
         (*(int *)c[1])++;
     if (op->opc == IR_OP_WARP_GROUP_DOT)
         for (int i = 0; i < 2; i++)
@@ -682,7 +708,7 @@ static IrOp *async_dot_of(Pipe *p, IrBlock *body, int *carried) {
     /* every buffer it reads must be a ring: a buffer the body refills
      * (a load kept synchronous) would be overwritten under the dot in flight */
     for (int k = 0; k < 2; k++) {
-        const IrValue *opnd = dot->operands[k];
+        const IrValue *opnd = viewed(dot->operands[k]);
         bool ring = false;
         for (int i = 0; i < p->num_cands; i++)
             ring |= opnd == p->cands[i].alloc->results[0];
@@ -965,9 +991,10 @@ static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read,
         IrOp *first = NULL, *last = NULL;
         bool late = false;
         for (IrOp *op = body->first; op; op = op->next)
-            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == buf) || wgmma_reads(op, buf)) {
+            if (reads_buffer(op, buf)) {
                 first = first ? first : op;
-                last = op;
+                if (op->opc != IR_OP_MEMDESC_TRANS)
+                    last = op;
                 late |= op->opc == IR_OP_LOCAL_LOAD;
             }
         int g = 0;
@@ -1055,8 +1082,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         async_proxy |= is_nvmma(p->cands[i].alloc->results[0]) && !p->cands[i].map;
     for (IrOp *op = body->first; op && !first_read; op = op->next)
         for (int i = 0; i < p->num_cands; i++)
-            if ((op->opc == IR_OP_LOCAL_LOAD && op->operands[0] == p->cands[i].alloc->results[0]) ||
-                wgmma_reads(op, p->cands[i].alloc->results[0]))
+            if (reads_buffer(op, p->cands[i].alloc->results[0]))
                 first_read = op;
     /* The first loop that can gets the producer (split: where it goes);
      * a later one of the same block shares it when it can (chained). */
@@ -1221,9 +1247,9 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     for (IrOp *op = first_read, *next; op; op = next) {
         next = op->next;
-        if (op->opc == IR_OP_WARP_GROUP_DOT) {
+        if (op->opc == IR_OP_WARP_GROUP_DOT || op->opc == IR_OP_MEMDESC_TRANS) {
             for (int i = 0; i < p->num_cands; i++)
-                for (int k = 0; k < 2; k++)
+                for (int k = 0; k < op->num_operands && k < 2; k++)
                     if (op->operands[k] == p->cands[i].alloc->results[0])
                         ir_op_set_operand(op, k, views[i]);
             continue;

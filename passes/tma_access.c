@@ -142,6 +142,11 @@ static bool decompose(const IrFunc *f, const IrValue *v, int64_t c, Terms *out, 
             if (decompose(f, op->operands[side], c, out, depth + 1) && scale(f, out, from, factor))
                 return true;
             out->n = from;
+            /* a scalar with a stride inside it already ((kvh * kv_group + g) * stride_qh: a
+             * head index): the whole scalar is the atom, the parameter its stride */
+            const IrValue *p = splat_of(factor) ? int_param(f, splat_of(factor)) : NULL;
+            if (!tile && p)
+                return push(out, (Term){strip_casts(op->operands[side]), -1, c, p});
         }
         return !tile && push(out, (Term){strip_casts(v), -1, c, NULL});
     }
