@@ -456,15 +456,21 @@ static size_t attn_align(size_t n) {
  *    held for the whole kernel, 2 BN D / threads registers each thread; S^T
  *    and dP^T are [BN, BM] f32, 2 BN BM / threads more. wgmma needs 64 rows
  *    per warpgroup, so BN 128 takes 8 warps (2 warpgroups, 256 threads):
- *    D 128 holds 128 registers of dK and dV, and BM 32 adds 32 for S^T and
- *    dP^T (230 in all; BM 64 spills). D 64: 64 + 32. D 256 cannot hold
- *    [128, 256] twice: BN 64 on 8 warps, the warpgroups splitting D (128
- *    registers of accumulators each thread), BM 32 (237 registers). K and V
- *    stay in shared memory (BN D 2 bytes each: 64 KB at D 128), Q and dO
- *    stream through 3-stage rings of BM D (2 at D 256).
+ *    D 128 holds 128 registers of dK and dV, and BM 64 adds 64 for S^T and
+ *    dP^T (244 in all with causal masking off; 255 and 8 bytes of spill
+ *    with it, still faster than BM 32's 232). D 64: 64 + 128 at BM 128
+ *    (250; causal 60 bytes of spill, faster than BM 64 all the same). D 256
+ *    cannot hold [128, 256] twice: BN 64 on 8 warps, the warpgroups
+ *    splitting D (128 registers of accumulators each thread), BM 32 (237
+ *    registers). K and V stay in shared memory (BN D 2 bytes each: 64 KB at
+ *    D 128); Q and dO stream through 3-stage TMA rings of BM D (2 at D 256),
+ *    each staged once and read by S^T = K Q^T and dP^T = V dO^T through a
+ *    transposed view (memdesc_trans). bench/RESULTS.md has the measurements
+ *    (BM 32 / 64 / 128).
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
- *    dP [BM, BN]: BM 128, BN 64 on 8 warps (D 128: 64 + 32 + 32 registers of
- *    tiles, 193 in all); D 256: BM 64, BN 64 (211).
+ *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
+ *    masking at D 64 (226 and 254 registers), else BN 64 (faster at D 64
+ *    without masking); D 256: BM 64, BN 64 (211).
  *  - preprocess and dq_convert: rows of D, 8192 / D rows on 4 warps (64
  *    values per thread).
  *
@@ -509,7 +515,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     int bm, bn, warps, stages;
     if (wgmma) {
-        bm = 32, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
+        bm = d <= 64 ? 128 : d <= 128 ? 64 : 32, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
     } else {
         bm = d <= 64 ? 32 : 16, bn = d <= 64 ? 128 : d <= 128 ? 64 : 32, warps = d <= 64 ? 8 : 4, stages = 3;
     }
@@ -519,8 +525,9 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     if (p->dq_atomic) {
         attn_bwd_kernel(&p->dq, "attention_bwd_dq_convert", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
     } else {
-        if (wgmma)
-            bm = d <= 128 ? 128 : 64, bn = 64, warps = 8, stages = 3;
+        if (wgmma) {
+            bm = d <= 128 ? 128 : 64, bn = d <= 128 && (causal || d > 64) ? 128 : 64, warps = 8, stages = 3;
+        }
         else
             bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
         attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,

@@ -304,12 +304,14 @@ TEST(test_attention_launches_compile) {
 /* ---- the backward pass ---- */
 
 TEST(test_attention_bwd_plans) {
-    /* sm_90a: dkdv BM 32, BN 128 on 8 warps up to head dim 128, BN 64 at 256; dq BM 128 (64 at 256), BN 64 */
+    /* sm_90a, causal: dkdv BN 128 on 8 warps up to head dim 128 with BM 128 up to 64 and BM 64 at 128,
+     * BN 64 and BM 32 at 256; dq BM 128 and BN 128 up to 128, BM 64 and BN 64 at 256 */
     static const struct {
         int64_t head_dim;
-        int d, dkdv_bn, dq_bm;
-    } want[] = {{1, 16, 128, 128},   {32, 32, 128, 128},   {40, 64, 128, 128}, {80, 128, 128, 128},
-                {96, 128, 128, 128}, {128, 128, 128, 128}, {200, 256, 64, 64}, {256, 256, 64, 64}};
+        int d, dkdv_bn, dkdv_bm, dq_bm, dq_bn;
+    } want[] = {{1, 16, 128, 128, 128, 128},  {32, 32, 128, 128, 128, 128},  {40, 64, 128, 128, 128, 128},
+                {80, 128, 128, 64, 128, 128}, {96, 128, 128, 64, 128, 128},  {128, 128, 128, 64, 128, 128},
+                {200, 256, 64, 32, 64, 64},   {256, 256, 64, 32, 64, 64}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_bwd_plan p;
         CHECK_EQ_INT(tc_attention_bwd_plan_for(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &p),
@@ -323,7 +325,7 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(cx(&p.dkdv, "D"), want[i].d);
         CHECK_EQ_INT(cx(&p.dkdv, "HEAD_DIM"), want[i].head_dim);
         CHECK_EQ_INT(cx(&p.dkdv, "BN"), want[i].dkdv_bn);
-        CHECK_EQ_INT(cx(&p.dkdv, "BM"), 32);
+        CHECK_EQ_INT(cx(&p.dkdv, "BM"), want[i].dkdv_bm);
         CHECK_EQ_INT(cx(&p.dkdv, "CAUSAL"), 1);
         CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), 0);
         CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), 0);
@@ -332,6 +334,7 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dkdv.grid.x, (300 + want[i].dkdv_bn - 1) / want[i].dkdv_bn);
         CHECK_EQ_INT(p.dkdv.grid.y, 2 * 2); /* batch * kv_heads: a program sums its KV head's group */
         CHECK_EQ_INT(cx(&p.dq, "BM"), want[i].dq_bm);
+        CHECK_EQ_INT(cx(&p.dq, "BN"), want[i].dq_bn);
         CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
@@ -359,6 +362,13 @@ TEST(test_attention_bwd_plans) {
             CHECK_EQ_INT(p.dq_acc_offset, delta);
         rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 0, &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
+    }
+    /* without causal masking dq keeps BN 64 at head dim 64 (BN 128 from 128 on) */
+    for (int hd = 64; hd <= 128; hd += 64) {
+        tc_attention_bwd_plan p;
+        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", -1, &p);
+        CHECK_EQ_INT(cx(&p.dq, "BN"), hd == 64 ? 64 : 128);
+        CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
