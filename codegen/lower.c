@@ -567,6 +567,12 @@ static bool lower_if(Cg *cg, IrOp *op) {
     return true;
 }
 
+static void find_setmaxnreg(IrOp *op, void *ctx) {
+    if (op->opc == IR_OP_WARP_SPECIALIZE &&
+        (ir_op_get_int(op, "producer_regs", 0) || ir_op_get_int(op, "consumer_regs", 0)))
+        *(bool *)ctx = true;
+}
+
 /* warp_specialize (docs/codegen.md, "Warp specialization"): the warps from
  * num_warps on give registers back (setmaxnreg.dec, all of each
  * warpgroup), the first of them runs the region and every one of them
@@ -858,6 +864,17 @@ static bool lower_kernel(Cg *cg) {
                              md_i32(cg, 1)};
     LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
                                 LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 9)));
+    bool moves_regs = false;
+    ir_walk_func(f, find_setmaxnreg, &moves_regs);
+    if (moves_regs) {
+        /* .minnctapersm 1: with it ptxas knows the registers every thread
+         * starts with (65536 / threads), which setmaxnreg moves; without it a
+         * kernel that needs fewer gets warning C7508 and setmaxnreg is
+         * ignored */
+        LLVMMetadataRef minc[] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "minctasm"), md_i32(cg, 1)};
+        LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
+                                    LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, minc, 3)));
+    }
     tensor_map_params(cg);
 
     LLVMBasicBlockRef entry = cg_block(cg, "entry"), start = cg_block(cg, "start");

@@ -469,8 +469,11 @@ static size_t attn_align(size_t n) {
  *    (BM 32 / 64 / 128).
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
  *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
- *    masking at D 64 (226 and 254 registers), else BN 64 (faster at D 64
- *    without masking); D 256: BM 64, BN 64 (211).
+ *    masking at D 64, there with a producer warpgroup issuing the K and V
+ *    copies (TMA, rings of 2 stages: 3 do not fit with Q and dO at D 128)
+ *    and the consumers' registers raised to 232 (1-4% faster than without);
+ *    else BN 64, 3 stages, no producer (faster at D 64 without masking,
+ *    where the producer loses 5-8%); D 256: BM 64, BN 64 (211).
  *  - preprocess and dq_convert: rows of D, 8192 / D rows on 4 warps (64
  *    values per thread).
  *
@@ -530,8 +533,12 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
         }
         else
             bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
+        bool ws = wgmma && d <= 128 && bn == 128; /* a producer warpgroup; K and V rings of 2 stages */
+        if (ws)
+            stages = 2;
         attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,
                         (unsigned)rt_stdlib_cdiv(seqlen_q, bm), bh, causal, varlen);
+        p->dq.warp_specialize = ws;
     }
     p->delta_offset = 0;
     size_t acc;

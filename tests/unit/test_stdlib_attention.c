@@ -335,6 +335,9 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dkdv.grid.y, 2 * 2); /* batch * kv_heads: a program sums its KV head's group */
         CHECK_EQ_INT(cx(&p.dq, "BM"), want[i].dq_bm);
         CHECK_EQ_INT(cx(&p.dq, "BN"), want[i].dq_bn);
+        CHECK_EQ_INT(p.dq.warp_specialize, want[i].dq_bn == 128); /* a producer with BN 128, on 2 stages */
+        CHECK_EQ_INT(p.dq.num_stages, want[i].dq_bn == 128 ? 2 : 3);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, 0);
         CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
@@ -368,6 +371,7 @@ TEST(test_attention_bwd_plans) {
         tc_attention_bwd_plan p;
         rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", -1, &p);
         CHECK_EQ_INT(cx(&p.dq, "BN"), hd == 64 ? 64 : 128);
+        CHECK_EQ_INT(p.dq.warp_specialize, hd == 128);
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
     /* mma.sync targets: narrower tiles, the same kernels */
