@@ -491,6 +491,28 @@ static void verify_constant(Verifier *v, const IrOp *op) {
         op_error(v, op, "float value for integer type %s", type_str(v, e));
 }
 
+/* trans and memdesc_trans: perm (a->list.n == s->rank entries) is a
+ * permutation and result dimension i has operand dimension perm[i]'s size;
+ * to_new gets, for each operand dimension, its result dimension. */
+static bool check_perm(Verifier *v, const IrOp *op, const IrAttr *a, const IrType *s, const IrType *r, int *to_new) {
+    bool seen[IR_MAX_RANK] = {false};
+    for (int i = 0; i < s->rank; i++) {
+        int64_t p = a->list.v[i];
+        if (p < 0 || p >= s->rank || seen[p]) {
+            op_error(v, op, "perm is not a permutation of 0..%d", s->rank - 1);
+            return false;
+        }
+        seen[p] = true;
+        to_new[p] = i;
+        if (r->shape[i] != s->shape[p]) {
+            op_error(v, op, "result dimension %d has size %lld, expected %lld (operand dimension %lld)", i,
+                     (long long)r->shape[i], (long long)s->shape[p], (long long)p);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void verify_shape_op(Verifier *v, const IrOp *op) {
     const IrType *s = OPND(0), *r = RES(0);
     if (op->opc == IR_OP_SPLAT) {
@@ -568,20 +590,8 @@ static void verify_shape_op(Verifier *v, const IrOp *op) {
             op_error(v, op, "perm has %d entries for a rank-%d tile", a->list.n, s->rank);
             break;
         }
-        bool seen[IR_MAX_RANK] = {false};
-        for (int i = 0; i < a->list.n; i++) {
-            int64_t p = a->list.v[i];
-            if (p < 0 || p >= s->rank || seen[p]) {
-                op_error(v, op, "perm is not a permutation of 0..%d", s->rank - 1);
-                return;
-            }
-            seen[p] = true;
-            if (r->shape[i] != s->shape[p]) {
-                op_error(v, op, "result dimension %d has size %lld, expected %lld (operand dimension %lld)", i,
-                         (long long)r->shape[i], (long long)s->shape[p], (long long)p);
-                return;
-            }
-        }
+        int to_new[IR_MAX_RANK];
+        check_perm(v, op, a, s, r, to_new);
         break;
     }
     case IR_OP_CONVERT_LAYOUT:
@@ -924,21 +934,8 @@ static void verify_shared_ops(Verifier *v, const IrOp *op) {
             return;
         }
         int to_new[IR_MAX_RANK];
-        bool seen[IR_MAX_RANK] = {false};
-        for (int i = 0; i < s->rank; i++) {
-            int64_t p = a->list.v[i];
-            if (p < 0 || p >= s->rank || seen[p]) {
-                op_error(v, op, "perm is not a permutation of 0..%d", s->rank - 1);
-                return;
-            }
-            seen[p] = true;
-            to_new[p] = i;
-            if (r->shape[i] != s->shape[p]) {
-                op_error(v, op, "result dimension %d has size %lld, expected %lld (operand dimension %lld)", i,
-                         (long long)r->shape[i], (long long)s->shape[p], (long long)p);
-                return;
-            }
-        }
+        if (!check_perm(v, op, a, s, r, to_new))
+            return;
         /* The same bytes: the layout's dimensions renamed, nothing else. */
         const Layout *ls = s->layout, *lr = r->layout;
         bool same = !ls == !lr;

@@ -290,6 +290,11 @@ static const IrValue *viewed(const IrValue *v) {
     return v;
 }
 
+/* Is v an operand (A or B) of op, a warp_group_dot? */
+static bool wgmma_operand(const IrOp *op, const IrValue *v) {
+    return op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == v || op->operands[1] == v);
+}
+
 /* Does op, a warp_group_dot, read buf (directly or through a view)? */
 static bool wgmma_reads(const IrOp *op, const IrValue *buf) {
     return op->opc == IR_OP_WARP_GROUP_DOT && (viewed(op->operands[0]) == buf || viewed(op->operands[1]) == buf);
@@ -312,15 +317,14 @@ static bool feeds_dot(IrBlock *body, IrValue *buf) {
         if (op->opc == IR_OP_MEMDESC_TRANS && op->operands[0] == buf) {
             int readers = 0;
             for (IrOp *u = op->next; u; u = u->next)
-                readers += u->opc == IR_OP_WARP_GROUP_DOT &&
-                           (u->operands[0] == op->results[0] || u->operands[1] == op->results[0]);
+                readers += wgmma_operand(u, op->results[0]);
             if (readers != ir_count_uses(body, op->results[0]))
                 return false;
             loads++;
             dot |= readers > 0;
             continue;
         }
-        if (op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == buf || op->operands[1] == buf)) {
+        if (wgmma_operand(op, buf)) {
             loads++;
             dot = true;
             continue;
