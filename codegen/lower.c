@@ -884,7 +884,16 @@ static bool lower_kernel(Cg *cg) {
     LLVMSetMetadata(cg->tid, LLVMGetMDKindIDInContext(cg->ctx, "range", 5),
                     LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, range, 2)));
     cg->lane = LLVMBuildAnd(cg->b, cg->tid, cg_i32(cg, 31), "lane");
-    cg->warp = LLVMBuildLShr(cg->b, cg->tid, cg_i32(cg, 5), "warp");
+    /* The warp index broadcast from lane 0 (shfl.sync.idx, every thread
+     * converged at the entry): the same value, but one ptxas knows is
+     * uniform across the warp, so that what is computed from it alone
+     * (a warpgroup's wgmma descriptors, its shared-memory offsets) goes
+     * to the uniform datapath instead of every thread's registers. */
+    {
+        LLVMValueRef w = LLVMBuildLShr(cg->b, cg->tid, cg_i32(cg, 5), "");
+        LLVMValueRef args[4] = {cg_i32(cg, -1), w, cg_i32(cg, 0), cg_i32(cg, 0x1f)};
+        cg->warp = cg_intrinsic(cg, "llvm.nvvm.shfl.sync.idx.i32", NULL, 0, args, 4);
+    }
     LLVMValueRef br = LLVMBuildBr(cg->b, start);
     LLVMPositionBuilderBefore(cg->entry_b, br);
     LLVMPositionBuilderAtEnd(cg->b, start);

@@ -227,30 +227,67 @@ static LLVMValueRef smem_window(Cg *cg) {
     return cg->smem_window;
 }
 
+/* A shared operand of one warp_group_dot: its buffer, this thread's
+ * warpgroup's part of the offset, and the descriptor's low word at the
+ * buffer's start, computed once for every sub-tile the dot reads. */
+typedef struct WgOperand {
+    const TgWgmmaOperand *o;
+    LLVMValueRef base; /* the buffer's byte offset in the dynamic shared memory */
+    LLVMValueRef wg;   /* this warpgroup's rows (A) or columns (B): XORed in */
+    int64_t wg_bits;   /* every bit wg may set */
+    LLVMValueRef lo;   /* low word of the descriptor at base ^ wg, or NULL */
+} WgOperand;
+
 /* The run-time part of a shared operand's offset: this thread's warpgroup's
  * rows (A: dim 0 of the result) or columns (B: dim 1), as the XOR of the
  * offsets of the result's warp bases beyond the first two. */
-static LLVMValueRef warpgroup_offset(Cg *cg, const TgWgmmaPlan *p, const TgWgmmaOperand *o, int dim, bool b_operand) {
+static void warpgroup_offset(Cg *cg, const TgWgmmaPlan *p, WgOperand *w, int dim, bool b_operand) {
     int64_t off[2][LL_MAX_BITS];
     memset(off, 0, sizeof off);
+    w->wg_bits = 0;
     for (int k = 2; k < p->lc.num_bits[LL_WARP]; k++) {
         int64_t x = p->lc.bases[LL_WARP][k][dim];
-        off[1][k] = b_operand ? tg_wgmma_byte_offset(o, 0, x) : tg_wgmma_byte_offset(o, x, 0);
+        off[1][k] = b_operand ? tg_wgmma_byte_offset(w->o, 0, x) : tg_wgmma_byte_offset(w->o, x, 0);
+        w->wg_bits |= off[1][k];
     }
-    return cg_thread_offset(cg, off, true);
+    w->wg = cg_thread_offset(cg, off, true);
+}
+
+static void wg_operand(Cg *cg, const TgWgmmaPlan *p, WgOperand *w, const TgWgmmaOperand *o, LLVMValueRef base,
+                       int dim, bool b_operand) {
+    memset(w, 0, sizeof *w);
+    w->o = o;
+    w->base = base;
+    warpgroup_offset(cg, p, w, dim, b_operand);
 }
 
 /* The descriptor (i64) of a shared operand whose sub-tile starts at
- * constant element (r, c) XOR the warpgroup part wg, in the buffer at byte
- * offset `base` of the dynamic shared memory. */
-static LLVMValueRef descriptor(Cg *cg, const TgWgmmaOperand *o, LLVMValueRef window, LLVMValueRef base,
-                               LLVMValueRef wg, int64_t r, int64_t c) {
+ * constant element (r, c) XOR the warpgroup part, in the buffer at byte
+ * offset `base` of the dynamic shared memory. When the sub-tile's offset
+ * shares no bit with the warpgroup part (XOR is then addition) and is a
+ * multiple of 16 bytes, the descriptor is the buffer's low word, computed
+ * once per dot, plus offset / 16: one add per wgmma instead of the whole
+ * encoding (the start address field holds bits 4..17 of a shared address,
+ * and shared addresses stay below 2^18, so the add never carries out of
+ * it). Otherwise the address is encoded in full. */
+static LLVMValueRef descriptor(Cg *cg, WgOperand *w, LLVMValueRef window, int64_t r, int64_t c) {
     LLVMBuilderRef b = cg->b;
-    LLVMValueRef off = LLVMBuildXor(b, wg, cg_i32(cg, tg_wgmma_byte_offset(o, r, c)), "");
-    LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, base, ""), off, "");
+    int64_t off = tg_wgmma_byte_offset(w->o, r, c);
+    uint64_t fixed = tg_wgmma_desc(w->o, 0);
+    LLVMValueRef hi = cg_i64(cg, (int64_t)(fixed & ~(uint64_t)0xFFFFFFFF));
+    if ((off & w->wg_bits) == 0 && off % 16 == 0) {
+        if (!w->lo) {
+            LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, w->base, ""), w->wg, "");
+            addr = LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
+            w->lo = LLVMBuildOr(b, addr, cg_i32(cg, (int32_t)(uint32_t)(fixed & 0xFFFFFFFF)), "desc.lo");
+        }
+        LLVMValueRef lo = LLVMBuildAdd(b, w->lo, cg_i32(cg, (int32_t)(off / 16)), "");
+        return LLVMBuildOr(b, LLVMBuildZExt(b, lo, cg->t_i64, ""), hi, "");
+    }
+    LLVMValueRef o = LLVMBuildXor(b, w->wg, cg_i32(cg, (int32_t)off), "");
+    LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, w->base, ""), o, "");
     addr = LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
-    LLVMValueRef d = LLVMBuildZExt(b, addr, cg->t_i64, "");
-    return LLVMBuildOr(b, d, cg_i64(cg, (int64_t)tg_wgmma_desc(o, 0)), "");
+    return LLVMBuildOr(b, LLVMBuildZExt(b, addr, cg->t_i64, ""), cg_i64(cg, (int64_t)fixed), "");
 }
 
 /* The inline PTX `text` (with no operands of its own) with every value of
@@ -323,15 +360,13 @@ bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
     for (int r = 0; r < c->n; r++)
         res->v[r] = cg_reg(c, r);
     LLVMValueRef window = smem_window(cg);
-    LLVMValueRef base_b = cg_get(cg, op->operands[1])->v[0];
-    LLVMValueRef wg_b = warpgroup_offset(cg, p, &p->sb, 1, true);
-    LLVMValueRef base_a = NULL, wg_a = NULL;
+    WgOperand wa, wb;
+    wg_operand(cg, p, &wb, &p->sb, cg_get(cg, op->operands[1])->v[0], 1, true);
     CgVal *a = NULL;
     if (p->a_regs) {
         a = cg_get(cg, op->operands[0]);
     } else {
-        base_a = cg_get(cg, op->operands[0])->v[0];
-        wg_a = warpgroup_offset(cg, p, &p->sa, 0, false);
+        wg_operand(cg, p, &wa, &p->sa, cg_get(cg, op->operands[0])->v[0], 0, false);
     }
     int per = p->n / 2;
     LLVMTypeRef *outs = ARENA_ARRAY(&cg->arena, LLVMTypeRef, per);
@@ -414,9 +449,9 @@ bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
                     for (int j = 0; j < 4; j++)
                         args[k++] = w[j];
                 } else {
-                    args[k++] = descriptor(cg, &p->sa, window, base_a, wg_a, (int64_t)tm * 64, (int64_t)ks * 16);
+                    args[k++] = descriptor(cg, &wa, window, (int64_t)tm * 64, (int64_t)ks * 16);
                 }
-                args[k++] = descriptor(cg, &p->sb, window, base_b, wg_b, (int64_t)ks * 16, (int64_t)tn * p->n);
+                args[k++] = descriptor(cg, &wb, window, (int64_t)ks * 16, (int64_t)tn * p->n);
                 args[k++] = cg_i32(cg, zero && ks == 0 ? 0 : 1); /* scale-d: D = A B, or accumulate */
                 LLVMValueRef d = cg_asm(cg, st, text.data, cons.data, args, k, true);
                 for (int i = 0; i < per; i++)
