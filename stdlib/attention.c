@@ -128,7 +128,7 @@ static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind ki
 enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
 /* Shortest key sequence for which head dim 64 takes the
  * warp-specialized kernel (see attn_plan). */
-enum { ATTN_WS_MIN_KEYS = 8192 };
+enum { ATTN_WS_MIN_KEYS = 4096 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
@@ -156,7 +156,7 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
      * stages up to head dim 128 (224 KB of shared memory at 128), BN 64
      * and 2 stages at 256. It pays at head dims 128 and 256, causal or
      * not (the masked loop of causal kernels takes its key blocks from the
-     * same producer), and at 64 from 8192 keys on; shorter sequences at
+     * same producer), and at 64 from 4096 keys on; shorter sequences at
      * head dim 64 run faster as two programs of one warpgroup per SM
      * (bench/RESULTS.md). ws 0 or 1 forces it. */
     bool ws_pays = wide || p->block_d == 128 || (p->block_d >= 64 && seqlen_k >= ATTN_WS_MIN_KEYS);

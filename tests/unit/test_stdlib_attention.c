@@ -82,15 +82,15 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.num_warps, h.num_warps);
     }
     /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 and 3 stages up to head dim 128,
-     * BN 64 and 2 stages at 256): by default at head dims 128 and 256, at 64 from 8192 keys; below 64
+     * BN 64 and 2 stages at 256): by default at head dims 128 and 256, at 64 from 4096 keys; below 64
      * never; TILEC_WARP_SPECIALIZE=1 (ws 1) everywhere, 0 nowhere; never persistent (slower so far) */
     for (int ws = -1; ws <= 1; ws++)
         for (int d = 32; d <= 256; d *= 2)
-            for (int64_t keys = 4096; keys <= 8192; keys *= 2)
+            for (int64_t keys = 2048; keys <= 8192; keys *= 2)
                 for (int causal = 0; causal <= 1; causal++) {
                     tc_attention_plan p;
                     rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, false, "sm_90a", ws, &p);
-                    bool pays = d >= 128 || (d >= 64 && keys >= 8192);
+                    bool pays = d >= 128 || (d >= 64 && keys >= 4096);
                     bool on = ws == 1 || (ws < 0 && pays);
                     CHECK_EQ_INT(p.warp_specialize, on);
                     CHECK_EQ_INT(p.block_m, on || d <= 128 ? 128 : 64);
