@@ -30,10 +30,11 @@ TEST(test_attention_plans) {
         int64_t head_dim;
         int d, bm, bn, warps;
     } want[] = {
-        {1, 16, 128, 64, 4},   {8, 16, 128, 64, 4},   {32, 32, 128, 64, 4},   {40, 64, 128, 64, 4},
-        {64, 64, 128, 64, 4},  {96, 128, 128, 128, 8}, {128, 128, 128, 128, 8}, {200, 256, 128, 64, 8},
+        {1, 16, 64, 64, 4},    {8, 16, 64, 64, 4},    {32, 32, 64, 64, 4},    {40, 64, 64, 64, 4},
+        {64, 64, 64, 64, 4},   {96, 128, 128, 128, 8}, {128, 128, 128, 128, 8}, {200, 256, 128, 64, 8},
         {256, 256, 128, 64, 8},
-    }; /* head dims 128 and 256: warp-specialized, two consumer warpgroups */
+    }; /* head dims 128 and 256: warp-specialized, two consumer warpgroups; 64 and below (17 keys): 64-row
+        * programs of one warpgroup */
     /* head dim 128 takes 128 keys per step on two warpgroups and a producer, causal (below) or not (on
      * sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to head dim 64, and at
      * 128 up to 2048 keys (see stdlib/attention.c) */
@@ -80,6 +81,12 @@ TEST(test_attention_plans) {
         rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], 1, &p);
         CHECK_EQ_INT(p.warp_specialize, 0);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
+        /* 64-row programs at head dim 64 are the wgmma plan's; mma.sync keeps 128 */
+        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, ampere[a], -1, &p);
+        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, "sm_90a", -1, &h);
+        CHECK_EQ_INT(p.block_m, 128);
+        CHECK_EQ_INT(h.block_m, 64);
+        CHECK_EQ_INT(h.grid.x, 16);
     }
     /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 and 3 stages up to head dim 128,
      * BN 64 and 2 stages at 256): by default at head dims 128 and 256, at 64 from 4096 keys; below 64
@@ -93,7 +100,7 @@ TEST(test_attention_plans) {
                     bool pays = d >= 128 || (d >= 64 && keys >= 4096);
                     bool on = ws == 1 || (ws < 0 && pays);
                     CHECK_EQ_INT(p.warp_specialize, on);
-                    CHECK_EQ_INT(p.block_m, on || d <= 128 ? 128 : 64);
+                    CHECK_EQ_INT(p.block_m, on ? 128 : d <= 64 ? 64 : d <= 128 ? 128 : 64);
                     CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
                     CHECK_EQ_INT(p.num_warps, on ? 8 : 4);
                     CHECK_EQ_INT(p.num_stages, d > 128 ? 2 : 3);
