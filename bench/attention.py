@@ -114,7 +114,8 @@ class Variant:
 SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"][, "pers"]): "even" sets EVEN_N where seqlen % BN
     # == 0, "ws" a producer warpgroup (tc_options.warp_specialize; the warps are the consumers), "pers"
     # persistent programs (tc_options.persistent)
-    64: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
+    64: [(64, 64, 4, 3), (64, 64, 4, 3, "even"), (64, 64, 4, 2, "even"), (64, 128, 4, 2, "even"),
+         (128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
          (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers")],
     128: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
           (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers")],
