@@ -238,56 +238,56 @@ typedef struct WgOperand {
     LLVMValueRef lo;   /* low word of the descriptor at base ^ wg, or NULL */
 } WgOperand;
 
-/* The run-time part of a shared operand's offset: this thread's warpgroup's
- * rows (A: dim 0 of the result) or columns (B: dim 1), as the XOR of the
- * offsets of the result's warp bases beyond the first two. */
-static void warpgroup_offset(Cg *cg, const TgWgmmaPlan *p, WgOperand *w, int dim, bool b_operand) {
+/* Operand o of a dot, in the buffer at byte offset base. The run-time part
+ * of its offset is this thread's warpgroup's rows (A: dim 0 of the result)
+ * or columns (B: dim 1), the XOR of the offsets of the result's warp bases
+ * beyond the first two. */
+static void wg_operand(Cg *cg, const TgWgmmaPlan *p, WgOperand *w, const TgWgmmaOperand *o, LLVMValueRef base,
+                       int dim, bool b_operand) {
     int64_t off[2][LL_MAX_BITS];
     memset(off, 0, sizeof off);
-    w->wg_bits = 0;
+    memset(w, 0, sizeof *w);
+    w->o = o;
+    w->base = base;
     for (int k = 2; k < p->lc.num_bits[LL_WARP]; k++) {
         int64_t x = p->lc.bases[LL_WARP][k][dim];
-        off[1][k] = b_operand ? tg_wgmma_byte_offset(w->o, 0, x) : tg_wgmma_byte_offset(w->o, x, 0);
+        off[1][k] = b_operand ? tg_wgmma_byte_offset(o, 0, x) : tg_wgmma_byte_offset(o, x, 0);
         w->wg_bits |= off[1][k];
     }
     w->wg = cg_thread_offset(cg, off, true);
 }
 
-static void wg_operand(Cg *cg, const TgWgmmaPlan *p, WgOperand *w, const TgWgmmaOperand *o, LLVMValueRef base,
-                       int dim, bool b_operand) {
-    memset(w, 0, sizeof *w);
-    w->o = o;
-    w->base = base;
-    warpgroup_offset(cg, p, w, dim, b_operand);
+/* The descriptor's start address field (bits 4..17 of the shared-window
+ * address window + base + off), as an i32. */
+static LLVMValueRef start_field(Cg *cg, LLVMValueRef window, LLVMValueRef base, LLVMValueRef off) {
+    LLVMBuilderRef b = cg->b;
+    LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, base, ""), off, "");
+    return LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
 }
 
 /* The descriptor (i64) of a shared operand whose sub-tile starts at
- * constant element (r, c) XOR the warpgroup part, in the buffer at byte
- * offset `base` of the dynamic shared memory. When the sub-tile's offset
- * shares no bit with the warpgroup part (XOR is then addition) and is a
- * multiple of 16 bytes, the descriptor is the buffer's low word, computed
- * once per dot, plus offset / 16: one add per wgmma instead of the whole
- * encoding (the start address field holds bits 4..17 of a shared address,
- * and shared addresses stay below 2^18, so the add never carries out of
- * it). Otherwise the address is encoded in full. */
+ * constant element (r, c) XOR the warpgroup part. When the sub-tile's
+ * offset shares no bit with the warpgroup part (XOR is then addition) and
+ * is a multiple of 16 bytes, the descriptor is the buffer's low word,
+ * computed once per dot, plus offset / 16: one add per wgmma instead of
+ * the whole encoding (shared addresses stay below 2^18, so the add never
+ * carries out of the start address field). Otherwise the address is
+ * encoded in full. */
 static LLVMValueRef descriptor(Cg *cg, WgOperand *w, LLVMValueRef window, int64_t r, int64_t c) {
     LLVMBuilderRef b = cg->b;
     int64_t off = tg_wgmma_byte_offset(w->o, r, c);
     uint64_t fixed = tg_wgmma_desc(w->o, 0);
-    LLVMValueRef hi = cg_i64(cg, (int64_t)(fixed & ~(uint64_t)0xFFFFFFFF));
+    LLVMValueRef lo;
     if ((off & w->wg_bits) == 0 && off % 16 == 0) {
-        if (!w->lo) {
-            LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, w->base, ""), w->wg, "");
-            addr = LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
-            w->lo = LLVMBuildOr(b, addr, cg_i32(cg, (int32_t)(uint32_t)(fixed & 0xFFFFFFFF)), "desc.lo");
-        }
-        LLVMValueRef lo = LLVMBuildAdd(b, w->lo, cg_i32(cg, (int32_t)(off / 16)), "");
-        return LLVMBuildOr(b, LLVMBuildZExt(b, lo, cg->t_i64, ""), hi, "");
+        if (!w->lo)
+            w->lo = LLVMBuildOr(b, start_field(cg, window, w->base, w->wg),
+                                cg_i32(cg, (int32_t)(uint32_t)(fixed & 0xFFFFFFFF)), "desc.lo");
+        lo = LLVMBuildAdd(b, w->lo, cg_i32(cg, (int32_t)(off / 16)), "");
+        fixed &= ~(uint64_t)0xFFFFFFFF; /* the low word is in lo */
+    } else {
+        lo = start_field(cg, window, w->base, LLVMBuildXor(b, w->wg, cg_i32(cg, (int32_t)off), ""));
     }
-    LLVMValueRef o = LLVMBuildXor(b, w->wg, cg_i32(cg, (int32_t)off), "");
-    LLVMValueRef addr = LLVMBuildAdd(b, LLVMBuildAdd(b, window, w->base, ""), o, "");
-    addr = LLVMBuildLShr(b, LLVMBuildAnd(b, addr, cg_i32(cg, 0x3FFFF), ""), cg_i32(cg, 4), "");
-    return LLVMBuildOr(b, LLVMBuildZExt(b, addr, cg->t_i64, ""), cg_i64(cg, (int64_t)fixed), "");
+    return LLVMBuildOr(b, LLVMBuildZExt(b, lo, cg->t_i64, ""), cg_i64(cg, (int64_t)fixed), "");
 }
 
 /* The inline PTX `text` (with no operands of its own) with every value of

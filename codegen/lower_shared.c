@@ -215,20 +215,12 @@ static LLVMValueRef reg_address(Cg *cg, const Swizzle *s, ThreadOffset t, const 
     return address(cg, s, t, c, base);
 }
 
-/* The op that makes buffer `buf`, past memdesc_trans views (the same bytes). */
-static const IrOp *buffer_def(const IrValue *buf) {
-    const IrOp *def = buf->def;
-    while (def && def->opc == IR_OP_MEMDESC_TRANS)
-        def = def->operands[0]->def;
-    return def;
-}
-
 /* The byte alignment every address of buffer `buf` is known to have: that of
  * the dynamic shared memory (CG_SMEM_ALIGN), of the local_alloc's offset and,
  * through memdesc_index, of the stage size (memdesc_trans changes neither). */
 static int64_t buffer_align(const IrValue *buf) {
     int64_t a = CG_SMEM_ALIGN;
-    const IrOp *def = buffer_def(buf);
+    const IrOp *def = ir_view_buffer(buf)->def;
     if (def && def->opc == IR_OP_MEMDESC_INDEX) {
         const IrType *stage = def->results[0]->type;
         int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
@@ -605,7 +597,7 @@ CgVal *cg_deferred_val(CgDeferred *d) {
 /* The byte range of the local_alloc a buffer value comes from (through
  * memdesc_trans and memdesc_index), false when unknown. */
 static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
-    const IrOp *def = buffer_def(buf);
+    const IrOp *def = ir_view_buffer(buf)->def;
     if (def && def->opc == IR_OP_MEMDESC_INDEX)
         def = def->operands[0]->def;
     if (!def || def->opc != IR_OP_LOCAL_ALLOC)

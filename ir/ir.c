@@ -347,6 +347,12 @@ int ir_count_uses(IrBlock *scope, const IrValue *v) {
     return n;
 }
 
+const IrValue *ir_view_buffer(const IrValue *v) {
+    while (v->def && v->def->opc == IR_OP_MEMDESC_TRANS)
+        v = v->def->operands[0];
+    return v;
+}
+
 /* ---- attributes ---- */
 
 const IrAttr *ir_attr_get(int n, const IrAttr *attrs, const char *name) {

@@ -434,6 +434,9 @@ void ir_value_set_name(IrModule *m, IrValue *v, const char *name); /* digits-onl
 void ir_replace_all_uses(IrBlock *scope, IrValue *from, IrValue *to);
 /* Number of uses of v inside scope (nested regions included). */
 int ir_count_uses(IrBlock *scope, const IrValue *v);
+/* The shared-memory buffer v views: v past its memdesc_trans ops (the same
+ * bytes), or v itself. */
+const IrValue *ir_view_buffer(const IrValue *v);
 
 /* Attributes. Setters replace an existing attribute of the same name. */
 const IrAttr *ir_attr_get(int n, const IrAttr *attrs, const char *name);

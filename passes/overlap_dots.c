@@ -256,6 +256,20 @@ static IrValue *placeholder(IrBuilder *b, const IrType *t) {
     return ir_type_is_float(ir_type_elem(t)) ? ir_build_const_float(b, t, 0.0) : ir_build_const_int(b, t, 0);
 }
 
+/* What an iteration of the rotated loop carries, as map gives it: the
+ * loop's yield operands but the accumulator's, then the late values. */
+static IrValue **carried(Rot *r, IrMap *map, int nk) {
+    IrOp *yield = r->body->last;
+    IrValue **outs = ARENA_ARRAY(&r->m->arena, IrValue *, (size_t)nk);
+    int k = 0;
+    for (int j = 0; j < yield->num_operands; j++)
+        if (j != r->acc)
+            outs[k++] = pass_subst_value(map, yield->operands[j]);
+    for (int i = 0; i < r->num_late; i++)
+        outs[k++] = pass_subst_value(map, r->late[i]);
+    return outs;
+}
+
 static void rotate(Rot *r) {
     IrModule *m = r->m;
     IrOp *loop = r->loop, *yield = r->body->last;
@@ -289,13 +303,7 @@ static void rotate(Rot *r) {
         for (IrOp *op = body->first; op != yield; op = op->next)
             if (!in_tail(r, op))
                 ir_block_append(then, ir_op_clone(m, op, &map));
-        IrValue **outs = ARENA_ARRAY(&m->arena, IrValue *, (size_t)nk);
-        k = 0;
-        for (int j = 0; j < nargs; j++)
-            if (j != r->acc)
-                outs[k++] = pass_subst_value(&map, yield->operands[j]);
-        for (int i = 0; i < r->num_late; i++)
-            outs[k++] = pass_subst_value(&map, r->late[i]);
+        IrValue **outs = carried(r, &map, nk);
         IrBuilder in;
         ir_builder_at_end(&in, m, then);
         in.loc = loop->loc;
@@ -367,14 +375,7 @@ static void rotate(Rot *r) {
             ir_map_put(&map, r->d1->results[0], wait_for(&in, copy->results[0], 1));
         }
     }
-    IrValue **outs = ARENA_ARRAY(&m->arena, IrValue *, (size_t)nk);
-    k = 0;
-    for (int j = 0; j < nargs; j++)
-        if (j != r->acc)
-            outs[k++] = pass_subst_value(&map, yield->operands[j]);
-    for (int i = 0; i < r->num_late; i++)
-        outs[k++] = pass_subst_value(&map, r->late[i]);
-    IrOp *ny = ir_op_create(m, IR_OP_YIELD, nk, outs, 0, NULL);
+    IrOp *ny = ir_op_create(m, IR_OP_YIELD, nk, carried(r, &map, nk), 0, NULL);
     ny->loc = yield->loc;
     ir_block_append(nb, ny);
 

@@ -283,13 +283,6 @@ static IrOp *alloc_of(IrBlock *body, IrValue *v) {
     return NULL;
 }
 
-/* The buffer a view is of: v past its memdesc_trans ops (the same bytes). */
-static const IrValue *viewed(const IrValue *v) {
-    while (v->def && v->def->opc == IR_OP_MEMDESC_TRANS)
-        v = v->def->operands[0];
-    return v;
-}
-
 /* Is v an operand (A or B) of op, a warp_group_dot? */
 static bool wgmma_operand(const IrOp *op, const IrValue *v) {
     return op->opc == IR_OP_WARP_GROUP_DOT && (op->operands[0] == v || op->operands[1] == v);
@@ -297,13 +290,13 @@ static bool wgmma_operand(const IrOp *op, const IrValue *v) {
 
 /* Does op, a warp_group_dot, read buf (directly or through a view)? */
 static bool wgmma_reads(const IrOp *op, const IrValue *buf) {
-    return op->opc == IR_OP_WARP_GROUP_DOT && (viewed(op->operands[0]) == buf || viewed(op->operands[1]) == buf);
+    return op->opc == IR_OP_WARP_GROUP_DOT && (ir_view_buffer(op->operands[0]) == buf || ir_view_buffer(op->operands[1]) == buf);
 }
 
 /* Does op read buf (a local_load or a warp_group_dot), or make a view of
  * it (memdesc_trans, which goes with its readers: it is before them)? */
 static bool reads_buffer(const IrOp *op, const IrValue *buf) {
-    return (op->opc == IR_OP_LOCAL_LOAD && viewed(op->operands[0]) == buf) || wgmma_reads(op, buf) ||
+    return (op->opc == IR_OP_LOCAL_LOAD && ir_view_buffer(op->operands[0]) == buf) || wgmma_reads(op, buf) ||
            (op->opc == IR_OP_MEMDESC_TRANS && op->operands[0] == buf);
 }
 
@@ -712,7 +705,7 @@ static IrOp *async_dot_of(Pipe *p, IrBlock *body, int *carried) {
     /* every buffer it reads must be a ring: a buffer the body refills
      * (a load kept synchronous) would be overwritten under the dot in flight */
     for (int k = 0; k < 2; k++) {
-        const IrValue *opnd = viewed(dot->operands[k]);
+        const IrValue *opnd = ir_view_buffer(dot->operands[k]);
         bool ring = false;
         for (int i = 0; i < p->num_cands; i++)
             ring |= opnd == p->cands[i].alloc->results[0];

@@ -158,8 +158,8 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
      * and 2 stages at 256. It pays at head dims 128 and 256, causal or
      * not (the masked loop of causal kernels takes its key blocks from the
      * same producer), and at 64 from 4096 keys on; shorter sequences at
-     * head dim 64 run faster as two programs of one warpgroup per SM
-     * (bench/RESULTS.md). ws 0 or 1 forces it. */
+     * head dim 64 run faster as programs of one warpgroup, four per SM
+     * (below; bench/RESULTS.md). ws 0 or 1 forces it. */
     bool ws_pays = wide || p->block_d == 128 || (p->block_d >= 64 && seqlen_k >= ATTN_WS_MIN_KEYS);
     p->warp_specialize = wgmma && (ws == 1 || (ws < 0 && ws_pays));
     if (p->warp_specialize) {
