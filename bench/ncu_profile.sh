@@ -2,7 +2,7 @@
 # ncu_profile.sh — Nsight Compute's key figures for tilec's attention and matmul next to cuDNN's
 # and cuBLAS's kernels on the same shapes (the figures bench/RESULTS.md quotes).
 #
-#   bench/ncu_profile.sh [attention|matmul|all] [SHAPE]   (from the bundle, on the GPU machine)
+#   bench/ncu_profile.sh [attention|matmul|bwd|all] [SHAPE]   (from the bundle, on the GPU machine)
 #
 # Each line: the implementation, the kernel ncu profiled (the last of three launches of
 # bench/ncu_target.py), its time, tensor-pipe activity, issue activity, warps active, and the
@@ -43,6 +43,39 @@ for m in os.environ["METRICS"].split(","):
         print(f"  {m:78s} {vals[i]:>12s} {units[i]}")
 '
 }
+# bwd: every kernel of the backward pass's last launch, a line each: time, tensor-pipe activity,
+# issue activity, registers (tilec's default, its atomic dQ, cuDNN's).
+run_all() { # impl shape kernel-name-regex launches extra...
+    local impl=$1 shape=$2 names=$3 count=$4; shift 4
+    echo "== attention backward $impl $shape $*"
+    "$ncu" --kernel-name "regex:$names" --metrics "$metrics" --csv --page raw \
+        python3 "$here/ncu_target.py" attention --bwd --impl "$impl" --shape "$shape" "$@" 2>/dev/null |
+        COUNT="$count" python3 -c '
+import csv, os, sys
+rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
+if len(rows) < 3:
+    sys.exit("no profile (is ncu allowed to read the counters?)")
+head, units, vals = rows[0], rows[1], rows[2:][-int(os.environ["COUNT"]):]
+col = lambda m: head.index(m)
+for v in vals:
+    t = col("gpu__time_duration.sum")
+    print(f"  {v[col("Kernel Name")][:48]:48s} {v[t]:>10s} {units[t]}"
+          f"  tensor {v[col("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active")]:>6s}%"
+          f"  issue {v[col("smsp__issue_active.avg.pct_of_peak_sustained_active")]:>6s}%"
+          f"  regs {v[col("launch__registers_per_thread")]}")
+'
+}
+if [ "$what" = bwd ] || [ "$what" = all ]; then
+    s=${2:-4,32,4096,128}
+    for c in "" --causal; do
+        # shellcheck disable=SC2086
+        run_all tilec "$s" '^attention_bwd' 3 $c
+        # shellcheck disable=SC2086
+        TILEC_ATTENTION_BWD_DQ=atomic run_all tilec "$s" '^attention_bwd' 3 $c
+        # shellcheck disable=SC2086
+        run_all cudnn "$s" 'cudnn|fmha|flash|sm90|dgrad|bprop|backward' 4 $c
+    done
+fi
 if [ "$what" = attention ] || [ "$what" = all ]; then
     s=${2:-4,32,4096,128}
     run attention tilec "$s" '^attention_fwd$'

@@ -1,9 +1,12 @@
 """Launches one kernel a few times, for a profiler (Nsight Compute) to measure.
 
     python3 bench/ncu_target.py attention [--shape B,H,N,D] [--causal] [--dtype f16|bf16] [--impl tilec|cudnn]
+                                          [--bwd]
     python3 bench/ncu_target.py matmul [--shape M,N,K] [--dtype f16|bf16] [--impl tilec|cublas]
 
-Runs the implementation on fresh random inputs three times (the first compiles, for tilec),
+--bwd: the backward pass (tc_attention_bwd, its preprocessing, dK/dV and dQ kernels; with
+TILEC_ATTENTION_BWD_DQ=atomic its atomic dQ) or cuDNN's through torch autograd, after one forward
+pass that writes O and the log-sum-exp. Runs the implementation on fresh random inputs three times (the first compiles, for tilec),
 synchronizing after each. Under ncu, profile the last launch, e.g.
 
     ncu --launch-skip 2 --launch-count 1 --metrics gpu__time_duration.sum,... \\
@@ -33,6 +36,7 @@ def main():
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--dtype", default="f16", choices=("f16", "bf16"))
     ap.add_argument("--impl", default="tilec", choices=("tilec", "cudnn", "cublas"))
+    ap.add_argument("--bwd", action="store_true", help="attention: the backward pass")
     ap.add_argument("--launches", type=int, default=3)
     args = ap.parse_args()
     import torch
@@ -43,6 +47,8 @@ def main():
     lib = load_tilec(libpath, {
         "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
         "tc_matmul": (I, [P, P, I, U, U, U, U] + [L] * 9 + [I]),
+        "tc_attention_bwd": (I, [P, P, I] + [U] * 9 + [L] * 6 + [L] * 24 + [U, U, C.c_float, I, I, U, C.c_size_t]),
+        "tc_attention_bwd_workspace_size": (I, [I] + [L] * 6 + [I, I, I, C.POINTER(C.c_size_t)]),
     })
     ctx = tc_context_from_torch(lib, libpath, torch, triton, PROG)
     stream = C.c_void_p(torch.cuda.current_stream().cuda_stream)
@@ -64,6 +70,34 @@ def main():
             from torch.nn.attention import SDPBackend, sdpa_kernel
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=args.causal, scale=scale)
+        if args.bwd:
+            do = torch.randn_like(q)
+            dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+            if args.impl == "tilec":
+                run()  # O and the log-sum-exp
+                torch.cuda.synchronize()
+                n = C.c_size_t(0)
+                tc_check(lib, lib.tc_attention_bwd_workspace_size(TC_DTYPE[args.dtype], B, H, H, N, N, D,
+                                                                  int(args.causal), 0, 0, C.byref(n)),
+                         "tc_attention_bwd_workspace_size")
+                ws = torch.empty(max(n.value, 1), device="cuda", dtype=torch.uint8)
+                strides = [x for t in (q, k, v, o, do, dq, dk, dv) for x in (t.stride(0), t.stride(1), t.stride(2))]
+
+                def run():
+                    return tc_check(lib, lib.tc_attention_bwd(
+                        ctx, stream, TC_DTYPE[args.dtype], dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                        do.data_ptr(), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), B, H,
+                        H, N, N, D, *strides, 0, 0, scale, int(args.causal), 0, ws.data_ptr(), ws.numel()),
+                        "tc_attention_bwd")
+            else:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    out = torch.nn.functional.scaled_dot_product_attention(qg, kg, vg, is_causal=args.causal,
+                                                                           scale=scale)
+
+                def run():
+                    torch.autograd.grad(out, (qg, kg, vg), do, retain_graph=True)
     else:
         M, N, K = (int(x) for x in (args.shape or "4096,4096,4096").split(","))
         a = torch.randn(M, K, device="cuda", dtype=tdt)

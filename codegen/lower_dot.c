@@ -369,17 +369,7 @@ bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
         wg_operand(cg, p, &wa, &p->sa, cg_get(cg, op->operands[0])->v[0], 0, false);
     }
     int per = p->n / 2;
-    LLVMTypeRef *outs = ARENA_ARRAY(&cg->arena, LLVMTypeRef, per);
-    for (int i = 0; i < per; i++)
-        outs[i] = cg->t_f32;
-    LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, outs, (unsigned)per, 0);
-    int nargs = per + (p->a_regs ? 4 : 1) + 2;
-    LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, nargs);
-    /* A in registers: every fragment word, and the accumulator unless it
-     * is zero, pass through the wgmma.fence (tied_asm), so that no ordinary
-     * instruction writes a register the wgmmas read after the fence (ptxas
-     * would add fences of its own, C7519). A zero accumulator is not set at
-     * all: the first k step computes D = A B (scale-d 0). */
+    /* A in registers: every fragment word of the (k step, tile) pairs. */
     bool zero = ir_value_is_zero(op->operands[2]);
     int na = p->a_regs ? 4 * p->ksteps * p->tiles_m : 0;
     LLVMValueRef *aw = ARENA_ARRAY(&cg->arena, LLVMValueRef, na > 0 ? na : 1);
@@ -392,76 +382,90 @@ bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
                 if (ra)
                     fragment_words(cg, a, ra, 8, true, cg->t_i32, aw + 4 * (ks * p->tiles_m + tm));
             }
-    {
-        LLVMValueRef *through = ARENA_ARRAY(&cg->arena, LLVMValueRef, (size_t)na + (size_t)res->n + 1);
-        int *slot = ARENA_ARRAY(&cg->arena, int, (size_t)na + (size_t)res->n + 1);
-        int n = 0;
-        for (int i = 0; i < na; i++)
-            if (aw[i])
-                slot[n] = i, through[n++] = aw[i];
-        int nw = n;
-        if (!zero)
-            for (int r = 0; r < res->n; r++)
-                slot[n] = r, through[n++] = res->v[r];
-        tied_asm(cg, "wgmma.fence.sync.aligned;", through, n);
-        for (int i = 0; i < n; i++) {
-            if (i < nw)
-                aw[slot[i]] = through[i];
-            else
-                res->v[slot[i]] = through[i];
-        }
+    /* The whole dot is one inline asm: wgmma.fence, every (k step, tile)
+     * wgmma in order, commit_group. Its operands: this warpgroup's
+     * accumulator registers as outputs, tied to inputs unless the
+     * accumulator is zero (the first k step then computes D = A B,
+     * scale-d 0, and nothing is read), then each instruction's A (4
+     * registers or a descriptor) and B descriptor. Being inputs of the
+     * asm, the A fragments and the accumulator are written before the
+     * fence, as wgmma requires (else ptxas adds fences of its own,
+     * C7519). One statement instead of one per instruction and two
+     * pass-through fences: LLVM's code generator handles each asm
+     * operand once, and the accumulator of a long k loop is not copied
+     * from statement to statement (a third of the back end's time on
+     * attention at head dim 256). */
+    int *slot = ARENA_ARRAY(&cg->arena, int, res->n > 0 ? res->n : 1); /* register -> output operand, or -1 */
+    int *order = ARENA_ARRAY(&cg->arena, int, res->n > 0 ? res->n : 1);
+    int nout = 0;
+    for (int r = 0; r < res->n; r++)
+        slot[r] = -1;
+    for (int t = 0; t < p->tiles_m * p->tiles_n; t++) {
+        const int *acc = p->acc + t * per;
+        if (acc[0] < 0)
+            continue; /* another warpgroup's tile */
+        for (int i = 0; i < per; i++)
+            if (slot[acc[i]] < 0)
+                order[nout] = acc[i], slot[acc[i]] = nout++;
     }
-    /* One instruction's text and constraints, the same for every (k step,
-     * tile): operands numbered outputs, tied inputs (one per output), then
-     * A (4 registers or a descriptor), B's descriptor, scale-d. */
+    int cap_args = (zero ? 0 : nout) + p->ksteps * p->tiles_m * p->tiles_n * 5;
+    LLVMValueRef *args = ARENA_ARRAY(&cg->arena, LLVMValueRef, cap_args > 0 ? cap_args : 1);
+    int nargs = 0;
     Buf text, cons;
     buf_init(&text);
     buf_init(&cons);
-    int in = 2 * per;
-    buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\n", in + nargs - per - 1);
-    buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
-    for (int i = 0; i < per; i++) {
-        buf_printf(&text, "%s$%d", i ? ", " : "", i);
+    buf_puts(&text, "wgmma.fence.sync.aligned;\n");
+    for (int i = 0; i < nout; i++)
         buf_printf(&cons, "%s=f", i ? "," : "");
-    }
-    for (int i = 0; i < per; i++)
-        buf_printf(&cons, ",%d", i);
-    if (p->a_regs)
-        buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", in, in + 1, in + 2, in + 3, in + 4,
-                   p->sb.mn_major);
-    else
-        buf_printf(&text, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", in, in + 1, p->sa.mn_major, p->sb.mn_major);
-    buf_puts(&cons, p->a_regs ? ",r,r,r,r,l,r,~{memory}" : ",l,l,r,~{memory}");
+    if (!zero)
+        for (int i = 0; i < nout; i++) {
+            args[nargs++] = res->v[order[i]];
+            buf_printf(&cons, ",%d", i);
+        }
     bool ok = true;
     for (int ks = 0; ks < p->ksteps && ok; ks++)
         for (int tm = 0; tm < p->tiles_m && ok; tm++)
             for (int tn = 0; tn < p->tiles_n; tn++) {
                 const int *acc = p->acc + (tm * p->tiles_n + tn) * per;
                 if (acc[0] < 0)
-                    continue; /* another warpgroup's tile */
+                    continue;
+                buf_printf(&text, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", p->n, p->dtype, p->dtype);
                 for (int i = 0; i < per; i++)
-                    args[i] = zero && ks == 0 ? LLVMGetUndef(cg->t_f32) : res->v[acc[i]];
-                int k = per;
+                    buf_printf(&text, "%s$%d", i ? ", " : "", slot[acc[i]]);
+                int first = nout + nargs;
                 if (p->a_regs) {
                     LLVMValueRef *w = aw + 4 * (ks * p->tiles_m + tm);
                     if (!(ok = w[0] != NULL))
                         break;
                     for (int j = 0; j < 4; j++)
-                        args[k++] = w[j];
+                        args[nargs++] = w[j];
+                    buf_puts(&cons, ",r,r,r,r");
+                    buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, %d, 1, 1, %d;\n", first, first + 1, first + 2,
+                               first + 3, first + 4, zero && ks == 0 ? 0 : 1, p->sb.mn_major);
                 } else {
-                    args[k++] = descriptor(cg, &wa, window, (int64_t)tm * 64, (int64_t)ks * 16);
+                    args[nargs++] = descriptor(cg, &wa, window, (int64_t)tm * 64, (int64_t)ks * 16);
+                    buf_puts(&cons, ",l");
+                    buf_printf(&text, "}, $%d, $%d, %d, 1, 1, %d, %d;\n", first, first + 1, zero && ks == 0 ? 0 : 1,
+                               p->sa.mn_major, p->sb.mn_major);
                 }
-                args[k++] = descriptor(cg, &wb, window, (int64_t)ks * 16, (int64_t)tn * p->n);
-                args[k++] = cg_i32(cg, zero && ks == 0 ? 0 : 1); /* scale-d: D = A B, or accumulate */
-                LLVMValueRef d = cg_asm(cg, st, text.data, cons.data, args, k, true);
-                for (int i = 0; i < per; i++)
-                    res->v[acc[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
+                args[nargs++] = descriptor(cg, &wb, window, (int64_t)ks * 16, (int64_t)tn * p->n);
+                buf_puts(&cons, ",l");
             }
+    buf_puts(&text, "wgmma.commit_group.sync.aligned;");
+    buf_puts(&cons, ",~{memory}");
+    if (ok) {
+        LLVMTypeRef *outs = ARENA_ARRAY(&cg->arena, LLVMTypeRef, nout > 0 ? nout : 1);
+        for (int i = 0; i < nout; i++)
+            outs[i] = cg->t_f32;
+        LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, outs, (unsigned)nout, 0);
+        LLVMValueRef d = cg_asm(cg, nout ? st : cg->t_void, text.data, cons.data + (nout ? 0 : 1), args, nargs, true);
+        for (int i = 0; i < nout; i++)
+            res->v[order[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");
+    }
     buf_free(&text);
     buf_free(&cons);
     if (!ok)
         return cg_error(cg, op, "internal error: wgmma A fragment missing");
-    cg_asm(cg, cg->t_void, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0, true);
     if (ir_op_get_int(op, "async", 0) == 0)
         wait_group(cg, 0, &res, 1);
     cg_set(cg, op->results[0], res);

@@ -12,6 +12,7 @@
 #include "tilec/tilec.h"
 #include "tool_output.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +49,9 @@ static void usage(FILE *out) {
           "                        and a typed launch function per kernel; -o NAME (default: the\n"
           "                        input's base name); --arch takes a comma-separated list\n"
           "  --no-cubin            with --aot: embed PTX only, even if ptxas is found\n"
-          "  --time FILE...        compile every kernel of each file separately and print\n"
-          "                        one line per kernel: name, output size, milliseconds (median\n"
-          "                        of 21), and the medians of each phase\n"
+          "  --time FILE...        compile every kernel of each file (only --kernel's, if given)\n"
+          "                        alone and print one line per kernel: name, output size,\n"
+          "                        milliseconds (median of 21), and the medians of each phase\n"
           "  --help                show this help\n"
           "  --version             show the version\n",
           out);
@@ -80,9 +81,10 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* --time: every kernel of every file, compiled alone, timed over several runs. */
-static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_constexpr *cx, size_t num_cx,
-                      const tc_options *opt) {
+/* --time: every kernel of every file (or only `kernel`, when given),
+ * compiled alone, timed over several runs. */
+static int time_files(tc_compiler *cc, char **paths, int num_paths, const char *kernel, const tc_constexpr *cx,
+                      size_t num_cx, const tc_options *opt) {
     enum { RUNS = 21 };
     int rc = 0;
     const char *what = opt->emit == TC_EMIT_AST    ? "ast"
@@ -104,7 +106,11 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
             fputs(tc_diagnostics_text(diags), stderr);
             rc = 1;
         }
+        bool found = false;
         for (size_t k = 0; k < count; k++) {
+            if (kernel && strcmp(kernel, names[k]) != 0)
+                continue;
+            found = true;
             double ms[RUNS], phase[5][RUNS];
             size_t bytes = 0;
             tc_status st = TC_OK;
@@ -124,7 +130,11 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
                 tc_binary_destroy(bin);
             }
             if (st != TC_OK) {
-                fputs(tc_diagnostics_text(diags), stderr);
+                const char *text = tc_diagnostics_text(diags);
+                if (*text)
+                    fputs(text, stderr);
+                else
+                    fprintf(stderr, "tilec: %s\n", tc_last_error());
                 printf("%-24s %-20s FAILED (%s)\n", paths[p], names[k], tc_status_string(st));
                 rc = 1;
                 continue;
@@ -141,6 +151,10 @@ static int time_files(tc_compiler *cc, char **paths, int num_paths, const tc_con
                 printf(", PTX emit %.2f)\n", phase[4][RUNS / 2]);
             else if (opt->emit != TC_EMIT_LLVM)
                 printf(")\n");
+        }
+        if (kernel && !found && count > 0) {
+            fprintf(stderr, "tilec: %s: no kernel named '%s'\n", paths[p], kernel);
+            rc = 1;
         }
         tc_names_free(names, count);
         tc_diagnostics_destroy(diags);
@@ -357,7 +371,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "tilec: --arch %s is not supported (sm_80, sm_90, sm_90a)\n", arch);
             return 2;
         }
-        int rc = time_files(tcc, time_paths, num_time_paths, cx, num_cx, &opt);
+        int rc = time_files(tcc, time_paths, num_time_paths, kernel, cx, num_cx, &opt);
         tc_compiler_destroy(tcc);
         return rc;
     }
