@@ -709,6 +709,42 @@ bool cg_lower_atomic(Cg *cg, IrOp *op) {
     char reg;
     LLVMTypeRef rt;
     const char *atom = atom_instr(cg, ir_op_get_word(op, "kind"), elem, &reg, &rt);
+    /* f32 adds whose old values nothing reads, `vec` adjacent elements per
+     * register group: `red.global.add.v2.f32` / `.v4.f32` (sm_90, PTX 8.1),
+     * one instruction per group. */
+    int v = cg_vec_width(op, ll, ir_type_bytes(elem));
+    if (atom && v > 1 && elem->kind == IR_F32 && rmw == LLVMAtomicRMWBinOpFAdd && cg->target->sm >= 90 &&
+        cg->target->arch_a && !cg_is_used(cg, op->results[0])) {
+        LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+        cg_group_pointers(cg, op->operands[0], ll, v, gp);
+        for (int r = 0; r < n; r += v) {
+            LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
+            LLVMValueRef args[6];
+            Buf text, cons;
+            buf_init(&text);
+            buf_init(&cons);
+            buf_printf(&text, "%sred.global.add.v%d.f32 [$0], {", pred ? "@$1 " : "", v);
+            buf_puts(&cons, pred ? "l,b" : "l");
+            int k = 0;
+            args[k++] = gp[r];
+            if (pred)
+                args[k++] = pred;
+            for (int j = 0; j < v; j++) {
+                buf_printf(&text, "%s$%d", j ? ", " : "", k);
+                buf_puts(&cons, ",f");
+                args[k++] = cg_reg(vals, r + j);
+            }
+            buf_puts(&text, "};");
+            buf_puts(&cons, ",~{memory}");
+            cg_asm(cg, cg->t_void, text.data, cons.data, args, k, true);
+            buf_free(&text);
+            buf_free(&cons);
+        }
+        for (int r = 0; r < n; r++)
+            res->v[r] = LLVMGetUndef(t); /* never read */
+        cg_set(cg, op->results[0], res);
+        return true;
+    }
     for (int r = 0; r < n && atom; r++) {
         /* `@p atom...`: no branch, the old value unspecified where p is false. */
         LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);

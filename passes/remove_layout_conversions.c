@@ -21,7 +21,9 @@
  * 1. Forward propagation. Anchors are ops whose layout was chosen for a
  *    reason: loads of at least one element per thread, atomics, dots, local
  *    loads; and loop-carried values that a memory access's pointer comes
- *    from (`p = p + BLOCK`) take the access's layout. Layouts flow to users
+ *    from (`p = p + BLOCK`) take the access's layout. An atomic add of an
+ *    #mma dot's 4- or 8-byte values whose old values nothing reads takes
+ *    the #mma instead (atomic_takes_mma). Layouts flow to users
  *    through elementwise ops, broadcast, convert_layout (a conversion whose
  *    result takes its source's layout disappears), reduce (as a #slice),
  *    expand_dims (a #slice operand gives its parent), trans, and
@@ -198,9 +200,33 @@ static void find_mma_dots(Rlc *r, IrBlock *b) {
     }
 }
 
+/* An atomic whose old values nothing reads, adding 4- or 8-byte elements
+ * that an #mma dot computed, takes the dot's layout instead of coalesce's:
+ * each thread adds the pairs of adjacent columns it holds (a warp's eight
+ * rows of 32 bytes each whole sectors), and the values are not converted
+ * through shared memory first. Its vector width is coalesce's, at most the
+ * 2 adjacent elements of a pair, and 1 unless coalesce vectorized along the
+ * columns. */
+static bool atomic_takes_mma(Rlc *r, IrOp *op) {
+    if (op->opc != IR_OP_ATOMIC || op->results[0]->type->kind != IR_TILE || op->results[0]->type->rank != 2)
+        return false;
+    UseList *u = ir_map_get(&r->uses, op->results[0]);
+    const Layout *v = ir_map_get(&r->cand, op->operands[1]);
+    const Layout *own = layout_of(op->results[0]);
+    if ((u && u->n) || !v || v->kind != LAYOUT_MMA || ir_type_bytes(op->results[0]->type->elem) < 4 || !own ||
+        own->kind != LAYOUT_BLOCKED)
+        return false;
+    int64_t vec = ir_op_get_int(op, "vec", 1);
+    ir_op_set_int(r->m, op, "vec", vec >= 2 && own->blocked.order[0] == 1 ? 2 : 1);
+    set_cand(r, op->results[0], v);
+    return true;
+}
+
 static void find_anchors(Rlc *r, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
-        if (is_anchor(r, op))
+        if (atomic_takes_mma(r, op))
+            ;
+        else if (is_anchor(r, op))
             for (int i = 0; i < op->num_results; i++)
                 set_cand(r, op->results[i], layout_of(op->results[i]));
         bool access = op->opc == IR_OP_LOAD || op->opc == IR_OP_STORE || op->opc == IR_OP_ATOMIC;

@@ -40,6 +40,6 @@ const char *tg_target_cpu(const TgTarget *t) {
 
 const char *tg_target_features(const TgTarget *t) {
     if (t->sm >= 90)
-        return t->arch_a ? "+ptx80" : "+ptx78";
+        return t->arch_a ? "+ptx81" : "+ptx78";
     return "+ptx70";
 }

@@ -187,7 +187,7 @@ TEST(source_to_ptx) {
         fprintf(stderr, "%s\n", tc_diagnostics_text(d));
     } else {
         const char *ptx = tc_binary_text(b, NULL);
-        CHECK(strstr(ptx, ".version 8.0") != NULL);
+        CHECK(strstr(ptx, ".version 8.1") != NULL);
         CHECK(strstr(ptx, ".entry softmax(") != NULL);
         CHECK(strstr(ptx, "shfl.sync.bfly") != NULL);
         CHECK(strstr(ptx, "ex2.approx") != NULL);
