@@ -224,15 +224,18 @@ static bool atomic_takes_mma(Rlc *r, IrOp *op) {
 
 static void find_anchors(Rlc *r, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
+        /* The layout the access runs in: an atomic taking its values' #mma
+         * seeds its loop-carried pointers with that #mma too. */
+        bool access = op->opc == IR_OP_LOAD || op->opc == IR_OP_STORE || op->opc == IR_OP_ATOMIC;
+        const Layout *at = access ? layout_of(op->operands[0]) : NULL;
         if (atomic_takes_mma(r, op))
-            ;
+            at = ir_map_get(&r->cand, op->results[0]);
         else if (is_anchor(r, op))
             for (int i = 0; i < op->num_results; i++)
                 set_cand(r, op->results[i], layout_of(op->results[i]));
-        bool access = op->opc == IR_OP_LOAD || op->opc == IR_OP_STORE || op->opc == IR_OP_ATOMIC;
-        if (access && layout_of(op->operands[0])) {
+        if (at) {
             int budget = 64;
-            seed_pointer(r, op->operands[0], layout_of(op->operands[0]), &budget);
+            seed_pointer(r, op->operands[0], at, &budget);
         }
         for (int k = 0; k < op->num_regions; k++)
             find_anchors(r, op->regions[k]);
