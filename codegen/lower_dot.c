@@ -292,9 +292,8 @@ static LLVMValueRef descriptor(Cg *cg, WgOperand *w, LLVMValueRef window, int64_
 
 /* The inline PTX `text` (with no operands of its own) with every value of
  * vals[0..n) passed through it, tied in and out (f32 and i32 values; vals
- * gets the outputs), so that LLVM computes them before it and reads them
- * only after it: wgmma.fence before the wgmmas that read them, wgmma.wait_group
- * before anything reads a wgmma's result. */
+ * gets the outputs), so that LLVM reads them only after it:
+ * wgmma.wait_group before anything reads a wgmma's result. */
 static void tied_asm(Cg *cg, const char *text, LLVMValueRef *vals, int n) {
     if (n == 0) {
         cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
@@ -458,6 +457,8 @@ bool cg_lower_warp_group_dot(Cg *cg, IrOp *op) {
         for (int i = 0; i < nout; i++)
             outs[i] = cg->t_f32;
         LLVMTypeRef st = LLVMStructTypeInContext(cg->ctx, outs, (unsigned)nout, 0);
+        /* No output (no tile of this warpgroup's) means no operand either:
+         * cons is then ",~{memory}", without its leading comma. */
         LLVMValueRef d = cg_asm(cg, nout ? st : cg->t_void, text.data, cons.data + (nout ? 0 : 1), args, nargs, true);
         for (int i = 0; i < nout; i++)
             res->v[order[i]] = LLVMBuildExtractValue(cg->b, d, (unsigned)i, "");

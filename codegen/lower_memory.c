@@ -689,6 +689,33 @@ static const char *atom_instr(Cg *cg, const char *kind, const IrType *elem, char
     return NULL;
 }
 
+/* `[@pred] red.global.add.vN.f32 [ptr], {vals}`: n (2 or 4) adjacent f32
+ * added, the old values not returned. */
+static void vector_red_add(Cg *cg, LLVMValueRef ptr, LLVMValueRef *vals, int n, LLVMValueRef pred) {
+    Buf text, cons;
+    buf_init(&text);
+    buf_init(&cons);
+    LLVMValueRef args[2 + 4];
+    args[0] = ptr;
+    for (int i = 0; i < n; i++)
+        args[1 + i] = vals[i];
+    if (pred) {
+        args[1 + n] = pred;
+        buf_printf(&text, "@$%d ", n + 1);
+    }
+    buf_printf(&text, "red.global.add%s.f32 [$0], ", vec_suffix(n));
+    operand_list(&text, 1, n);
+    buf_puts(&text, ";");
+    buf_puts(&cons, "l");
+    for (int i = 0; i < n; i++)
+        buf_puts(&cons, ",f");
+    if (pred)
+        buf_puts(&cons, ",b");
+    cg_asm(cg, cg->t_void, text.data, cons.data, args, n + 1 + (pred != NULL), true);
+    buf_free(&text);
+    buf_free(&cons);
+}
+
 bool cg_lower_atomic(Cg *cg, IrOp *op) {
     const IrType *pt = op->operands[0]->type;
     const IrType *elem = ir_type_elem(op->operands[1]->type);
@@ -710,35 +737,18 @@ bool cg_lower_atomic(Cg *cg, IrOp *op) {
     LLVMTypeRef rt;
     const char *atom = atom_instr(cg, ir_op_get_word(op, "kind"), elem, &reg, &rt);
     /* f32 adds whose old values nothing reads, `vec` adjacent elements per
-     * register group: `red.global.add.v2.f32` / `.v4.f32` (sm_90, PTX 8.1),
-     * one instruction per group. */
+     * register group: one `red.global.add.v2.f32` / `.v4.f32` per group
+     * (sm_90, PTX 8.1). */
     int v = cg_vec_width(op, ll, ir_type_bytes(elem));
     if (atom && v > 1 && elem->kind == IR_F32 && rmw == LLVMAtomicRMWBinOpFAdd && cg->target->sm >= 90 &&
         cg->target->arch_a && !cg_is_used(cg, op->results[0])) {
         LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
         cg_group_pointers(cg, op->operands[0], ll, v, gp);
         for (int r = 0; r < n; r += v) {
-            LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
-            LLVMValueRef args[6];
-            Buf text, cons;
-            buf_init(&text);
-            buf_init(&cons);
-            buf_printf(&text, "%sred.global.add.v%d.f32 [$0], {", pred ? "@$1 " : "", v);
-            buf_puts(&cons, pred ? "l,b" : "l");
-            int k = 0;
-            args[k++] = gp[r];
-            if (pred)
-                args[k++] = pred;
-            for (int j = 0; j < v; j++) {
-                buf_printf(&text, "%s$%d", j ? ", " : "", k);
-                buf_puts(&cons, ",f");
-                args[k++] = cg_reg(vals, r + j);
-            }
-            buf_puts(&text, "};");
-            buf_puts(&cons, ",~{memory}");
-            cg_asm(cg, cg->t_void, text.data, cons.data, args, k, true);
-            buf_free(&text);
-            buf_free(&cons);
+            LLVMValueRef group[4];
+            for (int j = 0; j < v; j++)
+                group[j] = cg_reg(vals, r + j);
+            vector_red_add(cg, gp[r], group, v, and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner));
         }
         for (int r = 0; r < n; r++)
             res->v[r] = LLVMGetUndef(t); /* never read */
