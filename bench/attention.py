@@ -11,14 +11,14 @@ cuDNN backends on the same inputs (triton.testing.do_bench medians), as TFLOP/s 
 
     python3 bench/attention.py [--quick] [--sweep | --sweep-only [--source FILE] [--llvm-o3] [--carveout P]]
                                [--json FILE]
-    python3 bench/attention.py --bwd [--quick] [--json FILE]
+    python3 bench/attention.py --bwd [--quick] [--dims 64,128,256] [--json FILE]
 
 --bwd: tc_attention_bwd instead. A gradient check first: dQ, dK, dV against torch autograd of
 scaled_dot_product_attention (float32 math on the same inputs; causal bottom-right aligned, GQA
-through repeated K/V heads), for the default plan, with dQ by atomics
-(TILEC_ATTENTION_BWD_DQ=atomic) and deterministic. Then at head dims 64 and 128, B4 H32 N1024,
-B4 H32 N4096 and B1 H32 N16384, causal and not, f16 (--quick: one shape), the time of
-tc_attention_bwd (its dQ kernel, its atomics, and deterministic) against SDPA's FlashAttention-2 and
+through repeated K/V heads), for the default plan, with dQ from its own kernel and by atomics
+(TILEC_ATTENTION_BWD_DQ=kernel, =atomic) and deterministic. Then at head dims 64 and 128 (--dims),
+B4 H32 N1024, B4 H32 N4096 and B1 H32 N16384, causal and not, f16 (--quick: one shape), the time of
+tc_attention_bwd (its plan, dQ's kernel, atomics, deterministic) against SDPA's FlashAttention-2 and
 cuDNN backward passes on the same inputs (the backward alone: torch.autograd.grad of a forward
 output kept from before the timing), as TFLOP/s = 2.5 x the forward's 4 B H N^2 D (halved when
 causal), as FlashAttention counts them.
@@ -169,7 +169,8 @@ def with_dq(mode, fn):
             os.environ["TILEC_ATTENTION_BWD_DQ"] = old
 
 
-BWD_VARIANTS = (("tilec", None, 0), ("atomic", "atomic", 0), ("determ", None, 1))  # name, dQ mode, deterministic
+# name, dQ mode (TILEC_ATTENTION_BWD_DQ), deterministic
+BWD_VARIANTS = (("tilec", None, 0), ("kernel", "kernel", 0), ("atomic", "atomic", 0), ("determ", None, 1))
 
 
 def main_bwd(args, lib, ctx, torch, triton):
@@ -275,7 +276,8 @@ def main_bwd(args, lib, ctx, torch, triton):
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
-    shapes = [(B, H, N, D) for D in (64, 128) for (B, H, N) in ((4, 32, 1024), (4, 32, 4096), (1, 32, 16384))]
+    dims = [int(d) for d in args.dims.split(",")] if args.dims else [64, 128]
+    shapes = [(B, H, N, D) for D in dims for (B, H, N) in ((4, 32, 1024), (4, 32, 4096), (1, 32, 16384))]
     if args.quick:
         shapes = [(4, 32, 4096, 64)]
     cols = [v[0] for v in BWD_VARIANTS] + ["flash", "cudnn"]
@@ -328,6 +330,7 @@ def main_bwd(args, lib, ctx, torch, triton):
 def main():
     ap = arg_parser(__doc__, "correctness cases and one timing shape only")
     ap.add_argument("--bwd", action="store_true", help="the backward pass (tc_attention_bwd) instead")
+    ap.add_argument("--dims", help="with --bwd: the head dims to time (default 64,128)")
     ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
     ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
     ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")

@@ -692,7 +692,9 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_MBARRIER_EXPECT:
     case IR_OP_MBARRIER_WAIT:
     case IR_OP_MBARRIER_ARRIVE:
-    case IR_OP_ASYNC_TMA_COPY: return cg_lower_tma(cg, op);
+    case IR_OP_ASYNC_TMA_COPY:
+    case IR_OP_ASYNC_TMA_STORE:
+    case IR_OP_ASYNC_TMA_STORE_WAIT: return cg_lower_tma(cg, op);
     case IR_OP_FENCE_ASYNC_SHARED:
         cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
         return true;

@@ -294,6 +294,8 @@ static bool touches_shared(const IrOp *op, int num_warps) {
     case IR_OP_ASYNC_WAIT:
     case IR_OP_WARP_GROUP_DOT:
     case IR_OP_FENCE_ASYNC_SHARED:
+    case IR_OP_ASYNC_TMA_STORE:
+    case IR_OP_ASYNC_TMA_STORE_WAIT:
     case IR_OP_BARRIER: return true;
     default: break;
     }

@@ -22,6 +22,14 @@
  *                     contiguous axis), box (j, i) at the buffer's own
  *                     offset of tile coordinates (j * box0, i * box1) and at
  *                     tensor coordinates origin + (j * box0, i * box1)
+ *   async_tma_store   thread 0, if the predicate holds: the same boxes the
+ *                     other way, cp.async.bulk.tensor.Nd.global.shared::cta
+ *                     .tile.bulk_group (kind = store) or
+ *                     cp.reduce.async.bulk.tensor...add.tile.bulk_group
+ *                     (kind = add), then cp.async.bulk.commit_group
+ *   async_tma_store_wait
+ *                     thread 0: cp.async.bulk.wait_group.read N (bulk groups
+ *                     are per thread: the thread that committed them waits)
  *
  * The tensor map operand is the kernel parameter itself: a byval [128 x i8]
  * marked grid_constant (lower.c), whose address NVPTX takes in the param
@@ -114,32 +122,35 @@ static bool lower_arrive(Cg *cg, IrOp *op) {
     return true;
 }
 
-static bool lower_tma_copy(Cg *cg, IrOp *op) {
+/*
+ * One instruction per box of an async_tma_copy (tensor to buffer,
+ * completing on `bar`) or an async_tma_store (buffer to tensor, bar NULL),
+ * whose tensor coordinates start at operand `first`. `head` is the opcode
+ * with %d for the rank (and, for a copy, its destination); operands: the
+ * box's smem pointer $0, the map $1, the coordinates from $2, the barrier
+ * last (a copy's last bracket; a store's is its source, $0).
+ */
+static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValueRef bar) {
     const IrValue *map = op->operands[0];
     IrTensorMap tm;
     const char *why;
     if (!ir_tensormap_of(cg->f, map, &tm, &why))
-        return cg_error(cg, op, "async_tma_copy: tensor map: %s", why);
+        return cg_error(cg, op, "%s: tensor map: %s", ir_op_info[op->opc].name, why);
     const IrType *buf = op->operands[1]->type;
     const Layout *l = buf->layout;
     int eb = ir_type_bytes(buf->elem), ca = l->nvmma.order[0];
-    LLVMValueRef pred = cg_get(cg, op->operands[4])->v[0];
-    LLVMBasicBlockRef cont = begin_thread0(cg, pred);
     LLVMValueRef base = cg_get(cg, op->operands[1])->v[0];
-    LLVMValueRef bar = barrier_ptr(cg, op->operands[2], cg_get(cg, op->operands[3])->v[0]);
     LLVMValueRef origin[IR_MAX_TMAP_RANK];
     for (int d = 0; d < tm.rank; d++)
-        origin[d] = LLVMBuildIntCast2(cg->b, cg_get(cg, op->operands[5 + d])->v[0], cg->t_i32, 1, "");
-    /* the instruction text: dst, map, coordinates, barrier */
+        origin[d] = LLVMBuildIntCast2(cg->b, cg_get(cg, op->operands[first + d])->v[0], cg->t_i32, 1, "");
     char text[256], cons[128];
-    int n = snprintf(text, sizeof text,
-                     "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {",
-                     tm.rank);
+    int n = snprintf(text, sizeof text, head, tm.rank);
+    n += snprintf(text + n, sizeof text - (size_t)n, " [$1, {");
     for (int d = 0; d < tm.rank; d++)
         n += snprintf(text + n, sizeof text - (size_t)n, "%s$%d", d ? ", " : "", 2 + d);
-    snprintf(text + n, sizeof text - (size_t)n, "}], [$%d];", 2 + tm.rank);
+    snprintf(text + n, sizeof text - (size_t)n, "}], [$%d];", bar ? 2 + tm.rank : 0);
     n = snprintf(cons, sizeof cons, "r,l");
-    for (int d = 0; d <= tm.rank; d++)
+    for (int d = 0; d < tm.rank + (bar != NULL); d++)
         n += snprintf(cons + n, sizeof cons - (size_t)n, ",r");
     snprintf(cons + n, sizeof cons - (size_t)n, ",~{memory}");
     LLVMValueRef mp = cg_get(cg, map)->v[0];
@@ -156,9 +167,44 @@ static bool lower_tma_copy(Cg *cg, IrOp *op) {
                 args[2 + d] = d == 0 ? LLVMBuildAdd(cg->b, origin[0], cg_i32(cg, j), "")
                               : d == 1 ? LLVMBuildAdd(cg->b, origin[1], cg_i32(cg, i), "")
                                        : origin[d];
-            args[2 + tm.rank] = bar;
-            cg_asm(cg, cg->t_void, text, cons, args, 3 + tm.rank, true);
+            if (bar)
+                args[2 + tm.rank] = bar;
+            cg_asm(cg, cg->t_void, text, cons, args, 2 + tm.rank + (bar != NULL), true);
         }
+    return true;
+}
+
+static bool lower_tma_copy(Cg *cg, IrOp *op) {
+    LLVMValueRef pred = cg_get(cg, op->operands[4])->v[0];
+    LLVMBasicBlockRef cont = begin_thread0(cg, pred);
+    LLVMValueRef bar = barrier_ptr(cg, op->operands[2], cg_get(cg, op->operands[3])->v[0]);
+    /* cp.async.bulk.tensor.Nd...: [dst], [map, {coords}], [bar] (the destination first) */
+    if (!issue_boxes(cg, op, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0],",
+                     5, bar))
+        return false;
+    end_thread0(cg, cont);
+    return true;
+}
+
+static bool lower_tma_store(Cg *cg, IrOp *op) {
+    const char *kind = ir_op_get_word(op, "kind");
+    bool add = kind && strcmp(kind, "add") == 0;
+    LLVMBasicBlockRef cont = begin_thread0(cg, cg_get(cg, op->operands[2])->v[0]);
+    if (!issue_boxes(cg, op,
+                     add ? "cp.reduce.async.bulk.tensor.%dd.global.shared::cta.add.tile.bulk_group"
+                         : "cp.async.bulk.tensor.%dd.global.shared::cta.tile.bulk_group",
+                     3, NULL))
+        return false;
+    cg_asm(cg, cg->t_void, "cp.async.bulk.commit_group;", "~{memory}", NULL, 0, true);
+    end_thread0(cg, cont);
+    return true;
+}
+
+static bool lower_tma_store_wait(Cg *cg, IrOp *op) {
+    LLVMBasicBlockRef cont = begin_thread0(cg, NULL);
+    char text[64];
+    snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %lld;", (long long)ir_op_get_int(op, "pending", 0));
+    cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
     end_thread0(cg, cont);
     return true;
 }
@@ -176,6 +222,8 @@ bool cg_lower_tma(Cg *cg, IrOp *op) {
     case IR_OP_MBARRIER_WAIT: return lower_wait(cg, op);
     case IR_OP_MBARRIER_ARRIVE: return lower_arrive(cg, op);
     case IR_OP_ASYNC_TMA_COPY: return lower_tma_copy(cg, op);
+    case IR_OP_ASYNC_TMA_STORE: return lower_tma_store(cg, op);
+    case IR_OP_ASYNC_TMA_STORE_WAIT: return lower_tma_store_wait(cg, op);
     default: tc_unreachable("not a TMA op");
     }
 }

@@ -101,8 +101,9 @@ static bool int_param(const tc_kernel_desc *d, int p) {
  * integer parameter. */
 static bool check_value(const tc_kernel_desc *d, const char *what, int dim, int param, int64_t value, char *why,
                         size_t cap) {
-    if (param == -1 && value < 0) {
-        snprintf(why, cap, "%s[%d] is %lld: a constant must be >= 0", what, dim, (long long)value);
+    if (value < 0) {
+        snprintf(why, cap, "%s[%d] is %lld: a constant (or a parameter's multiplier) must be >= 0", what, dim,
+                 (long long)value);
         return false;
     }
     if (param != -1 && !int_param(d, param)) {

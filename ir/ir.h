@@ -267,6 +267,8 @@ struct Layout {
 
 /* Interns a layout equal to *proto (only the fields of its kind are read). */
 const Layout *ir_layout_intern(IrModule *m, const Layout *proto);
+/* #nvmma_shared<swizzle, order = [contig, 1 - contig]> (2-D). */
+const Layout *ir_layout_nvmma_shared(IrModule *m, int swizzle, int contig);
 /* The layout of `trans {perm}` (result dimension i is operand dimension
  * perm[i]) applied to a tile or buffer of layout l, or with inverse the
  * operand's layout given the result's. Sizes move with their dimension and
@@ -510,7 +512,9 @@ double ir_float_round(IrTypeKind k, double v); /* rounds to f16/bf16/f32 precisi
  *                           unbounded (nothing is masked along it)
  *   tma_stride_params = [..], tma_strides = [..]
  *                           dimensions 1..rank-1: the stride in elements, a
- *                           parameter or (when -1) the constant
+ *                           parameter times the constant (0 read as 1: the
+ *                           parameter itself) or, when the parameter is -1,
+ *                           the constant
  *   tma_box = [..]          elements one copy moves along each dimension
  *   tma_swizzle = S         0, 32, 64 or 128: the shared-memory swizzle
  */

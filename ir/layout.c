@@ -60,6 +60,17 @@ const Layout *ir_layout_intern(IrModule *m, const Layout *proto) {
     return ir_intern(m, &m->layouts, &l, sizeof l);
 }
 
+const Layout *ir_layout_nvmma_shared(IrModule *m, int swizzle, int contig) {
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAYOUT_NVMMA_SHARED;
+    l.rank = 2;
+    l.nvmma.swizzle = swizzle;
+    l.nvmma.order[0] = contig;
+    l.nvmma.order[1] = 1 - contig;
+    return ir_layout_intern(m, &l);
+}
+
 const Layout *ir_layout_permute(IrModule *m, const Layout *l, int rank, const int64_t *perm, bool inverse) {
     if (!l || l->rank != rank ||
         (l->kind != LAYOUT_BLOCKED && l->kind != LAYOUT_SHARED && l->kind != LAYOUT_NVMMA_SHARED))

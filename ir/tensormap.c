@@ -78,8 +78,9 @@ bool ir_tensormap_of(const IrFunc *f, const IrValue *param, IrTensorMap *out, co
         }
         out->dim_param[d] = (int)dim_params[d];
         if (d > 0) {
-            if ((stride_params[d] != -1 && !int_param(f, stride_params[d])) || (stride_params[d] == -1 && strides[d] < 0)) {
-                *why = "a stride must be an integer parameter, or (parameter -1) a constant >= 0";
+            if ((stride_params[d] != -1 && !int_param(f, stride_params[d])) || strides[d] < 0) {
+                *why = "a stride must be an integer parameter times a constant >= 0 (0 stands for 1), or (parameter "
+                       "-1) a constant >= 0";
                 return false;
             }
             out->stride_param[d] = (int)stride_params[d];

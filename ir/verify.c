@@ -326,6 +326,8 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     case IR_OP_LOCAL_ALLOC: lo = 0, hi = 1; break;
     case IR_OP_ASYNC_COPY: lo = 2, hi = 4; break;
     case IR_OP_ASYNC_TMA_COPY: lo = 6, hi = 5 + IR_MAX_TMAP_RANK; break;
+    case IR_OP_ASYNC_TMA_STORE: lo = 4, hi = 3 + IR_MAX_TMAP_RANK; break;
+    case IR_OP_ASYNC_TMA_STORE_WAIT: lo = 0, hi = -1; break;
     case IR_OP_WARP_GROUP_DOT_WAIT: lo = 1, hi = -1; break;
     case IR_OP_YIELD:
     case IR_OP_RETURN:
@@ -1003,6 +1005,55 @@ static void verify_warp_specialize(Verifier *v, const IrOp *op) {
     }
 }
 
+/* The tensor map (operand 0), the buffer (operand 1) and the coordinates
+ * (operands `first` on) of async_tma_copy and async_tma_store: false when
+ * something was reported. */
+static bool verify_tma_box(Verifier *v, const IrOp *op, int first, const char *verb) {
+    const IrValue *map = op->operands[0];
+    const IrType *buf = OPND(1);
+    IrTensorMap tm;
+    const char *why;
+    if (!is_scalar_kind(OPND(0), IR_TENSORMAP) || map->def || map->block != v->func->body) {
+        op_error(v, op, "operand 0 must be a tensormap parameter of the kernel, got %s", type_str(v, OPND(0)));
+        return false;
+    }
+    if (!ir_tensormap_of(v->func, map, &tm, &why))
+        return false; /* reported with the parameter */
+    if (op->num_operands != first + tm.rank) {
+        op_error(v, op, "the tensor map has %d dimensions, so it takes %d coordinates, got %d", tm.rank, tm.rank,
+                 op->num_operands - first);
+        return false;
+    }
+    bool ok = true;
+    for (int i = first; i < op->num_operands; i++)
+        if (!is_scalar_kind(OPND(i), IR_I32)) {
+            op_error(v, op, "coordinate %d must be i32, got %s", i - first, type_str(v, OPND(i)));
+            ok = false;
+        }
+    const IrType *elem = v->func->body->args[tm.base]->type->elem;
+    const Layout *l = is_smem(buf) ? buf->layout : NULL;
+    if (!is_smem(buf) || buf->rank != 2 || buf->elem != elem || !l || l->kind != LAYOUT_NVMMA_SHARED ||
+        l->nvmma.swizzle != tm.swizzle) {
+        op_error(v, op, "%s %s; expected a 2-D buffer of %s in #nvmma_shared with the map's swizzle (%d)", verb,
+                 type_str(v, buf), type_str(v, elem), tm.swizzle);
+        return false;
+    }
+    /* the map's dimension 0 is the buffer's contiguous one, dimension 1 the other; the boxes tile the buffer */
+    int c = l->nvmma.order[0];
+    if (tm.rank < 2 || buf->shape[c] % tm.box[0] || buf->shape[1 - c] % tm.box[1]) {
+        op_error(v, op, "the map's boxes (%lld x %lld) do not tile the buffer %s", (long long)tm.box[0],
+                 tm.rank > 1 ? (long long)tm.box[1] : 1LL, type_str(v, buf));
+        ok = false;
+    }
+    for (int d = 2; d < tm.rank; d++)
+        if (tm.box[d] != 1) {
+            op_error(v, op, "the map's dimension %d has a box of %lld; only dimensions 0 and 1 may be wider than 1", d,
+                     (long long)tm.box[d]);
+            ok = false;
+        }
+    return ok;
+}
+
 /* mbarrier_* and async_tma_copy (docs/ir.md, "TMA"). */
 static void verify_tma_ops(Verifier *v, const IrOp *op) {
     int bars = op->opc == IR_OP_ASYNC_TMA_COPY ? 2 : 0;
@@ -1037,44 +1088,33 @@ static void verify_tma_ops(Verifier *v, const IrOp *op) {
     default: break;
     }
     /* async_tma_copy */
-    const IrValue *map = op->operands[0];
-    const IrType *dst = OPND(1);
-    IrTensorMap tm;
-    const char *why;
-    if (!is_scalar_kind(OPND(0), IR_TENSORMAP) || map->def || map->block != v->func->body) {
-        op_error(v, op, "operand 0 must be a tensormap parameter of the kernel, got %s", type_str(v, OPND(0)));
-        return;
-    }
-    if (!ir_tensormap_of(v->func, map, &tm, &why))
-        return; /* reported with the parameter */
     if (!is_scalar_kind(OPND(3), IR_I32) || !is_scalar_kind(OPND(4), IR_I1))
         op_error(v, op, "operands 3 and 4 must be the i32 barrier index and the i1 predicate, got %s and %s",
                  type_str(v, OPND(3)), type_str(v, OPND(4)));
-    if (op->num_operands != 5 + tm.rank) {
-        op_error(v, op, "the tensor map has %d dimensions, so the copy takes %d coordinates, got %d", tm.rank, tm.rank,
-                 op->num_operands - 5);
+    verify_tma_box(v, op, 5, "copies into");
+}
+
+/* async_tma_store and async_tma_store_wait (docs/ir.md, "TMA"). */
+static void verify_tma_store_ops(Verifier *v, const IrOp *op) {
+    if (op->opc == IR_OP_ASYNC_TMA_STORE_WAIT) {
+        int64_t x;
+        if (int_attr(op, "pending", &x) && (x < 0 || x > 63))
+            op_error(v, op, "pending must be 0 to 63, got %lld", (long long)x);
+        for (int i = 0; i < op->num_operands; i++)
+            if (!is_smem(OPND(i)))
+                op_error(v, op, "operand %d must be a shared-memory buffer, got %s", i, type_str(v, OPND(i)));
         return;
     }
-    for (int i = 5; i < op->num_operands; i++)
-        if (!is_scalar_kind(OPND(i), IR_I32))
-            op_error(v, op, "coordinate %d must be i32, got %s", i - 5, type_str(v, OPND(i)));
-    const IrType *elem = v->func->body->args[tm.base]->type->elem;
-    const Layout *l = is_smem(dst) ? dst->layout : NULL;
-    if (!is_smem(dst) || dst->rank != 2 || dst->elem != elem || !l || l->kind != LAYOUT_NVMMA_SHARED ||
-        l->nvmma.swizzle != tm.swizzle) {
-        op_error(v, op, "copies into %s; expected a 2-D buffer of %s in #nvmma_shared with the map's swizzle (%d)",
-                 type_str(v, dst), type_str(v, elem), tm.swizzle);
+    const char *kind = ir_op_get_word(op, "kind");
+    if (kind && strcmp(kind, "store") != 0 && strcmp(kind, "add") != 0)
+        op_error(v, op, "kind must be store or add, got %s", kind);
+    if (!is_scalar_kind(OPND(2), IR_I1))
+        op_error(v, op, "operand 2 must be the i1 predicate, got %s", type_str(v, OPND(2)));
+    if (!verify_tma_box(v, op, 3, "stores from"))
         return;
-    }
-    /* the map's dimension 0 is the buffer's contiguous one, dimension 1 the other; the boxes tile the buffer */
-    int c = l->nvmma.order[0];
-    if (tm.rank < 2 || dst->shape[c] % tm.box[0] || dst->shape[1 - c] % tm.box[1])
-        op_error(v, op, "the map's boxes (%lld x %lld) do not tile the buffer %s", (long long)tm.box[0],
-                 tm.rank > 1 ? (long long)tm.box[1] : 1LL, type_str(v, dst));
-    for (int d = 2; d < tm.rank; d++)
-        if (tm.box[d] != 1)
-            op_error(v, op, "the map's dimension %d has a box of %lld; only dimensions 0 and 1 may be wider than 1", d,
-                     (long long)tm.box[d]);
+    const IrType *elem = OPND(1)->elem;
+    if (kind && strcmp(kind, "add") == 0 && elem->kind != IR_F32 && elem->kind != IR_I32)
+        op_error(v, op, "kind = add takes f32 or i32 elements, got %s", type_str(v, elem));
 }
 
 /* The op's own rule, once counts are known to be right. */
@@ -1181,6 +1221,8 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_MBARRIER_WAIT:
     case IR_OP_ASYNC_TMA_COPY:
     case IR_OP_MBARRIER_ARRIVE: verify_tma_ops(v, op); break;
+    case IR_OP_ASYNC_TMA_STORE:
+    case IR_OP_ASYNC_TMA_STORE_WAIT: verify_tma_store_ops(v, op); break;
     case IR_OP_WARP_SPECIALIZE: verify_warp_specialize(v, op); break;
     case IR_OP_WARP_GROUP_ID:
         if (!is_scalar_kind(op->results[0]->type, IR_I32))

@@ -268,17 +268,6 @@ static int operand_swizzle(const IrType *t, const int *order, int kdim, int64_t 
     return tg_nvmma_swizzle(extent * eb);
 }
 
-static const Layout *nvmma_layout(IrModule *m, const int *order, int swizzle) {
-    Layout l;
-    memset(&l, 0, sizeof l);
-    l.kind = LAYOUT_NVMMA_SHARED;
-    l.rank = 2;
-    l.nvmma.swizzle = swizzle;
-    l.nvmma.order[0] = order[0];
-    l.nvmma.order[1] = order[1];
-    return ir_layout_intern(m, &l);
-}
-
 /* v stored into a new #nvmma_shared buffer right after its definition
  * (stage-shared sinks it next to its neighbours). */
 static IrValue *to_shared(Accel *a, IrValue *v, const Layout *l) {
@@ -369,8 +358,8 @@ static bool accelerate_v3(Accel *a, IrOp *dot, bool chained) {
     IrValue *replaced = fold_add(a, dot);
     IrValue *ops[3];
     ops[0] = a_regs ? pass_convert_to(&a->rw, dot->operands[0], la)
-                     : shared_operand(a, dot, dot->operands[0], nvmma_layout(m, oa, swa));
-    ops[1] = shared_operand(a, dot, dot->operands[1], nvmma_layout(m, ob, swb));
+                     : shared_operand(a, dot, dot->operands[0], ir_layout_nvmma_shared(m, swa, oa[0]));
+    ops[1] = shared_operand(a, dot, dot->operands[1], ir_layout_nvmma_shared(m, swb, ob[0]));
     ops[2] = pass_convert_to(&a->rw, dot->operands[2], mma);
     replace_dot(a, dot, IR_OP_WARP_GROUP_DOT, ops, mma, replaced);
     return true;

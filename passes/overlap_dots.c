@@ -131,6 +131,8 @@ static bool match(Rot *r) {
         case IR_OP_WARP_GROUP_DOT_WAIT:
         case IR_OP_ASYNC_COPY:
         case IR_OP_ASYNC_TMA_COPY:
+        case IR_OP_ASYNC_TMA_STORE:
+        case IR_OP_ASYNC_TMA_STORE_WAIT:
         case IR_OP_ASYNC_WAIT:
         case IR_OP_BARRIER:
         case IR_OP_NAMED_BARRIER_WAIT:

@@ -81,6 +81,14 @@ typedef struct TmaAccess {
 /* Does `load` (a 2-D tile) read a box whose dimension 0 runs along tile axis
  * contig_axis, with zeros exactly where its mask is false? */
 bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAccess *out);
+/* Does the pointer tile `ptrs` (2-D) address a box whose dimension 0 runs
+ * along tile axis contig_axis, `mask` (NULL: none) true exactly inside the
+ * extents? (A store's or an atomic's operands.) */
+bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask, int contig_axis, TmaAccess *out);
+/* The kernel's tensormap parameter described by tm: an existing one (two
+ * accesses of the same box of the same tensor share it), or a new one after
+ * the others, named after its base. */
+IrValue *tma_map_param(IrModule *m, IrFunc *f, const IrTensorMap *tm);
 /* The i32 origin of dimension d, built at b. */
 IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d);
 

@@ -343,25 +343,6 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
     p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0, 0};
 }
 
-/* The kernel's tensor map parameter with this description: an existing
- * one (two loads of the same box of the same tensor share it), or a new
- * one after the others. */
-static IrValue *tensor_map_param(Pipe *p, const IrTensorMap *tm) {
-    IrBlock *params = p->f->body;
-    for (int i = 0; i < params->num_args; i++) {
-        IrValue *a = params->args[i];
-        IrTensorMap have;
-        const char *why;
-        if (a->type->kind == IR_TENSORMAP && ir_tensormap_of(p->f, a, &have, &why) && ir_tensormap_equal(&have, tm))
-            return a;
-    }
-    const char *base = params->args[tm->base]->name;
-    IrValue *a = ir_func_add_param(p->f, ir_type_tensormap(p->m),
-                                   arena_printf(&p->m->arena, "%s_tmap", base ? base : "tensor"));
-    ir_tensormap_set(p->m, a, tm);
-    return a;
-}
-
 /* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
  * (#nvmma_shared: the layout TMA writes) and the load is a box of a tensor
  * (tma_access.c): the box is one swizzle width along the contiguous axis
@@ -385,7 +366,7 @@ static void plan_tma(Pipe *p, Candidate *c) {
     a.map.swizzle = l->nvmma.swizzle;
     if (bt->shape[ca] % a.map.box[0] || bt->shape[1 - ca] % a.map.box[1] || (a.map.box[0] * eb) % 16)
         return;
-    c->map = tensor_map_param(p, &a.map);
+    c->map = tma_map_param(p->m, p->f, &a.map);
     IrBuilder b;
     ir_builder_before(&b, c->load);
     b.loc = c->load->loc;

@@ -24,10 +24,12 @@
  *
  * Dimensions. The arange along the buffer's contiguous axis, with c = 1 and
  * no stride, is dimension 0; the arange along the other axis is dimension
- * 1, its stride that term's (c * stride: a constant, or a parameter with c =
- * 1). Every scalar term joins the dimension of the same (c, stride) as part
- * of its origin, or opens a new dimension of box 1 (a batch or head index
- * times its stride). Up to 5 dimensions.
+ * 1, its stride that term's c * stride (a constant, or a parameter times a
+ * constant: the map's stride parameter and multiplier). Every scalar term
+ * joins the dimension of the same (c, stride) as part of its origin, or
+ * opens a new dimension of box 1 (a batch or head index times its stride:
+ * `(bh * seqlen + m) * D` is a dimension of stride D for m and one of stride
+ * D * seqlen for bh). Up to 5 dimensions.
  *
  * Masks. An `and` of comparisons `index < bound` (bound a parameter or a
  * constant), each along one tile axis, whose index is that axis's arange
@@ -35,8 +37,13 @@
  * extent is the bound. A dimension no comparison bounds is unbounded (the
  * load reads it unmasked). `other` must be absent or +0.
  *
- * Alignment: the base parameter 16-byte aligned, every stride parameter a
- * multiple of 16 bytes (their divisibility facts), constant strides too.
+ * Alignment: the base parameter 16-byte aligned, every stride a multiple of
+ * 16 bytes (a parameter's divisibility fact times its multiplier, or the
+ * constant).
+ *
+ * The same proof serves stores and atomic adds (tma_match_access): a TMA
+ * store or reduction leaves the elements outside the extents alone, which
+ * is what the mask says.
  */
 #include "passes.h"
 
@@ -296,19 +303,23 @@ static int64_t param_divisibility(const IrValue *p) {
 }
 
 bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAccess *out) {
-    memset(out, 0, sizeof *out);
-    const IrType *t = load->results[0]->type;
-    if (t->kind != IR_TILE || t->rank != 2 || contig_axis < 0 || contig_axis > 1)
-        return false;
     if (load->num_operands > 2) {
         double z;
         if (!ir_value_const_number(load->operands[2], &z) || z != 0 || signbit(z))
             return false;
     }
-    int eb = ir_type_bytes(t->elem);
+    return tma_match_access(f, load->operands[0], load->num_operands > 1 ? load->operands[1] : NULL, contig_axis, out);
+}
+
+bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask, int contig_axis, TmaAccess *out) {
+    memset(out, 0, sizeof *out);
+    const IrType *t = ptrs->type;
+    if (t->kind != IR_TILE || t->rank != 2 || t->elem->kind != IR_PTR || contig_axis < 0 || contig_axis > 1)
+        return false;
+    int eb = ir_type_bytes(t->elem->elem);
     /* the pointer: addptr(... addptr(splat(P), o1) ..., on) */
     Terms ts = {.n = 0};
-    const IrValue *p = load->operands[0];
+    const IrValue *p = ptrs;
     for (int depth = 0; p->def && p->def->opc != IR_OP_SPLAT; depth++) {
         const IrOp *op = p->def;
         if (depth > 16)
@@ -354,7 +365,7 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
             dims[1].stride = tm->stride;
         }
     }
-    if (!have[0] || !have[1] || (dims[1].stride && dims[1].c != 1) || (!dims[1].stride && dims[1].c <= 0))
+    if (!have[0] || !have[1] || dims[1].c <= 0)
         return false;
     for (int i = 0; i < ts.n; i++) {
         Term *tm = &ts.t[i];
@@ -362,15 +373,21 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
             continue;
         if (!tm->atom) {
             /* a constant: the origin of the dimension whose stride divides it */
-            int d = tm->stride ? find_dim(dims, nd, 1, tm->stride) : 0;
-            if (d < 0)
-                return false;
-            dims[d].offset += tm->c;
+            int d = 0;
+            if (tm->stride) {
+                d = -1;
+                for (int e = 1; e < nd && d < 0; e++)
+                    if (dims[e].stride == tm->stride && tm->c % dims[e].c == 0)
+                        d = e;
+                if (d < 0)
+                    return false;
+            }
+            dims[d].offset += tm->stride ? tm->c / dims[d].c : tm->c;
             continue;
         }
         int d = find_dim(dims, nd, tm->c, tm->stride);
         if (d < 0) {
-            if (nd == IR_MAX_TMAP_RANK || (tm->stride && tm->c != 1) || (!tm->stride && tm->c <= 0))
+            if (nd == IR_MAX_TMAP_RANK || tm->c <= 0)
                 return false;
             d = nd++;
             dims[d].c = tm->c;
@@ -380,7 +397,7 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
             return false;
         dims[d].atoms[dims[d].num_atoms++] = tm->atom;
     }
-    if (load->num_operands > 1 && !match_mask(f, load->operands[1], ca, oa, dims, 0))
+    if (mask && !match_mask(f, mask, ca, oa, dims, 0))
         return false;
     /* the map */
     IrTensorMap *map = &out->map;
@@ -390,9 +407,10 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
         Dim *dm = &dims[d];
         if (d > 0) {
             if (dm->stride) {
-                if ((param_divisibility(dm->stride) * eb) % 16)
+                if ((param_divisibility(dm->stride) * dm->c * eb) % 16)
                     return false;
                 map->stride_param[d] = dm->stride->index;
+                map->stride[d] = dm->c == 1 ? 0 : dm->c;
             } else {
                 if ((dm->c * eb) % 16)
                     return false;
@@ -414,6 +432,21 @@ bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAcces
     }
     out->contig_axis = ca;
     return true;
+}
+
+IrValue *tma_map_param(IrModule *m, IrFunc *f, const IrTensorMap *tm) {
+    IrBlock *params = f->body;
+    for (int i = 0; i < params->num_args; i++) {
+        IrValue *a = params->args[i];
+        IrTensorMap have;
+        const char *why;
+        if (a->type->kind == IR_TENSORMAP && ir_tensormap_of(f, a, &have, &why) && ir_tensormap_equal(&have, tm))
+            return a;
+    }
+    const char *base = params->args[tm->base]->name;
+    IrValue *a = ir_func_add_param(f, ir_type_tensormap(m), arena_printf(&m->arena, "%s_tmap", base ? base : "tensor"));
+    ir_tensormap_set(m, a, tm);
+    return a;
 }
 
 IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d) {

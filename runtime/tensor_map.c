@@ -40,15 +40,18 @@ static int64_t int_arg(const tc_kernel_desc *d, void *const *args, int p) {
 static tc_status stride_bytes(const tc_kernel_desc *d, size_t i, int dim, void *const *args, uint64_t *out) {
     const tc_tensor_map_desc *m = &d->tensor_maps[i];
     int p = m->stride_param[dim];
+    int64_t k = p < 0 || m->stride[dim] == 0 ? 1 : m->stride[dim]; /* the parameter's multiplier */
     int64_t s = p < 0 ? m->stride[dim] : int_arg(d, args, p);
     tc_dtype t = d->params[m->base].dtype;
     int64_t eb = (int64_t)rt_dtype_size(t);
     const char *rule = NULL;
     if (s < 0)
         rule = "is negative";
-    else if (s >= MAX_STRIDE / eb)
+    else if (s >= MAX_STRIDE / eb / k)
         rule = "is 2^40 bytes or more, more than a tensor map addresses";
-    else if (s * eb % 16)
+    else
+        s *= k;
+    if (!rule && s * eb % 16)
         rule = "is not a multiple of 16 bytes";
     if (!rule) {
         *out = (uint64_t)(s * eb);
@@ -57,6 +60,9 @@ static tc_status stride_bytes(const tc_kernel_desc *d, size_t i, int dim, void *
     char what[160];
     if (p < 0)
         snprintf(what, sizeof what, "the constant %lld", (long long)s);
+    else if (k > 1)
+        snprintf(what, sizeof what, "%lld x argument %d (%s) = %lld", (long long)k, p, d->params[p].name,
+                 (long long)int_arg(d, args, p));
     else
         snprintf(what, sizeof what, "argument %d (%s) = %lld", p, d->params[p].name, (long long)s);
     return rt_fail(TC_ERROR_INVALID_ARGUMENT,

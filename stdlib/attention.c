@@ -492,13 +492,19 @@ static size_t attn_align(size_t n) {
  * dq BM 128, BN 32, 8 warps up to D 64, BM 64, BN 32 at D 128 and BN 16 at
  * D 256, 4 warps.
  *
- * dQ: a kernel of its own (deterministic: each program owns its rows and
- * sums its key blocks in order) unless dq_atomic (1): dkdv then adds each
- * block's dQ into an f32 accumulator with atomic adds, which
- * attention_bwd_dq_convert scales and rounds. The separate kernel recomputes
- * S and dP (2 of the 5 products again) but needs no atomics; which is faster
- * is measured by bench/attention.py --bwd (TILEC_ATTENTION_BWD_DQ), and the
- * separate kernel is the default until then.
+ * dQ: either dkdv adds each query block's dQ (a fifth product) into an f32
+ * accumulator with atomic adds, which attention_bwd_dq_convert scales and
+ * rounds, or a kernel of its own computes it (recomputing S and dP: 2 of
+ * the 5 products again, but deterministic: each program owns its rows and
+ * sums its key blocks in order). On sm_90a the atomic add of the dQ tile is
+ * one TMA reduction from shared memory (pass tma-store) where the
+ * accumulator's rows are a tensor's (not varlen), and that is the default up
+ * to head dim 128: bench/attention.py --bwd (2026-11-25, H200) measured it
+ * 1.00-1.15x the separate kernel at head dim 64, 0.98-1.08x at 128, and
+ * 0.79-0.85x at 256, where dkdv's tiles are narrower and the fifth product
+ * costs more than the kernel. Deterministic calls, varlen and the mma.sync
+ * targets use the kernel; TILEC_ATTENTION_BWD_DQ=atomic or =kernel forces
+ * either.
  */
 /* The workspace of tc_attention_bwd: Delta (f32, one per query row), then
  * with dq_atomic the f32 dQ accumulator at *dq_acc_offset. It depends on
@@ -511,13 +517,24 @@ static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q,
     return dq_atomic ? bytes + attn_align(nrows * d * 4) : bytes;
 }
 
+/* Whether dQ may be added with atomics (dq_atomic: -1 the plan's choice, 0
+ * a kernel of its own, 1 atomics): the plan's choice on sm_90a, where they
+ * are TMA reductions, up to head dim 128 without varlen (varlen's row
+ * bounds are no tensor extents: element atomics, slower than the kernel; at
+ * 256 the fifth product costs dkdv more than the dQ kernel). The workspace
+ * holds the accumulator wherever this holds, so that its size depends on
+ * the arguments alone, not on the target. */
+static bool attn_bwd_may_atomic(int dq_atomic, int block_d, bool varlen, bool deterministic) {
+    return !deterministic && (dq_atomic == 1 || (dq_atomic < 0 && !varlen && block_d <= 128));
+}
+
 void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                            int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
                            const char *arch, int dq_atomic, tc_attention_bwd_plan *p) {
     memset(p, 0, sizeof *p);
     bool wgmma = rt_stdlib_wgmma(arch);
     int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), hd = (int)head_dim;
-    p->dq_atomic = !deterministic && dq_atomic == 1;
+    p->dq_atomic = !deterministic && (dq_atomic == 1 || (dq_atomic < 0 && wgmma && attn_bwd_may_atomic(-1, d, varlen, false)));
     unsigned bh = (unsigned)(batch * heads), bkv = (unsigned)(batch * kv_heads);
     int rows = 8192 / d; /* preprocess, convert */
     unsigned gq = (unsigned)rt_stdlib_cdiv(seqlen_q, rows);
@@ -549,7 +566,8 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     }
     p->delta_offset = 0;
     size_t acc;
-    p->workspace_bytes = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, p->dq_atomic, &acc);
+    p->workspace_bytes =
+        attn_bwd_workspace(batch, heads, seqlen_q, head_dim, attn_bwd_may_atomic(dq_atomic, d, varlen, deterministic), &acc);
     if (p->dq_atomic)
         p->dq_acc_offset = acc;
 }
@@ -654,7 +672,9 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     /* the workspace is an argument like the others: checked before the
      * context is read */
     int forced = attn_forced_dq_atomic(hooked);
-    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, !deterministic && forced == 1, &acc);
+    int block_d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
+    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim,
+                                          attn_bwd_may_atomic(forced, block_d, varlen, deterministic != 0), &acc);
     if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "

@@ -130,9 +130,11 @@ typedef struct tc_tensor_map_desc {
     int rank;                                  /* 1..TC_MAX_TENSOR_MAP_RANK; dimension 0 is the contiguous one */
     int dim_param[TC_MAX_TENSOR_MAP_RANK];     /* the integer parameter holding dimension d's extent, or -1: dim[d] */
     int64_t dim[TC_MAX_TENSOR_MAP_RANK];       /* the extent when dim_param[d] is -1: >= 0, 0 = unbounded */
-    int stride_param[TC_MAX_TENSOR_MAP_RANK];  /* d >= 1: the integer parameter holding the stride in elements,
-                                                  or -1: stride[d]; [0] is unused (dimension 0 has stride 1) */
-    int64_t stride[TC_MAX_TENSOR_MAP_RANK];    /* the stride in elements when stride_param[d] is -1: >= 0 */
+    int stride_param[TC_MAX_TENSOR_MAP_RANK];  /* d >= 1: the integer parameter the stride in elements is a
+                                                  multiple of, or -1: stride[d]; [0] is unused (dimension 0 has
+                                                  stride 1) */
+    int64_t stride[TC_MAX_TENSOR_MAP_RANK];    /* >= 0: the stride in elements when stride_param[d] is -1, else
+                                                  the multiplier of the parameter's value (0 stands for 1) */
     unsigned box[TC_MAX_TENSOR_MAP_RANK];      /* elements one copy moves along each dimension: 1..256, box[0]
                                                   x element size a multiple of 16 bytes */
     int swizzle;                               /* the shared-memory swizzle in bytes: 0, 32, 64 or 128 (then

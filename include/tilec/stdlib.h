@@ -304,10 +304,11 @@ TC_API tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t he
  *    until the launches it queues complete; its contents need not be set.
  *  - deterministic: nonzero guarantees that dq, dk and dv are bit-identical
  *    from run to run (no floating-point atomics); 0 lets the plan choose
- *    (TILEC_ATTENTION_BWD_DQ=atomic or =kernel overrides its choice for dq:
- *    accumulated in the workspace by atomic adds, or computed by a kernel of
- *    its own; tc_attention_bwd_plan_for says which). dk and dv are always
- *    deterministic.
+ *    for dq: accumulated in the workspace by atomic adds (on sm_90a up to
+ *    head dim 128 without cu_seqlens, where they are the faster way), or
+ *    computed by a kernel of its own (TILEC_ATTENTION_BWD_DQ=atomic or
+ *    =kernel overrides the choice; tc_attention_bwd_plan_for says which).
+ *    dk and dv are always deterministic.
  *  - dq, dk, dv must not overlap the inputs or each other (not checked).
  * Three kernels are queued on stream (tc_attention_bwd_plan says which); the
  * call does not synchronize. */
@@ -345,7 +346,11 @@ TC_API tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_
                                            int deterministic, tc_attention_bwd_plan *out);
 
 /* The bytes of workspace tc_attention_bwd needs for these arguments (the
- * same validation of the sizes as tc_attention_fwd); *bytes is 0 on error. */
+ * same validation of the sizes as tc_attention_fwd); *bytes is 0 on error.
+ * Delta (4 bytes a query row) and, where dq may be added with atomics (not
+ * deterministic, no cu_seqlens, head_dim up to 128: whatever the target),
+ * dq's f32 accumulator (4 bytes x the head dim rounded up to a power of two
+ * a query row). */
 TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
                                                  int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal,
                                                  int varlen, int deterministic, size_t *bytes);

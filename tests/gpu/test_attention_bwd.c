@@ -20,8 +20,10 @@
  * heads, dim] ("s"), [batch, heads, seq, dim] ("h"), or rows padded to a
  * stride of dim + 8 ("p", rows on 16 bytes) or dim + 3 ("u", rows off 16
  * bytes), given as one letter per tensor in q k v o dO dQ dK dV order. dQ
- * comes from its own kernel, or ("atomic") from atomic adds in the
- * workspace (TILEC_ATTENTION_BWD_DQ=atomic); "det" cases run twice with
+ * comes as the plan says (on sm_90a TMA reductions of atomic adds up to
+ * head dim 128 without varlen, else its own kernel), or forced: ("atomic")
+ * from atomic adds in the workspace (TILEC_ATTENTION_BWD_DQ=atomic),
+ * ("kernel") from its own kernel (=kernel); "det" cases run twice with
  * deterministic set and must give bit-identical gradients.
  *
  * Inputs are random normals, fresh each run. dQ, dK, dV and the workspace
@@ -46,7 +48,7 @@ typedef struct BwCase {
     int varlen;          /* 0: fixed lengths; 1: random lengths, k = q; 2: random and independent */
     bool big;            /* left out by --quick */
     double scale;        /* 0: 1 / sqrt(d); else this (NAN: 0) */
-    int mode;            /* 0: the default plan; 1: dQ by atomics; 2: deterministic, run twice */
+    int mode;            /* 0: the default plan; 1: dQ by atomics; 2: deterministic, run twice; 3: dQ's kernel */
 } BwCase;
 
 /* A tensor: element (b, h, i, d) at b * sb + h * sh + (row0[b] + i) * sm + d. */
@@ -153,7 +155,7 @@ static double dotd(const double *a, const double *b, int64_t n) {
 }
 
 static const char *mode_name(int mode) {
-    return mode == 1 ? " atomic" : mode == 2 ? " det" : "";
+    return mode == 1 ? " atomic" : mode == 2 ? " det" : mode == 3 ? " kernel" : "";
 }
 
 static bool run_case(tc_context *ctx, CUstream stream, const BwCase *cs, bool quick) {
@@ -192,16 +194,16 @@ static bool run_case(tc_context *ctx, CUstream stream, const BwCase *cs, bool qu
              GT_OK(tc_memcpy_htod(ctx, cuk_dev, cu[1], sizeof cu[1]));
     }
     /* the dQ strategy of this case, for the plan, the workspace and the call */
-    if (cs->mode == 1)
-        setenv("TILEC_ATTENTION_BWD_DQ", "atomic", 1);
+    if (cs->mode == 1 || cs->mode == 3)
+        setenv("TILEC_ATTENTION_BWD_DQ", cs->mode == 1 ? "atomic" : "kernel", 1);
     int det = cs->mode == 2;
     tc_attention_bwd_plan plan;
     memset(&plan, 0, sizeof plan);
     ok = ok && GT_OK(tc_attention_bwd_plan_for(t, B, H, KVH, sq, sk, D, cs->causal, varlen, det, &plan)) &&
          GT_OK(tc_attention_bwd_workspace_size(t, B, H, KVH, sq, sk, D, cs->causal, varlen, det, &ws_bytes));
     ok = ok && ws_bytes == plan.workspace_bytes && GT_OK(tc_mem_alloc(ctx, ws_bytes, &ws));
-    if (ok && cs->mode == 1 && !plan.dq_atomic) {
-        printf("TILEC_ATTENTION_BWD_DQ=atomic did not give the atomic plan\n");
+    if (ok && ((cs->mode == 1 && !plan.dq_atomic) || (cs->mode == 3 && plan.dq_atomic))) {
+        printf("TILEC_ATTENTION_BWD_DQ=%s did not give that plan\n", cs->mode == 1 ? "atomic" : "kernel");
         ok = false;
     }
     double scale = cs->scale == 0 ? 1.0 / sqrt((double)D) : isnan(cs->scale) ? 0.0 : cs->scale;
@@ -241,7 +243,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const BwCase *cs, bool qu
             free(first[g]);
         }
     }
-    if (cs->mode == 1)
+    if (cs->mode == 1 || cs->mode == 3)
         unsetenv("TILEC_ATTENTION_BWD_DQ");
 
     /* the reference: dQ row by row, dK and dV accumulated in float64 */
@@ -423,6 +425,10 @@ int main(int argc, char **argv) {
         {BF16, 1, 8, 1, 200, 333, 128, 0, "hshshshs", 0, false, 0, 1},
         {F16, 5, 2, 2, 0, 0, 96, 1, NULL, 2, false, 0, 1},
         {BF16, 1, 2, 2, 100, 60, 256, 1, NULL, 0, false, 0, 1},
+        /* dQ from its own kernel where the plan would add it with atomics */
+        {F16, 2, 4, 2, 300, 300, 64, 1, NULL, 0, false, 0, 3},
+        {BF16, 1, 8, 1, 200, 333, 128, 0, "hshshshs", 0, false, 0, 3},
+        {F16, 2, 2, 2, 1000, 300, 128, 1, "shspuhph", 0, false, 0, 3},
         /* deterministic: two runs, bit-identical gradients */
         {F16, 2, 8, 2, 300, 300, 64, 1, NULL, 0, false, 0, 2},
         {BF16, 4, 2, 1, 0, 0, 128, 0, "hhhhhhhh", 2, false, 0, 2},

@@ -15,7 +15,9 @@
  * transposed stores (a layout conversion through shared memory), with and
  * without trans(); masked loads with `other` values (runtime and literal);
  * atomic_add on f32 and i32 with heavy contention, and a scalar atomic that
- * must happen once per program; for loops with carried vars and runtime
+ * must happen once per program; atomic adds of whole f32 tiles into strided
+ * matrices (TMA reductions on sm_90a where the strides allow, which the
+ * kernel's tensor maps must show); for loops with carried vars and runtime
  * trip counts (0 included); runtime if/else and a runtime ?: ; program_id and
  * num_programs on two grid axes; dot 32x32x32 in f32, f16 and bf16 with and
  * without an accumulator.
@@ -177,6 +179,24 @@ static const char SRC_ATOMICS[] =
     "    atomic_add(acci + K, 1);\n"
     "}\n";
 
+/* Whole tiles added into a strided matrix: every program adds its tile
+ * `reps` times, scaled by its own factors, so that the programs of one
+ * tile contend and a program reuses what it added from. On sm_90a an
+ * aligned matrix takes TMA reductions (pass tma-store); the others, and
+ * every other target, atomics. */
+static const char SRC_TILE_ATOMICS[] =
+    "kernel tile_atomics(f32* acc, const f32* x, i32 M, i32 N, i64 stride_am, i64 stride_xm, i32 reps,\n"
+    "                    constexpr i32 BM = 64, constexpr i32 BN = 64) {\n"
+    "    let m = program_id(0) * BM + arange(0, BM);\n"
+    "    let n = program_id(1) * BN + arange(0, BN);\n"
+    "    let mask = (m < M)[:, None] & (n < N)[None, :];\n"
+    "    let v = load(x + i64(m)[:, None] * stride_xm + n[None, :], mask, 0);\n"
+    "    for (j in range(0, reps)) {\n"
+    "        let k = f32(program_id(2) * reps + j + 1);\n"
+    "        atomic_add(acc + i64(m)[:, None] * stride_am + n[None, :], v * k, mask);\n"
+    "    }\n"
+    "}\n";
+
 static const char SRC_LOOPS[] = "kernel loops(f32* out, const f32* x, i32 iters, constexpr i32 BLOCK = 128) {\n"
                                 "    let c = arange(0, BLOCK);\n"
                                 "    let p = i64(program_id(0));\n"
@@ -293,10 +313,11 @@ static void fail_case(const char *label, const char *why) {
     gt_case_done(false);
 }
 
-/* The kernel: compiled by tc_jit with a GPU; without one compiled to PTX
- * by tc_compile (and NULL returned, so the caller skips the run). */
-static tc_kernel *get(Ft *f, const char *label, const char *src, const char *kernel, const tc_constexpr *cx, size_t ncx,
-                      int num_warps) {
+/* The kernel: compiled by tc_jit with a GPU (specialized for the alignment
+ * of `args` when given); without one compiled to PTX by tc_compile (and
+ * NULL returned, so the caller skips the run). */
+static tc_kernel *get_for(Ft *f, const char *label, const char *src, const char *kernel, const tc_constexpr *cx,
+                          size_t ncx, int num_warps, void **args, size_t nargs) {
     tc_diagnostics *diags = NULL;
     tc_diagnostics_create(&diags);
     tc_options opt;
@@ -327,6 +348,8 @@ static tc_kernel *get(Ft *f, const char *label, const char *src, const char *ker
         req.num_constexprs = ncx;
         req.options = &opt;
         req.diags = diags;
+        req.args = args;
+        req.num_args = nargs;
         st = tc_jit(f->ctx, &req, &k);
     }
     if (st == TC_OK) {
@@ -348,6 +371,11 @@ typedef struct Buf {
     unsigned char *h;
     CUdeviceptr d;
 } Buf;
+
+static tc_kernel *get(Ft *f, const char *label, const char *src, const char *kernel, const tc_constexpr *cx, size_t ncx,
+                      int num_warps) {
+    return get_for(f, label, src, kernel, cx, ncx, num_warps, NULL, 0);
+}
 
 static bool buf_new(Ft *f, Buf *b, size_t bytes) {
     b->bytes = bytes;
@@ -888,6 +916,83 @@ static void feat_atomics(Ft *f) {
     }
 }
 
+static void feat_tile_atomics(Ft *f) {
+    /* M, N, the row strides of acc and x, the programs per tile, the adds per program */
+    static const int cases[][6] = {
+        {100, 76, 80, 76, 3, 2}, /* strides of 16 elements: TMA on sm_90a */
+        {130, 200, 208, 203, 2, 3},
+        {1, 4, 16, 4, 4, 1},     /* one row */
+        {37, 75, 75, 75, 3, 2},  /* 300-byte rows: atomics */
+        {50, 100, 100, 100, 2, 2}, /* 400-byte rows, which the JIT does not specialize for: atomics */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int M = cases[c][0], N = cases[c][1], sa = cases[c][2], sx = cases[c][3], R = cases[c][4], reps = cases[c][5];
+        char label[64];
+        snprintf(label, sizeof label, "tile atomic_add %dx%d, stride %d", M, N, sa);
+        Buf x, acc;
+        size_t acc_n = (size_t)M * (size_t)sa;
+        if (f->ctx && (!buf_new(f, &x, (size_t)M * (size_t)sx * 4) || !buf_new(f, &acc, (acc_n + FGUARD) * 4))) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        int32_t mm = M, nn = N, rr = reps;
+        int64_t sam = sa, sxm = sx;
+        void *args[] = {&acc.d, &x.d, &mm, &nn, &sam, &sxm, &rr};
+        /* specialized for these arguments (the JIT's facts: 16-byte aligned pointers, integers that are
+         * multiples of 16), as the library's calls are */
+        tc_kernel *k = get_for(f, label, SRC_TILE_ATOMICS, "tile_atomics", NULL, 0, 4, f->ctx ? args : NULL,
+                               f->ctx ? 7 : 0);
+        if (!k) {
+            if (f->ctx) {
+                buf_free(f, &x);
+                buf_free(f, &acc);
+            }
+            continue;
+        }
+        /* the path: TMA reductions exactly where the target has them and the facts allow */
+        bool want_tma = strcmp(tc_context_arch(f->ctx), "sm_90a") == 0 && sa % 16 == 0;
+        bool tma = tc_kernel_get_desc(k)->num_tensor_maps == 1;
+        for (size_t i = 0; i < (size_t)M * (size_t)sx; i++)
+            F32(x)[i] = (float)gt_uniform_in(-2, 2);
+        for (size_t i = 0; i < acc_n; i++) /* the padding columns must keep their values */
+            F32(acc)[i] = i % (size_t)sa < (size_t)N ? (float)gt_uniform_in(-1, 1) : 7.5f;
+        float *init = malloc(acc_n * 4);
+        if (!init) {
+            fail_case(label, "allocation failed");
+            buf_free(f, &x);
+            buf_free(f, &acc);
+            continue;
+        }
+        memcpy(init, acc.h, acc_n * 4);
+        tc_dim3 grid = {(unsigned)((M + 63) / 64), (unsigned)((N + 63) / 64), (unsigned)R};
+        if (buf_up(f, &x) && buf_up(f, &acc) && launch(f, k, grid, args, 7) && buf_down(f, &acc)) {
+            GtErr e = {0};
+            size_t padding = 0;
+            double factor = (double)(R * reps) * (R * reps + 1) / 2; /* 1 + 2 + ... + R reps */
+            for (int r = 0; r < M; r++)
+                for (int col = 0; col < sa; col++) {
+                    size_t i = (size_t)r * (size_t)sa + (size_t)col;
+                    if (col < N)
+                        gt_err_add(&e, F32(acc)[i], (double)init[i] + factor * F32(x)[(size_t)r * (size_t)sx + col]);
+                    else
+                        padding += F32(acc)[i] != 7.5f;
+                }
+            if (padding)
+                printf("  tile atomics: %zu padding elements changed\n", padding);
+            if (tma != want_tma)
+                printf("  tile atomics: %s, expected %s\n", tma ? "TMA reductions" : "atomics",
+                       want_tma ? "TMA reductions" : "atomics");
+            report(label, TC_DTYPE_F32, padding || tma != want_tma ? INFINITY : gt_err_value(&e), 1e-5,
+                   buf_clobbered(&acc, acc_n * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        free(init);
+        buf_free(f, &x);
+        buf_free(f, &acc);
+    }
+}
+
 /* ---- control flow and grids ---- */
 
 static void feat_loops(Ft *f) {
@@ -1073,6 +1178,7 @@ static void run_all(Ft *f) {
     feat_transpose(f);
     feat_masked(f);
     feat_atomics(f);
+    feat_tile_atomics(f);
     feat_loops(f);
     feat_branches(f);
     feat_grid2d(f);

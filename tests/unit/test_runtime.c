@@ -487,6 +487,39 @@ static const tc_tensor_map_desc tmap_maps[] = {
     {4, 3, {-1, 1, -1, -1, -1}, {96, 0, 0}, {-1, -1, -1, -1, -1}, {0, 128, 16384}, {32, 16, 1}, 64}};
 static const tc_kernel_desc tmap_desc = {"k", 4, 0, 6, tmap_params, 2, tmap_maps, 0};
 
+/* A stride that is a parameter times a constant (tc_tensor_map_desc.stride
+ * as the multiplier): bytes = value x multiplier x element size, checked for
+ * 16-byte alignment and the 2^40 limit after the product. */
+TEST(test_tensor_map_stride_multiplier) {
+    tc_tensor_map_desc map = {4, 3, {-1, 1, -1, -1, -1}, {96, 0, 0}, {-1, -1, 1, -1, -1}, {0, 128, 96}, {32, 16, 1}, 64};
+    tc_kernel_desc d = tmap_desc;
+    d.tensor_maps = &map;
+    d.num_tensor_maps = 1;
+    CUdeviceptr a = 0x10000, b = 0x20000;
+    int32_t M = 101, K = 64;
+    int64_t s = 72;
+    int8_t e = 0;
+    void *args[] = {&a, &M, &K, &s, &b, &e};
+    RtTensorMapArgs out;
+    char why[160];
+    CHECK(rt_tensor_map_check(&d, &map, why, sizeof why));
+    CHECK_EQ_INT(rt_tensor_map_args(&d, 0, args, &out), TC_OK);
+    CHECK(out.stride[0] == 256 && out.stride[1] == 101 * 96 * 2); /* 101 alone would not be aligned */
+    map.stride[2] = 0; /* 0 stands for 1: the parameter itself */
+    M = 104;
+    CHECK_EQ_INT(rt_tensor_map_args(&d, 0, args, &out), TC_OK);
+    CHECK(out.stride[1] == 208);
+    M = 101;
+    map.stride[2] = 4; /* 808 bytes */
+    CHECK_EQ_INT(rt_tensor_map_args(&d, 0, args, &out), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "the stride of dimension 2, 4 x argument 1 (M) = 101 elements of bf16, is not a "
+                                  "multiple of 16 bytes") != NULL);
+    M = INT32_MAX;
+    map.stride[2] = 1 << 16; /* 2^48 bytes: past what a map addresses, without overflowing */
+    CHECK_EQ_INT(rt_tensor_map_args(&d, 0, args, &out), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "is 2^40 bytes or more") != NULL);
+}
+
 TEST(test_meta_tensor_maps) {
     RtMeta m, back;
     tc_kernel_desc two[2] = {softmax_desc, tmap_desc};
@@ -2494,7 +2527,7 @@ TEST(test_jit_whole_program_setmaxnreg) {
 
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
-           test_tensor_map_metadata, test_meta_tensor_maps, test_persistent_metadata, test_meta_persistent,
+           test_tensor_map_metadata, test_tensor_map_stride_multiplier, test_meta_tensor_maps, test_persistent_metadata, test_meta_persistent,
            test_signature, test_jit_keys, test_jit_build_and_cache,
            test_jit_rebuilds_unlinkable_ptx, test_jit_refused_cache_dir, test_compile_specialize_hook,
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,

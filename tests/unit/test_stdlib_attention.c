@@ -323,7 +323,23 @@ TEST(test_attention_bwd_plans) {
         tc_attention_bwd_plan p;
         CHECK_EQ_INT(tc_attention_bwd_plan_for(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &p),
                      TC_OK);
-        CHECK_EQ_INT(p.dq_atomic, 0); /* the default: dQ in a kernel of its own */
+        /* the default: dQ by atomics (TMA reductions) up to head dim 128, its own kernel at 256 */
+        bool atomic = want[i].d <= 128;
+        CHECK_EQ_INT(p.dq_atomic, atomic);
+        CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), atomic);
+        CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), atomic);
+        CHECK_EQ_STR(p.dq.kernel, atomic ? "attention_bwd_dq_convert" : "attention_bwd_dq");
+        /* the workspace: Delta, f32 per query row, and with atomics the accumulator, D f32 per query row */
+        size_t bytes = 1, delta = (2 * 8 * 1000 * 4 + 255) / 256 * 256;
+        CHECK_EQ_INT(
+            tc_attention_bwd_workspace_size(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &bytes),
+            TC_OK);
+        CHECK_EQ_INT(bytes, p.workspace_bytes);
+        CHECK_EQ_INT(bytes, atomic ? delta + (2 * 8 * 1000 * (size_t)want[i].d * 4 + 255) / 256 * 256 : delta);
+        /* the dQ kernel's tiles, as TILEC_ATTENTION_BWD_DQ=kernel gives them */
+        rt_attention_bwd_plan(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, true, false, false, "sm_90a", 0,
+                              &p);
+        CHECK_EQ_INT(p.dq_atomic, 0);
         CHECK_EQ_STR(p.preprocess.file, "attention_bwd.tile");
         CHECK_EQ_STR(p.preprocess.kernel, "attention_bwd_preprocess");
         CHECK_EQ_STR(p.dkdv.kernel, "attention_bwd_dkdv");
@@ -349,13 +365,19 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.x, (1000 + p.preprocess.block_m - 1) / p.preprocess.block_m);
-        /* the workspace: Delta alone, f32 per query row */
-        size_t bytes = 1;
-        CHECK_EQ_INT(
-            tc_attention_bwd_workspace_size(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &bytes),
-            TC_OK);
-        CHECK_EQ_INT(bytes, p.workspace_bytes);
-        CHECK(bytes >= 2 * 8 * 1000 * 4 && bytes < 2 * 8 * 1000 * 4 + 256);
+        CHECK_EQ_INT(p.workspace_bytes, delta); /* Delta alone */
+    }
+    /* the dQ kernel wherever atomics could not be TMA reductions or the call is deterministic: varlen, the
+     * mma.sync targets, deterministic; the workspace depends on the arguments, not on the target */
+    for (int c = 0; c < 4; c++) {
+        tc_attention_bwd_plan p;
+        bool varlen = c == 0, det = c == 1;
+        const char *arch = c == 2 ? "sm_90" : c == 3 ? "sm_80" : "sm_90a";
+        rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 4, 500, 500, 64, true, varlen, det, arch, -1, &p);
+        CHECK_EQ_INT(p.dq_atomic, 0);
+        CHECK_EQ_STR(p.dq.kernel, "attention_bwd_dq");
+        size_t delta = (2 * 4 * 500 * 4 + 255) / 256 * 256;
+        CHECK_EQ_INT(p.workspace_bytes, varlen || det ? delta : delta + (2 * 4 * 500 * 64 * 4 + 255) / 256 * 256);
     }
     /* atomics: the dQ accumulator after Delta, f32 rows of the head dim's tile; deterministic excludes them */
     for (int det = 0; det < 2; det++) {
@@ -376,7 +398,7 @@ TEST(test_attention_bwd_plans) {
     /* without causal masking dq keeps BN 64 at head dim 64 (BN 128 from 128 on) */
     for (int hd = 64; hd <= 128; hd += 64) {
         tc_attention_bwd_plan p;
-        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", -1, &p);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", 0, &p);
         CHECK_EQ_INT(cx(&p.dq, "BN"), hd == 64 ? 64 : 128);
         CHECK_EQ_INT(p.dq.warp_specialize, hd == 128);
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
@@ -531,7 +553,8 @@ TEST(test_attention_bwd_launches_compile) {
             CHECK_EQ_INT(bwd_launches, 3);
             CHECK_EQ_STR(bwd_kernels[0], "attention_bwd_preprocess");
             CHECK_EQ_STR(bwd_kernels[1], "attention_bwd_dkdv");
-            CHECK_EQ_STR(bwd_kernels[2], "attention_bwd_dq");
+            /* dQ by TMA reductions up to head dim 128 without varlen, else its own kernel */
+            CHECK_EQ_STR(bwd_kernels[2], D <= 128 && !varlen ? "attention_bwd_dq_convert" : "attention_bwd_dq");
         }
     rt_attention_launch_hook = NULL;
     CHECK(ptx_check_end("stdlib_attention_bwd") >= 30);

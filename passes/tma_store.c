@@ -1,0 +1,225 @@
+/*
+ * tma_store.c — the pass `tma-store`: an atomic add of a whole f32 tile
+ * becomes a TMA reduction from shared memory (docs/passes.md, "TMA
+ * stores").
+ *
+ * An atomic add of a 2-D tile, element by element, is one `red.global.add`
+ * per register pair of every thread: 4096 instructions for a 64 x 128 f32
+ * tile on 256 threads, each a read-modify-write the L2 serves separately.
+ * Hopper's bulk tensor reduction (cp.reduce.async.bulk.tensor .add) adds a
+ * whole box from shared memory with one instruction of one thread, the
+ * adds done by the TMA unit next to L2. A kernel that accumulates a tile
+ * into global memory in a loop (the backward pass of attention adds each
+ * query block's dQ into an f32 workspace) pays for its atomics in issue
+ * slots and in L2 requests; with the reduction it pays a store to shared
+ * memory and two barriers.
+ *
+ * On sm_90a, in a kernel, an `atomic {kind = add}` qualifies when
+ *   - its value is a 2-D f32 tile and its old values are unused;
+ *   - its pointer tile and mask are a box of a tensor (tma_access.c, the
+ *     analysis of TMA loads: an affine pointer over a 16-byte aligned base
+ *     with 16-byte multiple strides, a mask that says "inside the extents"),
+ *     along either tile axis as the contiguous one, whose extent in bytes
+ *     takes a swizzle of 32 bytes or more;
+ *   - it is not in a warp_specialize region (the producer warps), and the
+ *     kernel has no named barriers (ping-pong turns would not survive the
+ *     barriers below);
+ *   - the buffer fits: while the top-level op that holds the atomic runs,
+ *     the buffers live there, its largest scratch and the new buffer stay
+ *     within the target's limit (an estimate that ignores reuse inside the
+ *     op, so it never overcommits).
+ * Then, with B a new buffer smem<shape x f32, #nvmma_shared<swizzle, order
+ * = [contiguous axis, other]>> allocated before the top-level op that holds
+ * the atomic (a loop, typically) and M the kernel's tensormap parameter for
+ * the box (one box per swizzle width of the contiguous axis, up to 256
+ * along the other):
+ *
+ *     %old = atomic %ptrs, %v, %mask {kind = add}
+ * becomes
+ *     async_tma_store_wait %B {pending = 0}  // B's previous reduction has read it
+ *     barrier                                // ... and every thread knows
+ *     local_store %v, %B
+ *     fence_async_shared                     // the stores, before the async proxy reads
+ *     barrier
+ *     async_tma_store %M, %B, %true, %c0, %c1, ... {kind = add}
+ * and after the top-level op, `async_tma_store_wait %B {pending = 0}`: the
+ * last reduction has read B before anything else may use its bytes or the
+ * program ends. The mask needs no op: elements outside the map's extents
+ * are not written. The adds are relaxed atomics at gpu scope, as an atomic
+ * add whose old values nobody reads.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+/* Bytes a kernel keeps for mbarriers and alignment besides its buffers. */
+enum { TS_SLACK = 2048 };
+
+typedef struct {
+    IrModule *m;
+    IrFunc *f;
+    const PassOptions *opts;
+    int num_warps;
+} Ts;
+
+static int64_t smem_bytes(const IrType *t) {
+    return ir_type_numel(t) * ir_type_bytes(t->elem);
+}
+
+/* Does the block hold a named barrier? */
+static bool has_named_barrier(const IrBlock *b) {
+    for (const IrOp *op = b->first; op; op = op->next) {
+        if (op->opc == IR_OP_NAMED_BARRIER_WAIT || op->opc == IR_OP_NAMED_BARRIER_ARRIVE)
+            return true;
+        for (int r = 0; r < op->num_regions; r++)
+            if (has_named_barrier(op->regions[r]))
+                return true;
+    }
+    return false;
+}
+
+/* Does op, or an op nested in it, use v? */
+static bool op_uses(const IrOp *op, const IrValue *v) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i] == v)
+            return true;
+    for (int r = 0; r < op->num_regions; r++)
+        for (const IrOp *q = op->regions[r]->first; q; q = q->next)
+            if (op_uses(q, v))
+                return true;
+    return false;
+}
+
+/* The buffers allocated inside op and its largest scratch, added to *bytes
+ * and maxed into *scratch. */
+static void inside(const Ts *s, const IrOp *op, int64_t *bytes, int64_t *scratch) {
+    if (op->opc == IR_OP_LOCAL_ALLOC)
+        *bytes += smem_bytes(op->results[0]->type);
+    int64_t sc = tg_scratch_bytes(op, s->num_warps);
+    if (sc > *scratch)
+        *scratch = sc;
+    for (int r = 0; r < op->num_regions; r++)
+        for (const IrOp *q = op->regions[r]->first; q; q = q->next)
+            inside(s, q, bytes, scratch);
+}
+
+/* Shared memory in use while the top-level op `top` runs, at most: the
+ * buffers allocated in it, those allocated before it and used in it or
+ * later, and its largest scratch. (allocate-shared may do better by
+ * reusing bytes; this never promises more than it can place.) */
+static int64_t peak_during(const Ts *s, const IrOp *top) {
+    int64_t bytes = 0, scratch = 0;
+    for (const IrOp *op = s->f->body->first; op != top; op = op->next) {
+        if (op->opc != IR_OP_LOCAL_ALLOC)
+            continue;
+        for (const IrOp *later = top; later; later = later->next)
+            if (op_uses(later, op->results[0])) {
+                bytes += smem_bytes(op->results[0]->type);
+                break;
+            }
+    }
+    inside(s, top, &bytes, &scratch);
+    return bytes + scratch;
+}
+
+/* The op of the kernel's body that holds op (op itself at the top level);
+ * NULL when op is inside a warp_specialize region. */
+static IrOp *top_level(Ts *s, IrOp *op) {
+    while (op->parent != s->f->body) {
+        op = op->parent->parent_op;
+        if (!op || op->opc == IR_OP_WARP_SPECIALIZE)
+            return NULL;
+    }
+    return op;
+}
+
+/* Rewrites op when it qualifies (see the essay). */
+static void rewrite(Ts *s, IrOp *op) {
+    const char *kind = ir_op_get_word(op, "kind");
+    IrValue *ptrs = op->operands[0], *val = op->operands[1];
+    IrValue *mask = op->num_operands > 2 ? op->operands[2] : NULL;
+    const IrType *t = val->type;
+    if (!kind || strcmp(kind, "add") != 0 || t->kind != IR_TILE || t->rank != 2 || t->elem->kind != IR_F32 ||
+        !t->layout || ir_count_uses(s->f->body, op->results[0]) != 0)
+        return;
+    IrOp *top = top_level(s, op);
+    if (!top)
+        return;
+    TmaAccess a;
+    int ca = -1, swizzle = 0, eb = ir_type_bytes(t->elem);
+    for (int axis = 1; axis >= 0 && ca < 0; axis--) {
+        swizzle = tg_nvmma_swizzle(t->shape[axis] * eb);
+        if (swizzle >= 32 && tma_match_access(s->f, ptrs, mask, axis, &a))
+            ca = axis;
+    }
+    if (ca < 0)
+        return;
+    a.map.box[0] = t->shape[ca] < swizzle / eb ? t->shape[ca] : swizzle / eb;
+    a.map.box[1] = t->shape[1 - ca] < 256 ? t->shape[1 - ca] : 256;
+    for (int d = 2; d < a.map.rank; d++)
+        a.map.box[d] = 1;
+    a.map.swizzle = swizzle;
+    if (t->shape[ca] % a.map.box[0] || t->shape[1 - ca] % a.map.box[1] ||
+        peak_during(s, top) + smem_bytes(t) + TS_SLACK > tg_shared_limit(&s->opts->target))
+        return;
+
+    IrModule *m = s->m;
+    IrBuilder b;
+    ir_builder_before(&b, top);
+    b.loc = op->loc;
+    const IrType *bt = ir_type_smem(m, t->elem, 2, t->shape, ir_layout_nvmma_shared(m, swizzle, ca));
+    IrValue *buf = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
+    IrValue *map = tma_map_param(m, s->f, &a.map);
+
+    ir_builder_before(&b, op);
+    b.loc = op->loc;
+    ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &buf, 0, NULL), "pending", 0);
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrValue *st[2] = {val, buf};
+    ir_build_op(&b, IR_OP_LOCAL_STORE, 2, st, 0, NULL);
+    ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrValue *ops[3 + IR_MAX_TMAP_RANK] = {map, buf, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
+    for (int d = 0; d < a.map.rank; d++)
+        ops[3 + d] = tma_build_coord(&b, &a, d);
+    ir_op_set_word(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE, 3 + a.map.rank, ops, 0, NULL), "kind", "add");
+
+    /* after the top-level op (a terminator always follows it) */
+    ir_builder_before(&b, top->next);
+    b.loc = op->loc;
+    ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &buf, 0, NULL), "pending", 0);
+    ir_op_unlink(op);
+}
+
+static void collect(IrBlock *b, IrOp ***list, int *n, int *cap, Arena *arena) {
+    for (IrOp *op = b->first; op; op = op->next) {
+        if (op->opc == IR_OP_ATOMIC) {
+            if (*n == *cap) {
+                int c = *cap ? 2 * *cap : 8;
+                *list = arena_grow(arena, *list, sizeof(IrOp *) * (size_t)*n, sizeof(IrOp *) * (size_t)c);
+                *cap = c;
+            }
+            (*list)[(*n)++] = op;
+        }
+        for (int r = 0; r < op->num_regions; r++)
+            collect(op->regions[r], list, n, cap, arena);
+    }
+}
+
+bool pass_tma_store(IrModule *m, const PassOptions *opts) {
+    if (!opts->target.arch_a)
+        return true;
+    for (IrFunc *f = m->first; f; f = f->next) {
+        if (f->kind != IR_FUNC_KERNEL)
+            continue;
+        Ts s = {m, f, opts, pass_func_num_warps(f, opts)};
+        if (has_named_barrier(f->body))
+            continue;
+        IrOp **list = NULL;
+        int n = 0, cap = 0;
+        collect(f->body, &list, &n, &cap, &m->arena);
+        for (int i = 0; i < n; i++)
+            rewrite(&s, list[i]);
+    }
+    return true;
+}
