@@ -44,7 +44,7 @@ for m in os.environ["METRICS"].split(","):
 '
 }
 # bwd: every kernel of the backward pass's last launch, a line each: time, tensor-pipe activity,
-# issue activity, registers (tilec's default, its atomic dQ, cuDNN's).
+# issue activity, registers (tilec's default, its dQ kernel, cuDNN's).
 run_all() { # impl shape kernel-name-regex launches extra...
     local impl=$1 shape=$2 names=$3 count=$4; shift 4
     echo "== attention backward $impl $shape $*"
@@ -71,7 +71,7 @@ if [ "$what" = bwd ] || [ "$what" = all ]; then
         # shellcheck disable=SC2086
         run_all tilec "$s" '^attention_bwd' 3 $c
         # shellcheck disable=SC2086
-        TILEC_ATTENTION_BWD_DQ=atomic run_all tilec "$s" '^attention_bwd' 3 $c
+        TILEC_ATTENTION_BWD_DQ=kernel run_all tilec "$s" '^attention_bwd' 3 $c
         # shellcheck disable=SC2086
         run_all cudnn "$s" 'cudnn|fmha|flash|sm90|dgrad|bprop|backward' 4 $c
     done

@@ -4,8 +4,8 @@
                                           [--bwd]
     python3 bench/ncu_target.py matmul [--shape M,N,K] [--dtype f16|bf16] [--impl tilec|cublas]
 
---bwd: the backward pass (tc_attention_bwd, its preprocessing, dK/dV and dQ kernels; with
-TILEC_ATTENTION_BWD_DQ=atomic its atomic dQ) or cuDNN's through torch autograd, after one forward
+--bwd: the backward pass (tc_attention_bwd: its preprocessing, dK/dV and dQ kernels, dQ as the plan
+says or as TILEC_ATTENTION_BWD_DQ=atomic or =kernel forces) or cuDNN's through torch autograd, after one forward
 pass that writes O and the log-sum-exp. Runs the implementation on fresh random inputs three times (the first compiles, for tilec),
 synchronizing after each. Under ncu, profile the last launch, e.g.
 

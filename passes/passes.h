@@ -210,6 +210,12 @@ bool pass_subst_operands(const IrMap *subst, IrOp *op);
 /* Stores value use counts in IrValue.id for every value of f (results and
  * block arguments, nested regions included). */
 void pass_count_uses(IrFunc *f);
+/* A new loop-carried value of the `for` op `loop`: init as its operand, a
+ * result of the loop, and the body's new block argument (returned); the
+ * caller appends the value of the next iteration to the body's yield
+ * (pass_append_yield). */
+IrValue *pass_add_iter_arg(IrModule *m, IrOp *loop, IrValue *init, const char *name);
+void pass_append_yield(IrModule *m, IrOp *yield, IrValue *v);
 /* Removes pure ops whose results have no uses, repeatedly, with IrValue.id
  * holding use counts (pass_count_uses). Returns true if anything changed. */
 bool pass_erase_dead_pure_ops(IrFunc *f);

@@ -15,6 +15,8 @@
  */
 #include "passes.h"
 
+#include <string.h>
+
 IrValue *pass_subst_value(const IrMap *subst, IrValue *v) {
     for (int guard = 0; guard < 1 << 20; guard++) {
         IrValue *to = ir_map_get(subst, v);
@@ -99,4 +101,30 @@ IrValue *pass_dot_wait_after(IrModule *m, IrOp *after, IrBlock *scope, IrValue *
     ir_replace_all_uses(scope, v, w->results[0]);
     ir_op_set_operand(w, 0, v);
     return w->results[0];
+}
+
+IrValue *pass_add_iter_arg(IrModule *m, IrOp *loop, IrValue *init, const char *name) {
+    int n = loop->num_operands;
+    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
+    memcpy(ops, loop->operands, sizeof(IrValue *) * (size_t)n);
+    ops[n] = init;
+    ir_op_set_operands(m, loop, n + 1, ops);
+    int r = loop->num_results;
+    loop->results = arena_grow(&m->arena, loop->results, sizeof(IrValue *) * (size_t)(r ? r : 1),
+                               sizeof(IrValue *) * (size_t)(r + 1));
+    IrValue *res = ARENA_NEW(&m->arena, IrValue);
+    res->type = init->type;
+    res->def = loop;
+    res->index = r;
+    loop->results[r] = res;
+    loop->num_results = r + 1;
+    return ir_block_add_arg(m, loop->regions[0], init->type, name);
+}
+
+void pass_append_yield(IrModule *m, IrOp *yield, IrValue *v) {
+    int n = yield->num_operands;
+    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
+    memcpy(ops, yield->operands, sizeof(IrValue *) * (size_t)n);
+    ops[n] = v;
+    ir_op_set_operands(m, yield, n + 1, ops);
 }

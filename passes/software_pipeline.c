@@ -461,33 +461,6 @@ static IrOp *build_wait(IrBuilder *b, int64_t num) {
 
 /* Adds a loop-carried value to `loop`: init, body argument (returned),
  * result; the yield gets `next` later through set_yield_last. */
-static IrValue *add_iter_arg(Pipe *p, IrOp *loop, IrValue *init, const char *name) {
-    IrModule *m = p->m;
-    int n = loop->num_operands;
-    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
-    memcpy(ops, loop->operands, sizeof(IrValue *) * (size_t)n);
-    ops[n] = init;
-    ir_op_set_operands(m, loop, n + 1, ops);
-    int r = loop->num_results;
-    loop->results = arena_grow(&m->arena, loop->results, sizeof(IrValue *) * (size_t)(r ? r : 1),
-                               sizeof(IrValue *) * (size_t)(r + 1));
-    IrValue *res = ARENA_NEW(&m->arena, IrValue);
-    res->type = init->type;
-    res->def = loop;
-    res->index = r;
-    loop->results[r] = res;
-    loop->num_results = r + 1;
-    return ir_block_add_arg(m, loop->regions[0], init->type, name);
-}
-
-static void append_yield(IrModule *m, IrOp *yield, IrValue *v) {
-    int n = yield->num_operands;
-    IrValue **ops = ARENA_ARRAY(&m->arena, IrValue *, n + 1);
-    memcpy(ops, yield->operands, sizeof(IrValue *) * (size_t)n);
-    ops[n] = v;
-    ir_op_set_operands(m, yield, n + 1, ops);
-}
-
 /* After a local_load of a load with a non-zero `other`: the elements the
  * mask left out get `other` (cp.async wrote zeros there). */
 static void select_other(Pipe *p, Candidate *c, IrOp *ll) {
@@ -1176,17 +1149,17 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         ring0[0] = ir_build_const_int(&b, i32, 0);
         ring0[1] = num_tma ? ir_build_const_int(&b, i32, 0) : NULL;
         if (tile) {
-            ring0[0] = add_iter_arg(p, tile, ring0[0], "stage");
-            ring0[1] = add_iter_arg(p, tile, ring0[1], "phase"); /* tile implies a producer: TMA */
-            append_yield(m, tile->regions[0]->last, ring0[0]); /* the tile's last loop's results, below */
-            append_yield(m, tile->regions[0]->last, ring0[1]);
+            ring0[0] = pass_add_iter_arg(p->m, tile, ring0[0], "stage");
+            ring0[1] = pass_add_iter_arg(p->m, tile, ring0[1], "phase"); /* tile implies a producer: TMA */
+            pass_append_yield(m, tile->regions[0]->last, ring0[0]); /* the tile's last loop's results, below */
+            pass_append_yield(m, tile->regions[0]->last, ring0[1]);
         }
     }
-    IrValue *stage = add_iter_arg(p, loop, ring0[0], "stage");
+    IrValue *stage = pass_add_iter_arg(p->m, loop, ring0[0], "stage");
     int stage_result = loop->num_results - 1;
     /* the parity of the stage's mbarrier phase: iteration i waits for fill
      * i / stages of stage i mod stages */
-    IrValue *phase = num_tma ? add_iter_arg(p, loop, ring0[1], "phase") : NULL;
+    IrValue *phase = num_tma ? pass_add_iter_arg(p->m, loop, ring0[1], "phase") : NULL;
     if (ws) {
         /* the next chained loop starts here; the tile loop carries it to
          * the next tile (its yield's last two operands) */
@@ -1298,11 +1271,11 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
     IrValue *wrap = ir_build_cmp(&b, "lt", inc, ir_build_const_int(&b, i32, stages));
     IrValue *ops[3] = {wrap, inc, ir_build_const_int(&b, i32, 0)};
-    append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, ops));
+    pass_append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, ops));
     if (num_tma) {
         IrValue *flip = ir_build_binary(&b, IR_OP_XOR, i32, phase, one);
         IrValue *sel[3] = {wrap, phase, flip};
-        append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, sel));
+        pass_append_yield(m, yield, ir_build(&b, IR_OP_SELECT, i32, 3, sel));
     }
 
     /* The stores and loads that the copies replace. */

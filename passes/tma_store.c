@@ -12,7 +12,7 @@
  * into global memory in a loop (the backward pass of attention adds each
  * query block's dQ into an f32 workspace) pays for its atomics in issue
  * slots and in L2 requests; with the reduction it pays a store to shared
- * memory and two barriers.
+ * memory and one or two barriers.
  *
  * On sm_90a, in a kernel, an `atomic {kind = add}` qualifies when
  *   - its value is a 2-D f32 tile and its old values are unused;
@@ -47,6 +47,23 @@
  * program ends. The mask needs no op: elements outside the map's extents
  * are not written. The adds are relaxed atomics at gpu scope, as an atomic
  * add whose old values nobody reads.
+ *
+ * Two buffers, one barrier. When the atomic sits in loops alone (every op
+ * from it up to the top level a `for`) and two buffers fit, B is a ring of
+ * two used in turns, the turn `%t` carried through those loops (0, 1, 0,
+ * ...), and each add needs one barrier:
+ *
+ *     %Bt = memdesc_index %B, %t
+ *     local_store %v, %Bt
+ *     fence_async_shared
+ *     async_tma_store_wait %B {pending = 0}  // the previous add has read the other buffer
+ *     barrier
+ *     async_tma_store %M, %Bt, %true, %c0, %c1, ... {kind = add}
+ *     (the next turn: %t xor 1)
+ *
+ * The buffer an add writes was last read by the add before the previous
+ * one, which thread 0 waited for before the previous barrier; the wait now
+ * is for an add issued a whole iteration earlier, so it rarely stalls.
  */
 #include "passes.h"
 
@@ -54,6 +71,8 @@
 
 /* Bytes a kernel keeps for mbarriers and alignment besides its buffers. */
 enum { TS_SLACK = 2048 };
+/* Loops around an atomic that carry the two buffers' turn. */
+enum { TS_MAX_LOOPS = 8 };
 
 typedef struct {
     IrModule *m;
@@ -159,35 +178,70 @@ static void rewrite(Ts *s, IrOp *op) {
     for (int d = 2; d < a.map.rank; d++)
         a.map.box[d] = 1;
     a.map.swizzle = swizzle;
-    if (t->shape[ca] % a.map.box[0] || t->shape[1 - ca] % a.map.box[1] ||
-        peak_during(s, top) + smem_bytes(t) + TS_SLACK > tg_shared_limit(&s->opts->target))
+    int64_t peak = peak_during(s, top), limit = tg_shared_limit(&s->opts->target);
+    if (t->shape[ca] % a.map.box[0] || t->shape[1 - ca] % a.map.box[1] || peak + smem_bytes(t) + TS_SLACK > limit)
         return;
+    /* the loops between the top level and the atomic, innermost first: two buffers when they are all
+     * there is and both fit */
+    IrOp *loops[TS_MAX_LOOPS];
+    int nl = 0;
+    bool only_loops = true;
+    for (IrBlock *blk = op->parent; blk != s->f->body && only_loops; blk = blk->parent_op->parent) {
+        only_loops = blk->parent_op->opc == IR_OP_FOR && nl < TS_MAX_LOOPS;
+        if (only_loops)
+            loops[nl++] = blk->parent_op;
+    }
+    bool two = only_loops && nl > 0 && peak + 2 * smem_bytes(t) + TS_SLACK <= limit;
 
     IrModule *m = s->m;
+    const IrType *i32 = ir_type_scalar(m, IR_I32);
     IrBuilder b;
     ir_builder_before(&b, top);
     b.loc = op->loc;
-    const IrType *bt = ir_type_smem(m, t->elem, 2, t->shape, ir_layout_nvmma_shared(m, swizzle, ca));
-    IrValue *buf = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
+    int64_t ring_shape[3] = {2, t->shape[0], t->shape[1]};
+    const Layout *l = ir_layout_nvmma_shared(m, swizzle, ca);
+    const IrType *bt = ir_type_smem(m, t->elem, 2, t->shape, l);
+    const IrType *rt = two ? ir_type_smem(m, t->elem, 3, ring_shape, l) : bt;
+    IrValue *ring = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &rt)->results[0];
     IrValue *map = tma_map_param(m, s->f, &a.map);
+    IrValue *turn = NULL;
+    if (two) {
+        /* the turn, carried from the outermost loop in */
+        turn = ir_build_const_int(&b, i32, 0);
+        for (int k = nl - 1; k >= 0; k--)
+            turn = pass_add_iter_arg(m, loops[k], turn, "tma_turn");
+    }
 
     ir_builder_before(&b, op);
     b.loc = op->loc;
-    ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &buf, 0, NULL), "pending", 0);
-    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    IrValue *buf = two ? ir_build_binary(&b, IR_OP_MEMDESC_INDEX, bt, ring, turn) : ring;
+    if (!two) {
+        ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
+        ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    }
     IrValue *st[2] = {val, buf};
     ir_build_op(&b, IR_OP_LOCAL_STORE, 2, st, 0, NULL);
     ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
+    if (two)
+        ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     IrValue *ops[3 + IR_MAX_TMAP_RANK] = {map, buf, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
     for (int d = 0; d < a.map.rank; d++)
         ops[3 + d] = tma_build_coord(&b, &a, d);
     ir_op_set_word(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE, 3 + a.map.rank, ops, 0, NULL), "kind", "add");
+    if (two) {
+        /* the next turn out of the innermost loop, each loop's result out of the one around it */
+        IrValue *next = ir_build_binary(&b, IR_OP_XOR, i32, turn, ir_build_const_int(&b, i32, 1));
+        for (int k = 0; k < nl; k++) {
+            pass_append_yield(m, loops[k]->regions[0]->last, next);
+            next = loops[k]->results[loops[k]->num_results - 1];
+        }
+    }
 
     /* after the top-level op (a terminator always follows it) */
     ir_builder_before(&b, top->next);
     b.loc = op->loc;
-    ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &buf, 0, NULL), "pending", 0);
+    ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
     ir_op_unlink(op);
 }
 
