@@ -53,16 +53,19 @@ for spec in "64 64 64 false true 4 3 no" "64 64 64 false false 4 3 no" "64 64 64
     run "attention D$1 BM$2 BN$3$c" "$lib/attention.tile" $att_facts -D HEAD_DIM=$1 -D D=$1 -D BM=$2 -D BN=$3 \
         -D CAUSAL=$4 -D EVEN_N=$5 --num-warps $6 --num-stages $7 $ws --kernel attention_fwd
 done
-# tc_attention_bwd's kernels on sm_90a (rt_attention_bwd_plan): dK and dV over key blocks, dQ
-# over query blocks (with a producer where BN is 128 up to head dim 128)
-for spec in "dkdv 64 128 128 false 3 no" "dkdv 128 64 128 true 3 no" "dkdv 256 32 64 false 2 no" \
+# tc_attention_bwd's kernels on sm_90a (rt_attention_bwd_plan): dK and dV over key blocks, adding
+# dQ by TMA reductions up to head dim 128 ("atomic"); dQ over query blocks (with a producer where BN
+# is 128 up to head dim 128: the plan's kernel at 256, and without atomics)
+for spec in "dkdv 64 128 128 false 3 atomic" "dkdv 128 64 128 true 3 atomic" "dkdv 256 32 64 false 2 no" \
     "dq 64 128 64 false 3 no" "dq 128 128 128 true 2 ws" "dq 256 64 64 false 3 no"; do
     set -- $spec
     ws=""; [ "$7" = ws ] && ws=--warp-specialize
+    tag=""; [ "$7" = atomic ] && tag=" +dQ"
+    [ "$7" = atomic ] && ws="-D ATOMIC_DQ=true --divisible DQ_ACC=16"
     facts=$dkdv_facts; [ "$1" = dq ] && facts=$dq_facts
     # shellcheck disable=SC2086
-    run "attention_bwd $1 D$2 BM$3 BN$4" "$lib/attention_bwd.tile" $facts -D HEAD_DIM=$2 -D D=$2 -D BM=$3 \
-        -D BN=$4 -D CAUSAL=$5 --num-warps 8 --num-stages $6 $ws --kernel "attention_bwd_$1"
+    run "attention_bwd $1 D$2 BM$3 BN$4$tag" "$lib/attention_bwd.tile" $facts -D HEAD_DIM=$2 -D D=$2 \
+        -D BM=$3 -D BN=$4 -D CAUSAL=$5 --num-warps 8 --num-stages $6 $ws --kernel "attention_bwd_$1"
 done
 # shellcheck disable=SC2086
 run "matmul 128x256x64 w8" "$lib/matmul.tile" $mm_facts -D BM=128 -D BN=256 -D BK=64 --num-warps 8 --num-stages 3
