@@ -41,11 +41,13 @@
  *     local_store %v, %B
  *     fence_async_shared                     // the stores, before the async proxy reads
  *     barrier
- *     async_tma_store %M, %B, %true, %c0, %c1, ... {kind = add}
+ *     async_tma_store %M, %B, %p, %c0, %c1, ... {kind = add}
  * and after the top-level op, `async_tma_store_wait %B {pending = 0}`: the
  * last reduction has read B before anything else may use its bytes or the
  * program ends. The mask needs no op: elements outside the map's extents
- * are not written. The adds are relaxed atomics at gpu scope, as an atomic
+ * are not written. The predicate %p is true unless an extent parameter is
+ * 0 or less: then the runtime maps its 16-byte zero buffer instead of the
+ * tensor, which a store must leave alone (every element was masked). The adds are relaxed atomics at gpu scope, as an atomic
  * add whose old values nobody reads.
  *
  * Two buffers, one barrier. When the atomic sits in loops alone (every op
@@ -58,7 +60,7 @@
  *     fence_async_shared
  *     async_tma_store_wait %B {pending = 0}  // the previous add has read the other buffer
  *     barrier
- *     async_tma_store %M, %Bt, %true, %c0, %c1, ... {kind = add}
+ *     async_tma_store %M, %Bt, %p, %c0, %c1, ... {kind = add}
  *     (the next turn: %t xor 1)
  *
  * The buffer an add writes was last read by the add before the previous
@@ -225,7 +227,16 @@ static void rewrite(Ts *s, IrOp *op) {
     if (two)
         ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
-    IrValue *ops[3 + IR_MAX_TMAP_RANK] = {map, buf, ir_build_const_int(&b, ir_type_scalar(m, IR_I1), 1)};
+    /* an extent of 0 or less gives a map of the runtime's zero buffer: such a program must not store */
+    const IrType *i1 = ir_type_scalar(m, IR_I1);
+    IrValue *pred = ir_build_const_int(&b, i1, 1);
+    for (int d = 0; d < a.map.rank; d++)
+        if (a.map.dim_param[d] >= 0) {
+            IrValue *e = s->f->body->args[a.map.dim_param[d]];
+            IrValue *pos = ir_build_cmp(&b, "gt", e, ir_build_const_int(&b, e->type, 0));
+            pred = ir_build_binary(&b, IR_OP_AND, i1, pred, pos);
+        }
+    IrValue *ops[3 + IR_MAX_TMAP_RANK] = {map, buf, pred};
     for (int d = 0; d < a.map.rank; d++)
         ops[3 + d] = tma_build_coord(&b, &a, d);
     ir_op_set_word(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE, 3 + a.map.rank, ops, 0, NULL), "kind", "add");

@@ -924,6 +924,7 @@ static void feat_tile_atomics(Ft *f) {
         {1, 4, 16, 4, 4, 1},     /* one row */
         {37, 75, 75, 75, 3, 2},  /* 300-byte rows: atomics */
         {50, 100, 100, 100, 2, 2}, /* 400-byte rows, which the JIT does not specialize for: atomics */
+        {0, 76, 80, 76, 2, 1},   /* no rows: one program per tile column, which must store nothing */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int M = cases[c][0], N = cases[c][1], sa = cases[c][2], sx = cases[c][3], R = cases[c][4], reps = cases[c][5];
@@ -931,7 +932,7 @@ static void feat_tile_atomics(Ft *f) {
         snprintf(label, sizeof label, "tile atomic_add %dx%d, stride %d", M, N, sa);
         Buf x, acc;
         size_t acc_n = (size_t)M * (size_t)sa;
-        if (f->ctx && (!buf_new(f, &x, (size_t)M * (size_t)sx * 4) || !buf_new(f, &acc, (acc_n + FGUARD) * 4))) {
+        if (f->ctx && (!buf_new(f, &x, (size_t)(M ? M : 1) * (size_t)sx * 4) || !buf_new(f, &acc, (acc_n + FGUARD) * 4))) {
             fail_case(label, "allocation failed");
             continue;
         }
@@ -956,7 +957,7 @@ static void feat_tile_atomics(Ft *f) {
             F32(x)[i] = (float)gt_uniform_in(-2, 2);
         for (size_t i = 0; i < acc_n; i++) /* the padding columns must keep their values */
             F32(acc)[i] = i % (size_t)sa < (size_t)N ? (float)gt_uniform_in(-1, 1) : 7.5f;
-        float *init = malloc(acc_n * 4);
+        float *init = malloc(acc_n ? acc_n * 4 : 4);
         if (!init) {
             fail_case(label, "allocation failed");
             buf_free(f, &x);
@@ -964,7 +965,7 @@ static void feat_tile_atomics(Ft *f) {
             continue;
         }
         memcpy(init, acc.h, acc_n * 4);
-        tc_dim3 grid = {(unsigned)((M + 63) / 64), (unsigned)((N + 63) / 64), (unsigned)R};
+        tc_dim3 grid = {(unsigned)(M ? (M + 63) / 64 : 1), (unsigned)((N + 63) / 64), (unsigned)R};
         if (buf_up(f, &x) && buf_up(f, &acc) && launch(f, k, grid, args, 7) && buf_down(f, &acc)) {
             GtErr e = {0};
             size_t padding = 0;
