@@ -2,6 +2,7 @@
 #include "tool_output.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int tool_finish(const char *prog, tc_status st, const tc_binary *bin, const tc_diagnostics *diags, const char *output) {
     fputs(tc_diagnostics_text(diags), stderr);
@@ -9,7 +10,7 @@ int tool_finish(const char *prog, tc_status st, const tc_binary *bin, const tc_d
         size_t log_len;
         const char *log = tc_binary_log(bin, &log_len);
         fwrite(log, 1, log_len, stderr);
-        if (tc_binary_write(bin, output) != TC_OK) {
+        if (tc_binary_write(bin, output && strcmp(output, "-") != 0 ? output : NULL) != TC_OK) {
             fprintf(stderr, "%s: %s\n", prog, tc_last_error());
             return 2;
         }
