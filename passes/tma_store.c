@@ -45,10 +45,11 @@
  * and after the top-level op, `async_tma_store_wait %B {pending = 0}`: the
  * last reduction has read B before anything else may use its bytes or the
  * program ends. The mask needs no op: elements outside the map's extents
- * are not written. The predicate %p is true unless an extent parameter is
- * 0 or less: then the runtime maps its 16-byte zero buffer instead of the
- * tensor, which a store must leave alone (every element was masked). The adds are relaxed atomics at gpu scope, as an atomic
- * add whose old values nobody reads.
+ * are not written. The predicate %p, computed before the top-level op, is
+ * true unless an extent parameter is 0 or less: then the runtime maps its
+ * 16-byte zero buffer instead of the tensor, which a store must leave alone
+ * (every element was masked). The adds are relaxed atomics at gpu scope, as
+ * an atomic add whose old values nobody reads.
  *
  * Two buffers, one barrier. When the atomic sits in loops alone (every op
  * from it up to the top level a `for`) and two buffers fit, B is a ring of
@@ -154,34 +155,61 @@ static IrOp *top_level(Ts *s, IrOp *op) {
     return op;
 }
 
-/* Rewrites op when it qualifies (see the essay). */
-static void rewrite(Ts *s, IrOp *op) {
+/* The box an atomic add qualifies with (see the essay), or false: the
+ * proof, its contiguous tile axis and swizzle, the map's boxes filled in. */
+static bool match(Ts *s, const IrOp *op, TmaAccess *a, int *contig, int *swizzle) {
     const char *kind = ir_op_get_word(op, "kind");
     IrValue *ptrs = op->operands[0], *val = op->operands[1];
     IrValue *mask = op->num_operands > 2 ? op->operands[2] : NULL;
     const IrType *t = val->type;
     if (!kind || strcmp(kind, "add") != 0 || t->kind != IR_TILE || t->rank != 2 || t->elem->kind != IR_F32 ||
         !t->layout || ir_count_uses(s->f->body, op->results[0]) != 0)
-        return;
-    IrOp *top = top_level(s, op);
-    if (!top)
-        return;
-    TmaAccess a;
-    int ca = -1, swizzle = 0, eb = ir_type_bytes(t->elem);
+        return false;
+    int eb = ir_type_bytes(t->elem), ca = -1, sw = 0;
     for (int axis = 1; axis >= 0 && ca < 0; axis--) {
-        swizzle = tg_nvmma_swizzle(t->shape[axis] * eb);
-        if (swizzle >= 32 && tma_match_access(s->f, ptrs, mask, axis, &a))
+        sw = tg_nvmma_swizzle(t->shape[axis] * eb);
+        if (sw >= 32 && tma_match_access(s->f, ptrs, mask, axis, a))
             ca = axis;
     }
     if (ca < 0)
+        return false;
+    a->map.box[0] = t->shape[ca] < sw / eb ? t->shape[ca] : sw / eb;
+    a->map.box[1] = t->shape[1 - ca] < 256 ? t->shape[1 - ca] : 256;
+    for (int d = 2; d < a->map.rank; d++)
+        a->map.box[d] = 1;
+    a->map.swizzle = sw;
+    *contig = ca;
+    *swizzle = sw;
+    return t->shape[ca] % a->map.box[0] == 0 && t->shape[1 - ca] % a->map.box[1] == 0;
+}
+
+/* True unless an extent parameter of the map is 0 or less: then the
+ * runtime maps its 16-byte zero buffer instead of the tensor, which a store
+ * must leave alone (every element was masked). Built at b. */
+static IrValue *extents_positive(Ts *s, IrBuilder *b, const IrTensorMap *tm) {
+    const IrType *i1 = ir_type_scalar(s->m, IR_I1);
+    IrValue *pred = ir_build_const_int(b, i1, 1);
+    for (int d = 0; d < tm->rank; d++)
+        if (tm->dim_param[d] >= 0) {
+            IrValue *e = s->f->body->args[tm->dim_param[d]];
+            pred = ir_build_binary(b, IR_OP_AND, i1, pred, ir_build_cmp(b, "gt", e, ir_build_const_int(b, e->type, 0)));
+        }
+    return pred;
+}
+
+/* Rewrites an atomic that qualifies (see the essay); a walk callback. */
+static void rewrite(IrOp *op, void *ctx) {
+    Ts *s = ctx;
+    if (op->opc != IR_OP_ATOMIC)
         return;
-    a.map.box[0] = t->shape[ca] < swizzle / eb ? t->shape[ca] : swizzle / eb;
-    a.map.box[1] = t->shape[1 - ca] < 256 ? t->shape[1 - ca] : 256;
-    for (int d = 2; d < a.map.rank; d++)
-        a.map.box[d] = 1;
-    a.map.swizzle = swizzle;
+    IrOp *top = top_level(s, op);
+    TmaAccess a;
+    int ca, swizzle;
+    if (!top || !match(s, op, &a, &ca, &swizzle))
+        return;
+    const IrType *t = op->operands[1]->type;
     int64_t peak = peak_during(s, top), limit = tg_shared_limit(&s->opts->target);
-    if (t->shape[ca] % a.map.box[0] || t->shape[1 - ca] % a.map.box[1] || peak + smem_bytes(t) + TS_SLACK > limit)
+    if (peak + smem_bytes(t) + TS_SLACK > limit)
         return;
     /* the loops between the top level and the atomic, innermost first: two buffers when they are all
      * there is and both fit */
@@ -195,6 +223,7 @@ static void rewrite(Ts *s, IrOp *op) {
     }
     bool two = only_loops && nl > 0 && peak + 2 * smem_bytes(t) + TS_SLACK <= limit;
 
+    /* before the top-level op: the buffer (or ring), the map, the predicate, the first turn */
     IrModule *m = s->m;
     const IrType *i32 = ir_type_scalar(m, IR_I32);
     IrBuilder b;
@@ -205,15 +234,15 @@ static void rewrite(Ts *s, IrOp *op) {
     const IrType *bt = ir_type_smem(m, t->elem, 2, t->shape, l);
     const IrType *rt = two ? ir_type_smem(m, t->elem, 3, ring_shape, l) : bt;
     IrValue *ring = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &rt)->results[0];
-    IrValue *map = tma_map_param(m, s->f, &a.map);
+    IrValue *ops[3 + IR_MAX_TMAP_RANK] = {tma_map_param(m, s->f, &a.map), NULL, extents_positive(s, &b, &a.map)};
     IrValue *turn = NULL;
     if (two) {
-        /* the turn, carried from the outermost loop in */
         turn = ir_build_const_int(&b, i32, 0);
         for (int k = nl - 1; k >= 0; k--)
             turn = pass_add_iter_arg(m, loops[k], turn, "tma_turn");
     }
 
+    /* in place of the atomic */
     ir_builder_before(&b, op);
     b.loc = op->loc;
     IrValue *buf = two ? ir_build_binary(&b, IR_OP_MEMDESC_INDEX, bt, ring, turn) : ring;
@@ -221,22 +250,13 @@ static void rewrite(Ts *s, IrOp *op) {
         ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     }
-    IrValue *st[2] = {val, buf};
+    IrValue *st[2] = {op->operands[1], buf};
     ir_build_op(&b, IR_OP_LOCAL_STORE, 2, st, 0, NULL);
     ir_build_op(&b, IR_OP_FENCE_ASYNC_SHARED, 0, NULL, 0, NULL);
     if (two)
         ir_op_set_int(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE_WAIT, 1, &ring, 0, NULL), "pending", 0);
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
-    /* an extent of 0 or less gives a map of the runtime's zero buffer: such a program must not store */
-    const IrType *i1 = ir_type_scalar(m, IR_I1);
-    IrValue *pred = ir_build_const_int(&b, i1, 1);
-    for (int d = 0; d < a.map.rank; d++)
-        if (a.map.dim_param[d] >= 0) {
-            IrValue *e = s->f->body->args[a.map.dim_param[d]];
-            IrValue *pos = ir_build_cmp(&b, "gt", e, ir_build_const_int(&b, e->type, 0));
-            pred = ir_build_binary(&b, IR_OP_AND, i1, pred, pos);
-        }
-    IrValue *ops[3 + IR_MAX_TMAP_RANK] = {map, buf, pred};
+    ops[1] = buf;
     for (int d = 0; d < a.map.rank; d++)
         ops[3 + d] = tma_build_coord(&b, &a, d);
     ir_op_set_word(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE, 3 + a.map.rank, ops, 0, NULL), "kind", "add");
@@ -256,35 +276,13 @@ static void rewrite(Ts *s, IrOp *op) {
     ir_op_unlink(op);
 }
 
-static void collect(IrBlock *b, IrOp ***list, int *n, int *cap, Arena *arena) {
-    for (IrOp *op = b->first; op; op = op->next) {
-        if (op->opc == IR_OP_ATOMIC) {
-            if (*n == *cap) {
-                int c = *cap ? 2 * *cap : 8;
-                *list = arena_grow(arena, *list, sizeof(IrOp *) * (size_t)*n, sizeof(IrOp *) * (size_t)c);
-                *cap = c;
-            }
-            (*list)[(*n)++] = op;
-        }
-        for (int r = 0; r < op->num_regions; r++)
-            collect(op->regions[r], list, n, cap, arena);
-    }
-}
-
 bool pass_tma_store(IrModule *m, const PassOptions *opts) {
     if (!opts->target.arch_a)
         return true;
     for (IrFunc *f = m->first; f; f = f->next) {
-        if (f->kind != IR_FUNC_KERNEL)
-            continue;
         Ts s = {m, f, opts, pass_func_num_warps(f, opts)};
-        if (has_named_barrier(f->body))
-            continue;
-        IrOp **list = NULL;
-        int n = 0, cap = 0;
-        collect(f->body, &list, &n, &cap, &m->arena);
-        for (int i = 0; i < n; i++)
-            rewrite(&s, list[i]);
+        if (f->kind == IR_FUNC_KERNEL && !has_named_barrier(f->body))
+            ir_walk_func(f, rewrite, &s);
     }
     return true;
 }

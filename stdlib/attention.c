@@ -506,17 +506,6 @@ static size_t attn_align(size_t n) {
  * targets use the kernel; TILEC_ATTENTION_BWD_DQ=atomic or =kernel forces
  * either.
  */
-/* The workspace of tc_attention_bwd: Delta (f32, one per query row), then
- * with dq_atomic the f32 dQ accumulator at *dq_acc_offset. It depends on
- * the arguments alone, not on the target. */
-static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, bool dq_atomic,
-                                 size_t *dq_acc_offset) {
-    size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
-    size_t d = (size_t)rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), bytes = attn_align(nrows * 4);
-    *dq_acc_offset = bytes;
-    return dq_atomic ? bytes + attn_align(nrows * d * 4) : bytes;
-}
-
 /* Whether dQ may be added with atomics (dq_atomic: -1 the plan's choice, 0
  * a kernel of its own, 1 atomics): the plan's choice on sm_90a, where they
  * are TMA reductions, up to head dim 128 without varlen (varlen's row
@@ -528,13 +517,27 @@ static bool attn_bwd_may_atomic(int dq_atomic, int block_d, bool varlen, bool de
     return !deterministic && (dq_atomic == 1 || (dq_atomic < 0 && !varlen && block_d <= 128));
 }
 
+/* The workspace of tc_attention_bwd: Delta (f32, one per query row), then
+ * where dQ may be added with atomics the f32 dQ accumulator at
+ * *dq_acc_offset. */
+static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, int dq_atomic,
+                                 bool varlen, bool deterministic, size_t *dq_acc_offset) {
+    size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
+    int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
+    size_t bytes = attn_align(nrows * 4);
+    *dq_acc_offset = bytes;
+    if (!attn_bwd_may_atomic(dq_atomic, d, varlen, deterministic))
+        return bytes;
+    return bytes + attn_align(nrows * (size_t)d * 4);
+}
+
 void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                            int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
                            const char *arch, int dq_atomic, tc_attention_bwd_plan *p) {
     memset(p, 0, sizeof *p);
     bool wgmma = rt_stdlib_wgmma(arch);
     int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), hd = (int)head_dim;
-    p->dq_atomic = !deterministic && (dq_atomic == 1 || (dq_atomic < 0 && wgmma && attn_bwd_may_atomic(-1, d, varlen, false)));
+    p->dq_atomic = attn_bwd_may_atomic(dq_atomic, d, varlen, deterministic) && (dq_atomic == 1 || wgmma);
     unsigned bh = (unsigned)(batch * heads), bkv = (unsigned)(batch * kv_heads);
     int rows = 8192 / d; /* preprocess, convert */
     unsigned gq = (unsigned)rt_stdlib_cdiv(seqlen_q, rows);
@@ -566,8 +569,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     }
     p->delta_offset = 0;
     size_t acc;
-    p->workspace_bytes =
-        attn_bwd_workspace(batch, heads, seqlen_q, head_dim, attn_bwd_may_atomic(dq_atomic, d, varlen, deterministic), &acc);
+    p->workspace_bytes = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, dq_atomic, varlen, deterministic, &acc);
     if (p->dq_atomic)
         p->dq_acc_offset = acc;
 }
@@ -672,9 +674,7 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     /* the workspace is an argument like the others: checked before the
      * context is read */
     int forced = attn_forced_dq_atomic(hooked);
-    int block_d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
-    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim,
-                                          attn_bwd_may_atomic(forced, block_d, varlen, deterministic != 0), &acc);
+    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, forced, varlen, deterministic != 0, &acc);
     if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "
