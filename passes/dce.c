@@ -16,9 +16,11 @@
  * use count is non-zero, yet nothing of it is needed. So this pass marks
  * what is live and sweeps the rest (the way aggressive DCE does):
  *
- *   - roots: every op that is not pure (stores, loads, calls, asserts,
+ *   - roots: every op that is not pure (stores, calls, asserts,
  *     barriers, `return`...), except `for`, `if` and `yield`, whose
- *     liveness follows from their contents and results;
+ *     liveness follows from their contents and results, and `load`: a
+ *     global load changes nothing, so one whose value nobody uses goes
+ *     (it is not pure for CSE, which must not merge loads across stores);
  *   - a live op makes its operands live, and its enclosing `for`s and `if`s
  *     (so a loop that stores stays, with its bounds);
  *   - a live value makes its defining op live; a live result or body
@@ -121,7 +123,8 @@ static void process(Dce *d, IrValue *v) {
 static void mark_roots(Dce *d, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
         IrOpcode opc = op->opc;
-        if (!(ir_op_info[opc].flags & OPF_PURE) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD)
+        if (!(ir_op_info[opc].flags & OPF_PURE) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD &&
+            opc != IR_OP_LOAD)
             mark_op(d, op);
         for (int r = 0; r < op->num_regions; r++)
             mark_roots(d, op->regions[r]);

@@ -47,8 +47,10 @@
  *    the slice back from %v may hold constants, arange, splat, broadcast,
  *    expand_dims and elementwise ops (index arithmetic, masks, casts), and
  *    ends at values already in T or at conversions (whose source is used).
- *    Anything else (a load, a reduction, a loop-carried value...) is never
- *    recomputed but converted itself; the rewrite is taken when those
+ *    A load of fewer elements than threads is repeated in T (each thread
+ *    loads what it holds there; cheap_load). Anything else (a larger load,
+ *    a reduction, a loop-carried value...) is never recomputed but
+ *    converted itself; the rewrite is taken when those
  *    conversions cost fewer bytes than the one removed, counting as free
  *    the ones that land outside a loop the original was in. So a
  *    conversion of loop-invariant values leaves the loop (hoisting), and a
@@ -101,6 +103,7 @@ typedef struct Rlc {
     IrMap visited; /* step 2's check: IrValue* -> const Layout* */
     IrOp **convs;  /* step 2: conversions to look at, in program order */
     int num_convs, cap_convs;
+    IrMap repeated; /* loads step 2 repeated in another layout (cheap_load) */
 } Rlc;
 
 static const Layout *layout_of(const IrValue *v) {
@@ -335,6 +338,18 @@ static bool rematerializable(const IrOp *op) {
     }
 }
 
+/* A load of fewer elements than threads (not an anchor: is_anchor) is
+ * cheap to repeat in another layout: every thread loads the elements it
+ * holds there, which the cache serves to the threads that share them,
+ * instead of one copy going through shared memory between two barriers
+ * (attention's backward loads a block's LSE and Delta rows so and reads
+ * them in an #mma slice). Triton's isExpensiveLoadOrStore draws the same
+ * line. The copy goes right after the load it repeats, so it reads the
+ * same memory. */
+static bool cheap_load(const Rlc *r, const IrOp *op) {
+    return op->opc == IR_OP_LOAD && op->results[0]->type->kind == IR_TILE && !is_anchor(r, op);
+}
+
 /* The layout operand i of a copy of op needs when the copy's result is in l. */
 static const Layout *operand_layout_for(Rlc *r, const IrOp *op, int i, const Layout *l) {
     if (op->operands[i]->type->kind != IR_TILE)
@@ -372,7 +387,7 @@ static bool can_remat(Rlc *r, IrValue *v, const Layout *l, int depth, int *budge
     IrOp *def = v->def;
     if (def && def->opc == IR_OP_CONVERT_LAYOUT)
         return can_remat(r, def->operands[0], l, depth, budget, cost, false);
-    if (def && rematerializable(def)) {
+    if (def && (rematerializable(def) || cheap_load(r, def))) {
         for (int i = 0; i < def->num_operands; i++) {
             const Layout *want = operand_layout_for(r, def, i, l);
             if (want && !can_remat(r, def->operands[i], want, depth, budget, cost, false))
@@ -398,7 +413,7 @@ static IrValue *remat(Rlc *r, IrValue *v, const Layout *l, IrValue *self) {
     if (def && def->opc == IR_OP_CONVERT_LAYOUT)
         return remat(r, def->operands[0], l, self);
     IrValue *out;
-    if (def && rematerializable(def)) {
+    if (def && (rematerializable(def) || cheap_load(r, def))) {
         IrMap none;
         ir_map_init(&none, &r->m->arena);
         IrOp *copy = ir_op_clone(r->m, def, &none);
@@ -408,6 +423,10 @@ static IrValue *remat(Rlc *r, IrValue *v, const Layout *l, IrValue *self) {
             ir_op_set_operand(copy, i, want ? remat(r, x, want, self) : x);
         }
         copy->results[0]->type = ir_type_with_layout(r->m, v->type, l);
+        if (copy->opc == IR_OP_LOAD) {
+            ir_op_set_int(r->m, copy, "vec", 1); /* coalesce's width was for the original layout */
+            ir_map_put(&r->repeated, def, def);
+        }
         ir_op_insert_after(def, copy);
         out = copy->results[0];
     } else {
@@ -480,10 +499,26 @@ static void fold_block(Rlc *r, IrBlock *b) {
     }
 }
 
+/* Removes the loads step 2 repeated that nothing reads any more. */
+static void erase_repeated(Rlc *r, IrBlock *b) {
+    for (IrOp *op = b->first, *next; op; op = next) {
+        next = op->next;
+        for (int k = 0; k < op->num_regions; k++)
+            erase_repeated(r, op->regions[k]);
+        if (op->num_results == 1 && op->results[0]->id == 0 && ir_map_get(&r->repeated, op)) {
+            for (int i = 0; i < op->num_operands; i++)
+                op->operands[i]->id--;
+            ir_op_unlink(op);
+        }
+    }
+}
+
 static void clean_up(Rlc *r) {
     fold_block(r, r->f->body); /* program order: every replacement is recorded before its uses */
     pass_count_uses(r->f);
-    pass_erase_dead_pure_ops(r->f);
+    pass_erase_dead_pure_ops(r->f); /* the conversions replaced, which read the repeated loads */
+    erase_repeated(r, r->f->body);
+    pass_erase_dead_pure_ops(r->f); /* then what only those loads read */
 }
 
 bool pass_remove_layout_conversions(IrModule *m, const PassOptions *opts) {
@@ -499,6 +534,7 @@ bool pass_remove_layout_conversions(IrModule *m, const PassOptions *opts) {
         ir_map_init(&r.cand, &m->arena);
         ir_map_init(&r.subst, &m->arena);
         ir_map_init(&r.visited, &m->arena);
+        ir_map_init(&r.repeated, &m->arena);
         build_uses(&r, f->body);
         propagate_forward(&r);
         clean_up(&r);
