@@ -37,6 +37,7 @@ bool drv_run_gpu_passes(IrModule *m, const PassOptions *opts) {
            && pass_run(m, "overlap-dots", opts)              /* consumer loops: P V of block i - 1 under the softmax of block i */
            && pass_run(m, "pingpong", opts)                  /* warp-specialized dot chains: warpgroups take turns */
            && pass_run(m, "tma-store", opts)                 /* tile atomic adds: TMA reductions from shared memory */
+           && pass_run(m, "async-dots", opts)                /* dots in flight under independent work (no producer) */
            && pass_run(m, "canonicalize", opts)              /* fold what the layout rewrites exposed */
            && pass_run(m, "cse", opts)                       /* merge recomputed index math */
            && pass_run(m, "dce", opts)                       /* drop the layouts' leftovers */

@@ -428,6 +428,15 @@ void ir_op_set_int(IrModule *m, IrOp *op, const char *name, int64_t v) {
     ir_op_set_attr(m, op, &a);
 }
 
+void ir_op_remove_attr(IrOp *op, const char *name) {
+    for (int i = 0; i < op->num_attrs; i++)
+        if (strcmp(op->attrs[i].name, name) == 0) {
+            memmove(op->attrs + i, op->attrs + i + 1, sizeof(IrAttr) * (size_t)(op->num_attrs - i - 1));
+            op->num_attrs--;
+            return;
+        }
+}
+
 void ir_op_set_float(IrModule *m, IrOp *op, const char *name, double v) {
     IrAttr a = {.name = name, .kind = IR_ATTR_FLOAT, .f = v};
     ir_op_set_attr(m, op, &a);

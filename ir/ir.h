@@ -448,6 +448,8 @@ double ir_op_get_number(const IrOp *op, const char *name, double dflt); /* int o
 const char *ir_op_get_word(const IrOp *op, const char *name);           /* NULL if absent */
 void ir_op_set_attr(IrModule *m, IrOp *op, const IrAttr *a);
 void ir_op_set_int(IrModule *m, IrOp *op, const char *name, int64_t v);
+/* Removes attribute `name` of op, if it has one. */
+void ir_op_remove_attr(IrOp *op, const char *name);
 void ir_op_set_float(IrModule *m, IrOp *op, const char *name, double v);
 void ir_op_set_word(IrModule *m, IrOp *op, const char *name, const char *w);
 void ir_op_set_symbol(IrModule *m, IrOp *op, const char *name, const char *sym);

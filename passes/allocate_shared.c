@@ -14,7 +14,8 @@
  *   - a local_alloc buffer (smem type: elements x element bytes) lives from
  *     its definition to its last use, uses through views included
  *     (memdesc_index results, and `for` body arguments and results carrying
- *     it). A use inside a loop that does not contain the definition keeps
+ *     it); an async warp_group_dot uses its operands until its wait (or
+ *     its block's end). A use inside a loop that does not contain the definition keeps
  *     the buffer alive through the whole loop: the next iteration uses it
  *     again.
  *   - an op's scratch (a cross-warp reduction, a conversion through shared
@@ -126,12 +127,25 @@ static void extend(Occupant *o, const IrOp *user) {
         o->end = end;
 }
 
+/* The op until which an async warp_group_dot reads its buffers: the wait
+ * for its result, or its block's end. */
+static const IrOp *read_until(const IrOp *dot) {
+    const IrOp *op = dot->next;
+    for (; op && op->next; op = op->next)
+        if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT)
+            for (int i = 0; i < op->num_operands; i++)
+                if (op->operands[i] == dot->results[0])
+                    return op;
+    return op ? op : dot;
+}
+
 static void collect(Alloc *a, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
+        bool in_flight = op->opc == IR_OP_WARP_GROUP_DOT && ir_op_get_int(op, "async", 0);
         for (int i = 0; i < op->num_operands; i++) {
             void *idx = ir_map_get(&a->buffer_of, op->operands[i]);
             if (idx)
-                extend(&a->occ[(intptr_t)idx - 1], op);
+                extend(&a->occ[(intptr_t)idx - 1], in_flight ? read_until(op) : op);
         }
         if (op->opc == IR_OP_LOCAL_ALLOC && op->results[0]->type->kind == IR_SMEM) {
             const IrType *t = op->results[0]->type;

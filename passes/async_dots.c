@@ -1,0 +1,222 @@
+/*
+ * async_dots.c — the pass `async-dots`: warp_group_dots are issued as early
+ * as their operands allow and complete only where something needs them, so
+ * that the work between runs while the tensor cores compute (docs/passes.md,
+ * "Asynchronous dots").
+ *
+ * A synchronous warp_group_dot issues its wgmmas and waits for them at once
+ * (wgmma.wait_group 0): the warpgroup's CUDA cores idle while its tensor
+ * cores work, and the other way round. A block with several dots, some
+ * independent of the others' results, loses twice: attention's backward
+ * computes S^T = K Q^T, then P^T = exp2(S^T - LSE) on the CUDA cores, then
+ * dV += P^T dO, and only then dP^T = V dO^T, which needs none of that.
+ *
+ * In each block of a kernel without a producer warpgroup (where overlap-dots
+ * and pingpong schedule the dots) and without asynchronous dots already
+ * (their waits count the groups in flight: one more would change what they
+ * wait for), the pass
+ *
+ *  1. hoists each synchronous warp_group_dot, and the shared-memory views
+ *     and constants it reads, above the ops before it that it may pass:
+ *     ops that compute in registers (pure ops, `if`s of pure ops), loads
+ *     from global or shared memory, local_allocs and other dots, stopping at
+ *     an op that defines one of its operands. Barriers, mbarrier waits,
+ *     stores and copies stay ahead of it (they order the memory it reads);
+ *  2. issues every warp_group_dot async and, before the first op that reads
+ *     its result or may not run while it is in flight (anything but the ops
+ *     of 1.: a store, a barrier, a copy into shared memory, the block's
+ *     terminator), inserts
+ *
+ *         %r.1, %s.1 = warp_group_dot_wait %r, %s {pending = N}
+ *
+ *     over the dots issued up to the one needed (wgmma groups complete in
+ *     order), N the dots issued after it, and the later ops read %r.1. A dot
+ *     whose wait would come right after it stays synchronous.
+ *
+ * The backward's loop becomes: S^T issued, the copies of the next stages,
+ * dP^T issued; wait for S^T (pending 1) and compute P^T under dP^T; dV
+ * issued; wait for dP^T (pending 1) and compute dS^T under dV; dK and dQ
+ * issued; wait for all (pending 0) before dQ is stored.
+ *
+ * Shared memory a dot in flight reads stays live until its wait
+ * (allocate-shared), so no scratch in between takes its bytes. The wgmma A
+ * fragments in registers are ptxas's to keep until the wait, as for the
+ * dots in flight of the pipeline and overlap-dots.
+ */
+#include "passes.h"
+
+enum { MAX_IN_FLIGHT = 7 }; /* warp_group_dot_wait's pending is 0..7 */
+
+/* A pure op, or an `if` of pure ops (a causal mask applied in some
+ * iterations only). */
+static bool pure_tree(const IrOp *op) {
+    if (op->opc == IR_OP_IF) {
+        for (int r = 0; r < op->num_regions; r++)
+            for (const IrOp *o = op->regions[r]->first; o; o = o->next)
+                if (o->opc != IR_OP_YIELD && !pure_tree(o))
+                    return false;
+        return true;
+    }
+    return (ir_op_info[op->opc].flags & OPF_PURE) && op->num_regions == 0;
+}
+
+/* May a warp_group_dot be issued before op, or stay in flight while op
+ * runs? Ops that compute in registers or read memory; a local_alloc writes
+ * a buffer of its own, which allocate-shared keeps apart from the dot's. */
+static bool dot_may_pass(const IrOp *op) {
+    switch (op->opc) {
+    case IR_OP_LOAD:
+    case IR_OP_LOCAL_LOAD:
+    case IR_OP_LOCAL_ALLOC:
+    case IR_OP_WARP_GROUP_DOT: return true;
+    default: return pure_tree(op);
+    }
+}
+
+static bool defines_operand(const IrOp *def, const IrOp *op) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i]->def == def)
+            return true;
+    return false;
+}
+
+/* Does op, or an op in its regions, read v? */
+static bool reads(const IrOp *op, const IrValue *v) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i] == v)
+            return true;
+    for (int r = 0; r < op->num_regions; r++)
+        if (ir_count_uses(op->regions[r], v))
+            return true;
+    return false;
+}
+
+/* May dot go above `at`? Only if at is no dot, or if dot could also go
+ * above what stops the run of dots that ends at `at` (dots already hoisted
+ * as far as they go): dots ready at the same point keep their order, and a
+ * dot that waits for a result (attention's dV for P) lets the ones that do
+ * not go first. */
+static bool passes_dots(const IrOp *at, const IrOp *dot) {
+    while (at && at->opc == IR_OP_WARP_GROUP_DOT)
+        at = at->prev;
+    return at && at->opc != IR_OP_WARP_GROUP_DOT && !defines_operand(at, dot) && dot_may_pass(at);
+}
+
+static bool is_view(const IrOp *op) {
+    return op->opc == IR_OP_MEMDESC_TRANS || op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_CONSTANT;
+}
+
+/* Moves a dot up its block past the ops it may pass (dot_may_pass),
+ * together with the views and constants it reads that it meets on the way
+ * (they go right before it, in their order). */
+static void hoist(IrOp *dot) {
+    IrOp *group[16];
+    int n = 0;
+    group[n++] = dot;
+    IrOp *at = dot->prev;
+    for (; at; at = at->prev) {
+        bool feeds = false;
+        for (int k = 0; k < n && !feeds; k++)
+            feeds = defines_operand(at, group[k]);
+        if (feeds && is_view(at) && n < 16)
+            group[n++] = at;
+        else if (feeds || !dot_may_pass(at) || !passes_dots(at, dot))
+            break;
+    }
+    IrBlock *b = dot->parent;
+    for (int k = n - 1; k >= 0; k--) { /* program order: the earliest view first */
+        ir_op_unlink(group[k]);
+        if (at)
+            ir_op_insert_after(at, group[k]);
+        else
+            ir_op_insert_before(b->first, group[k]);
+        at = group[k];
+    }
+}
+
+/* Waits before op for in-flight dots fl[0..need] (the earlier ones complete
+ * with it); the rest stay pending. Returns the dots still in flight. */
+static int wait_for(IrModule *m, IrBlock *b, IrOp *op, IrOp **fl, int n, int need) {
+    IrValue *vals[MAX_IN_FLIGHT];
+    const IrType *types[MAX_IN_FLIGHT];
+    for (int k = 0; k <= need; k++)
+        vals[k] = fl[k]->results[0], types[k] = vals[k]->type;
+    IrOp *w = ir_op_create(m, IR_OP_WARP_GROUP_DOT_WAIT, need + 1, vals, need + 1, types);
+    w->loc = fl[need]->loc;
+    ir_op_set_int(m, w, "pending", n - 1 - need);
+    ir_op_insert_before(op, w);
+    for (int k = 0; k <= need; k++) {
+        w->results[k]->name = vals[k]->name;
+        ir_replace_all_uses(b, vals[k], w->results[k]);
+        ir_op_set_operand(w, k, vals[k]);
+    }
+    for (int k = need + 1; k < n; k++)
+        fl[k - need - 1] = fl[k];
+    return n - need - 1;
+}
+
+/* A wait right after the one dot it waits for, with nothing pending: the
+ * dot stays synchronous. */
+static void undo_trivial(IrBlock *b, IrOp *w) {
+    IrOp *d = w->prev;
+    if (!d || d->opc != IR_OP_WARP_GROUP_DOT || w->num_operands != 1 || w->operands[0] != d->results[0] ||
+        ir_op_get_int(w, "pending", -1) != 0)
+        return;
+    ir_replace_all_uses(b, w->results[0], d->results[0]);
+    ir_op_unlink(w);
+    ir_op_remove_attr(d, "async");
+}
+
+static bool has_async(const IrBlock *b) {
+    for (const IrOp *op = b->first; op; op = op->next)
+        if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT ||
+            (op->opc == IR_OP_WARP_GROUP_DOT && ir_op_get_int(op, "async", 0)))
+            return true;
+    return false;
+}
+
+static void schedule_block(IrModule *m, IrBlock *b) {
+    for (IrOp *op = b->first; op; op = op->next)
+        for (int r = 0; r < op->num_regions; r++)
+            schedule_block(m, op->regions[r]);
+    int dots = 0;
+    for (IrOp *op = b->first; op; op = op->next)
+        dots += op->opc == IR_OP_WARP_GROUP_DOT;
+    if (!dots || has_async(b))
+        return;
+    for (IrOp *op = b->first, *next; op; op = next) {
+        next = op->next;
+        if (op->opc == IR_OP_WARP_GROUP_DOT)
+            hoist(op);
+    }
+    IrOp *fl[MAX_IN_FLIGHT];
+    int n = 0;
+    for (IrOp *op = b->first; op; op = op->next) {
+        int need = -1;
+        if (!dot_may_pass(op) || (op->opc == IR_OP_WARP_GROUP_DOT && n == MAX_IN_FLIGHT))
+            need = n - 1;
+        else
+            for (int k = 0; k < n; k++)
+                if (reads(op, fl[k]->results[0]))
+                    need = k;
+        if (need >= 0)
+            n = wait_for(m, b, op, fl, n, need);
+        if (op->opc == IR_OP_WARP_GROUP_DOT) {
+            ir_op_set_int(m, op, "async", 1);
+            fl[n++] = op;
+        }
+    }
+    for (IrOp *op = b->first, *next; op; op = next) {
+        next = op->next;
+        if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT)
+            undo_trivial(b, op);
+    }
+}
+
+bool pass_async_dots(IrModule *m, const PassOptions *opts) {
+    (void)opts;
+    for (IrFunc *f = m->first; f; f = f->next)
+        if (f->kind == IR_FUNC_KERNEL && !ir_func_get_int(f, "producer_warps", 0))
+            schedule_block(m, f->body);
+    return true;
+}
