@@ -56,7 +56,7 @@ done
 # tc_attention_bwd's kernels on sm_90a (rt_attention_bwd_plan): dK and dV over key blocks, adding
 # dQ by TMA reductions up to head dim 128 ("atomic"); dQ over query blocks (with a producer where BN
 # is 128 up to head dim 128: the plan's kernel at 256, and without atomics)
-for spec in "dkdv 64 128 128 false 3 atomic" "dkdv 128 64 128 true 3 atomic" "dkdv 256 32 64 false 2 no" \
+for spec in "dkdv 64 128 128 false 3 atomic" "dkdv 128 64 128 true 3 atomic" "dkdv 256 64 64 false 2 no" \
     "dq 64 128 64 false 3 no" "dq 128 128 128 true 2 ws" "dq 256 64 64 false 3 no"; do
     set -- $spec
     ws=""; [ "$7" = ws ] && ws=--warp-specialize

@@ -468,9 +468,10 @@ static size_t attn_align(size_t n) {
  *    with it, still faster than BM 32's 232). D 64: 64 + 128 at BM 128
  *    (250; causal 60 bytes of spill, faster than BM 64 all the same). D 256
  *    cannot hold [128, 256] twice: BN 64 on 8 warps, the warpgroups
- *    splitting D (128 registers of accumulators each thread), BM 32 (237
- *    registers). K and V stay in shared memory (BN D 2 bytes each: 64 KB at
- *    D 128); Q and dO stream through 3-stage TMA rings of BM D (2 at D 256),
+ *    splitting D (128 registers of accumulators each thread), BM 64 (218
+ *    registers with async-dots; 1.16-1.30x BM 32 on the H200, 2026-11-25,
+ *    bench/RESULTS.md; 200 KB of shared memory in all). K and V stay in
+ *    shared memory (BN D 2 bytes each: 64 KB at D 128); Q and dO stream through 3-stage TMA rings of BM D (2 at D 256),
  *    each staged once and read by S^T = K Q^T and dP^T = V dO^T through a
  *    transposed view (memdesc_trans). bench/RESULTS.md has the measurements
  *    (BM 32 / 64 / 128).
@@ -545,7 +546,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     int bm, bn, warps, stages;
     if (wgmma) {
-        bm = d <= 64 ? 128 : d <= 128 ? 64 : 32, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
+        bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
     } else {
         bm = d <= 64 ? 32 : 16, bn = d <= 64 ? 128 : d <= 128 ? 64 : 32, warps = d <= 64 ? 8 : 4, stages = 3;
     }
