@@ -80,17 +80,6 @@ static bool defines_operand(const IrOp *def, const IrOp *op) {
     return false;
 }
 
-/* Does op, or an op in its regions, read v? */
-static bool reads(const IrOp *op, const IrValue *v) {
-    for (int i = 0; i < op->num_operands; i++)
-        if (op->operands[i] == v)
-            return true;
-    for (int r = 0; r < op->num_regions; r++)
-        if (ir_count_uses(op->regions[r], v))
-            return true;
-    return false;
-}
-
 /* May dot go above `at`? Only if at is no dot, or if dot could also go
  * above what stops the run of dots that ends at `at` (dots already hoisted
  * as far as they go): dots ready at the same point keep their order, and a
@@ -99,7 +88,7 @@ static bool reads(const IrOp *op, const IrValue *v) {
 static bool passes_dots(const IrOp *at, const IrOp *dot) {
     while (at && at->opc == IR_OP_WARP_GROUP_DOT)
         at = at->prev;
-    return at && at->opc != IR_OP_WARP_GROUP_DOT && !defines_operand(at, dot) && dot_may_pass(at);
+    return at && !defines_operand(at, dot) && dot_may_pass(at);
 }
 
 static bool is_view(const IrOp *op) {
@@ -120,7 +109,7 @@ static void hoist(IrOp *dot) {
             feeds = defines_operand(at, group[k]);
         if (feeds && is_view(at) && n < 16)
             group[n++] = at;
-        else if (feeds || !dot_may_pass(at) || !passes_dots(at, dot))
+        else if (feeds || !dot_may_pass(at) || (at->opc == IR_OP_WARP_GROUP_DOT && !passes_dots(at, dot)))
             break;
     }
     IrBlock *b = dot->parent;
@@ -197,7 +186,7 @@ static void schedule_block(IrModule *m, IrBlock *b) {
             need = n - 1;
         else
             for (int k = 0; k < n; k++)
-                if (reads(op, fl[k]->results[0]))
+                if (pass_op_uses(op, fl[k]->results[0]))
                     need = k;
         if (need >= 0)
             n = wait_for(m, b, op, fl, n, need);

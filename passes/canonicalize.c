@@ -553,7 +553,7 @@ bool pass_canonicalize(IrModule *m, const PassOptions *opts) {
                 break;
         }
         pass_count_uses(f);
-        pass_erase_dead_pure_ops(f);
+        pass_erase_dead_ops(f);
     }
     return true;
 }

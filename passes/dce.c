@@ -123,8 +123,7 @@ static void process(Dce *d, IrValue *v) {
 static void mark_roots(Dce *d, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
         IrOpcode opc = op->opc;
-        if (!(ir_op_info[opc].flags & OPF_PURE) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD &&
-            opc != IR_OP_LOAD)
+        if (!pass_op_is_droppable(op) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD)
             mark_op(d, op);
         for (int r = 0; r < op->num_regions; r++)
             mark_roots(d, op->regions[r]);

@@ -216,11 +216,19 @@ void pass_count_uses(IrFunc *f);
  * (pass_append_yield). */
 IrValue *pass_add_iter_arg(IrModule *m, IrOp *loop, IrValue *init, const char *name);
 void pass_append_yield(IrModule *m, IrOp *yield, IrValue *v);
-/* Removes pure ops whose results have no uses, repeatedly, with IrValue.id
- * holding use counts (pass_count_uses). Returns true if anything changed. */
-bool pass_erase_dead_pure_ops(IrFunc *f);
-/* True if op is pure and owns no regions (it may be removed when unused). */
+/* Removes the ops whose results have no uses and that pass_op_is_droppable
+ * allows, repeatedly, with IrValue.id holding use counts (pass_count_uses).
+ * Returns true if anything changed. */
+bool pass_erase_dead_ops(IrFunc *f);
+/* True if op is pure and owns no regions (it may be removed when unused,
+ * and merged with an equal op). */
 bool pass_op_is_removable(const IrOp *op);
+/* True if op may go when its results are unused: a removable op, or a
+ * load (reading memory changes nothing; loads are not pure, so that CSE
+ * does not merge them across stores). dce and pass_erase_dead_ops agree. */
+bool pass_op_is_droppable(const IrOp *op);
+/* Does op, or an op in its regions, read v? */
+bool pass_op_uses(const IrOp *op, const IrValue *v);
 /* `warp_group_dot_wait v {pending}`, detached, its result named like v (the
  * caller places it). */
 IrOp *pass_dot_wait(IrModule *m, IrValue *v, int64_t pending, SrcLoc loc);

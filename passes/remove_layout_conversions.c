@@ -103,7 +103,6 @@ typedef struct Rlc {
     IrMap visited; /* step 2's check: IrValue* -> const Layout* */
     IrOp **convs;  /* step 2: conversions to look at, in program order */
     int num_convs, cap_convs;
-    IrMap repeated; /* loads step 2 repeated in another layout (cheap_load) */
 } Rlc;
 
 static const Layout *layout_of(const IrValue *v) {
@@ -423,10 +422,8 @@ static IrValue *remat(Rlc *r, IrValue *v, const Layout *l, IrValue *self) {
             ir_op_set_operand(copy, i, want ? remat(r, x, want, self) : x);
         }
         copy->results[0]->type = ir_type_with_layout(r->m, v->type, l);
-        if (copy->opc == IR_OP_LOAD) {
+        if (copy->opc == IR_OP_LOAD)
             ir_op_set_int(r->m, copy, "vec", 1); /* coalesce's width was for the original layout */
-            ir_map_put(&r->repeated, def, def);
-        }
         ir_op_insert_after(def, copy);
         out = copy->results[0];
     } else {
@@ -499,26 +496,10 @@ static void fold_block(Rlc *r, IrBlock *b) {
     }
 }
 
-/* Removes the loads step 2 repeated that nothing reads any more. */
-static void erase_repeated(Rlc *r, IrBlock *b) {
-    for (IrOp *op = b->first, *next; op; op = next) {
-        next = op->next;
-        for (int k = 0; k < op->num_regions; k++)
-            erase_repeated(r, op->regions[k]);
-        if (op->num_results == 1 && op->results[0]->id == 0 && ir_map_get(&r->repeated, op)) {
-            for (int i = 0; i < op->num_operands; i++)
-                op->operands[i]->id--;
-            ir_op_unlink(op);
-        }
-    }
-}
-
 static void clean_up(Rlc *r) {
     fold_block(r, r->f->body); /* program order: every replacement is recorded before its uses */
     pass_count_uses(r->f);
-    pass_erase_dead_pure_ops(r->f); /* the conversions replaced, which read the repeated loads */
-    erase_repeated(r, r->f->body);
-    pass_erase_dead_pure_ops(r->f); /* then what only those loads read */
+    pass_erase_dead_ops(r->f); /* the conversions replaced, and the loads step 2 repeated */
 }
 
 bool pass_remove_layout_conversions(IrModule *m, const PassOptions *opts) {
@@ -534,7 +515,6 @@ bool pass_remove_layout_conversions(IrModule *m, const PassOptions *opts) {
         ir_map_init(&r.cand, &m->arena);
         ir_map_init(&r.subst, &m->arena);
         ir_map_init(&r.visited, &m->arena);
-        ir_map_init(&r.repeated, &m->arena);
         build_uses(&r, f->body);
         propagate_forward(&r);
         clean_up(&r);

@@ -62,13 +62,28 @@ bool pass_op_is_removable(const IrOp *op) {
     return (ir_op_info[op->opc].flags & OPF_PURE) && op->num_regions == 0;
 }
 
+bool pass_op_is_droppable(const IrOp *op) {
+    return pass_op_is_removable(op) || op->opc == IR_OP_LOAD;
+}
+
+bool pass_op_uses(const IrOp *op, const IrValue *v) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i] == v)
+            return true;
+    for (int r = 0; r < op->num_regions; r++)
+        for (const IrOp *q = op->regions[r]->first; q; q = q->next)
+            if (pass_op_uses(q, v))
+                return true;
+    return false;
+}
+
 static bool erase_dead_in_block(IrBlock *b) {
     bool changed = false;
     for (IrOp *op = b->last, *prev; op; op = prev) {
         prev = op->prev;
         for (int r = op->num_regions - 1; r >= 0; r--)
             changed |= erase_dead_in_block(op->regions[r]);
-        if (!pass_op_is_removable(op))
+        if (!pass_op_is_droppable(op))
             continue;
         bool used = false;
         for (int i = 0; i < op->num_results; i++)
@@ -83,7 +98,7 @@ static bool erase_dead_in_block(IrBlock *b) {
     return changed;
 }
 
-bool pass_erase_dead_pure_ops(IrFunc *f) {
+bool pass_erase_dead_ops(IrFunc *f) {
     return erase_dead_in_block(f->body);
 }
 

@@ -81,25 +81,6 @@ static bool same_thread(Stage *s, const IrType *from, const IrType *to) {
     return ll_same_thread_map(&a, &b, keep, map);
 }
 
-static bool uses_value(const IrBlock *b, const IrValue *v);
-
-static bool op_uses(const IrOp *op, const IrValue *v) {
-    for (int i = 0; i < op->num_operands; i++)
-        if (op->operands[i] == v)
-            return true;
-    for (int r = 0; r < op->num_regions; r++)
-        if (uses_value(op->regions[r], v))
-            return true;
-    return false;
-}
-
-static bool uses_value(const IrBlock *b, const IrValue *v) {
-    for (const IrOp *op = b->first; op; op = op->next)
-        if (op_uses(op, v))
-            return true;
-    return false;
-}
-
 /* Is a dot operand loaded before loop `loop` better loaded again before each
  * of its dots inside? When what the loop keeps live would not leave it room:
  * the loop-carried tiles, the tiles its dots make that it does not carry
@@ -134,7 +115,7 @@ static bool reload_in_loop(const Stage *s, const IrOp *loop, const IrValue *oper
 static void reload(Stage *s, IrBlock *body, IrOp *load) {
     IrValue *v = load->results[0];
     for (IrOp *op = body->first; op; op = op->next) {
-        if (!op_uses(op, v))
+        if (!pass_op_uses(op, v))
             continue;
         IrOp *copy = ir_op_create(s->m, IR_OP_LOCAL_LOAD, 1, &load->operands[0], 1, &v->type);
         copy->loc = load->loc;
@@ -175,14 +156,14 @@ static void stage(Stage *s, IrOp *cvt) {
     load->loc = cvt->loc;
     load->results[0]->name = res->name;
     IrOp *user = cvt->next;
-    while (user && !op_uses(user, res))
+    while (user && !pass_op_uses(user, res))
         user = user->next;
     ir_op_insert_before(user ? user : cvt, load);
     IrBlock *scope = cvt->parent;
     ir_op_unlink(cvt);
     ir_replace_all_uses(scope, res, load->results[0]);
     for (IrOp *op = load->next; op; op = op->next)
-        if (op->opc == IR_OP_FOR && op_uses(op, load->results[0]) && reload_in_loop(s, op, load->results[0]))
+        if (op->opc == IR_OP_FOR && pass_op_uses(op, load->results[0]) && reload_in_loop(s, op, load->results[0]))
             reload(s, op->regions[0], load);
     if (ir_count_uses(scope, load->results[0]) == 0)
         ir_op_unlink(load);
@@ -217,7 +198,7 @@ static bool can_sink_past(Stage *s, const IrOp *alloc, const IrOp *op) {
         return false;
     if (!(ir_op_info[op->opc].flags & OPF_PURE) && op->opc != IR_OP_LOAD)
         return false;
-    return tg_scratch_bytes(op, s->num_warps) == 0 && !op_uses(op, alloc->results[0]);
+    return tg_scratch_bytes(op, s->num_warps) == 0 && !pass_op_uses(op, alloc->results[0]);
 }
 
 static void sink(Stage *s, IrOp *alloc) {

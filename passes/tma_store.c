@@ -100,18 +100,6 @@ static bool has_named_barrier(const IrBlock *b) {
     return false;
 }
 
-/* Does op, or an op nested in it, use v? */
-static bool op_uses(const IrOp *op, const IrValue *v) {
-    for (int i = 0; i < op->num_operands; i++)
-        if (op->operands[i] == v)
-            return true;
-    for (int r = 0; r < op->num_regions; r++)
-        for (const IrOp *q = op->regions[r]->first; q; q = q->next)
-            if (op_uses(q, v))
-                return true;
-    return false;
-}
-
 /* The buffers allocated inside op and its largest scratch, added to *bytes
  * and maxed into *scratch. */
 static void inside(const Ts *s, const IrOp *op, int64_t *bytes, int64_t *scratch) {
@@ -135,7 +123,7 @@ static int64_t peak_during(const Ts *s, const IrOp *top) {
         if (op->opc != IR_OP_LOCAL_ALLOC)
             continue;
         for (const IrOp *later = top; later; later = later->next)
-            if (op_uses(later, op->results[0])) {
+            if (pass_op_uses(later, op->results[0])) {
                 bytes += smem_bytes(op->results[0]->type);
                 break;
             }
