@@ -330,7 +330,7 @@ def main_bwd(args, lib, ctx, torch, triton):
 def main():
     ap = arg_parser(__doc__, "correctness cases and one timing shape only")
     ap.add_argument("--bwd", action="store_true", help="the backward pass (tc_attention_bwd) instead")
-    ap.add_argument("--dims", help="with --bwd: the head dims to time (default 64,128)")
+    ap.add_argument("--dims", help="the head dims to time (default: 64,128,256; with --bwd 64,128)")
     ap.add_argument("--sweep", action="store_true", help="also time other block sizes, warps and stages")
     ap.add_argument("--sweep-only", action="store_true", help="the sweep alone: no correctness cases, no baselines")
     ap.add_argument("--source", help="with --sweep: compile this file instead of the library's attention.tile")
@@ -404,6 +404,8 @@ def main():
     # head dims 64, 128, 256 at B4 H32 N1024 and N4096 and B1 H32 N16384, f16 and bf16 (--quick: one)
     shapes = [(B, H, N, D, dt) for D in (64, 128, 256) for (B, H, N) in ((4, 32, 1024), (4, 32, 4096), (1, 32, 16384))
               for dt in ("f16", "bf16")]
+    if args.dims:
+        shapes = [s for s in shapes if s[3] in [int(d) for d in args.dims.split(",")]]
     if args.sweep_only:
         shapes = [s for s in shapes if s[4] == "f16" and s[3] in SWEEP]
     if args.quick:

@@ -23,20 +23,30 @@
  *     an op that defines one of its operands. Barriers, mbarrier waits,
  *     stores and copies stay ahead of it (they order the memory it reads);
  *  2. issues every warp_group_dot async and, before the first op that reads
- *     its result or may not run while it is in flight (anything but the ops
- *     of 1.: a store, a barrier, a copy into shared memory, the block's
- *     terminator), inserts
+ *     its result or may not run while it is in flight, inserts
  *
  *         %r.1, %s.1 = warp_group_dot_wait %r, %s {pending = N}
  *
  *     over the dots issued up to the one needed (wgmma groups complete in
  *     order), N the dots issued after it, and the later ops read %r.1. A dot
- *     whose wait would come right after it stays synchronous.
+ *     whose wait would come right after it stays synchronous. What may run
+ *     under dots in flight: the ops of 1., stores to global memory (a wgmma
+ *     reads registers and shared memory only), writes into buffers that no
+ *     dot in flight reads (a ring's stages count as the ring), fences, TMA
+ *     stores and their waits, and a barrier after which nothing in the
+ *     block writes the dots' buffers (past it, another warp could). Not the
+ *     terminator.
+ *  3. keeps the new accumulators in flight (dots that start from zeros)
+ *     within FRESH_BUDGET registers a thread: a dot that would pass it is
+ *     issued after the earlier ones complete. Two such dots in flight pin
+ *     both sets of registers while neither can be read; at the backward's
+ *     head dim 64 ([128, 128] S^T and dP^T, 64 registers each) ptxas then
+ *     spilled 200 bytes and the causal kernels lost 20-30%.
  *
- * The backward's loop becomes: S^T issued, the copies of the next stages,
- * dP^T issued; wait for S^T (pending 1) and compute P^T under dP^T; dV
+ * The backward's loop becomes: the next stage's copies, S^T and dP^T issued
+ * back to back; wait for S^T (pending 1) and compute P^T under dP^T; dV
  * issued; wait for dP^T (pending 1) and compute dS^T under dV; dK and dQ
- * issued; wait for all (pending 0) before dQ is stored.
+ * issued; wait for all before dQ is stored.
  *
  * Shared memory a dot in flight reads stays live until its wait
  * (allocate-shared), so no scratch in between takes its bytes. The wgmma A
@@ -45,7 +55,10 @@
  */
 #include "passes.h"
 
-enum { MAX_IN_FLIGHT = 7 }; /* warp_group_dot_wait's pending is 0..7 */
+enum {
+    MAX_IN_FLIGHT = 7, /* warp_group_dot_wait's pending is 0..7 */
+    FRESH_BUDGET = 64, /* registers per thread of new accumulators in flight at once */
+};
 
 /* A pure op, or an `if` of pure ops (a causal mask applied in some
  * iterations only). */
@@ -80,14 +93,68 @@ static bool defines_operand(const IrOp *def, const IrOp *op) {
     return false;
 }
 
+/* The buffer a shared-memory value views (memdesc_index, memdesc_trans). */
+static const IrValue *root_buffer(const IrValue *v) {
+    while (v->def && (v->def->opc == IR_OP_MEMDESC_INDEX || v->def->opc == IR_OP_MEMDESC_TRANS))
+        v = v->def->operands[0];
+    return v;
+}
+
+/* Does one of the dots fl[0..n) read buf? */
+static bool dots_read(IrOp *const *fl, int n, const IrValue *buf) {
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < 2; i++)
+            if (root_buffer(fl[k]->operands[i]) == buf)
+                return true;
+    return false;
+}
+
+/* May op run while the dots fl[0..n) are in flight, as far as the memory
+ * they read goes? Besides the ops a dot may pass: writes to global memory
+ * (a wgmma reads registers and shared memory only), fences, TMA stores and
+ * their waits, and writes into other buffers than theirs. */
+static bool memory_safe(const IrOp *op, IrOp *const *fl, int n) {
+    if (dot_may_pass(op))
+        return true;
+    switch (op->opc) {
+    case IR_OP_STORE:
+    case IR_OP_ATOMIC:
+    case IR_OP_FENCE_ASYNC_SHARED:
+    case IR_OP_ASYNC_TMA_STORE:
+    case IR_OP_ASYNC_TMA_STORE_WAIT:
+    case IR_OP_ASYNC_COMMIT:
+    case IR_OP_ASYNC_WAIT:
+    case IR_OP_MBARRIER_EXPECT:
+    case IR_OP_MBARRIER_WAIT: return true;
+    case IR_OP_LOCAL_STORE:
+    case IR_OP_ASYNC_COPY:
+    case IR_OP_ASYNC_TMA_COPY: return !dots_read(fl, n, root_buffer(op->operands[1]));
+    default: return false;
+    }
+}
+
+/* May the dots fl[0..n) stay in flight while op runs? A barrier lets other
+ * warps go on to write what it orders after the reads before it: it may
+ * pass when nothing after it in the block writes the dots' buffers (the
+ * terminator waits for them). */
+static bool may_stay_in_flight(const IrOp *op, IrOp *const *fl, int n) {
+    if (op->opc != IR_OP_BARRIER)
+        return memory_safe(op, fl, n);
+    for (const IrOp *o = op->next; o && !(ir_op_info[o->opc].flags & OPF_TERMINATOR); o = o->next)
+        if (o->opc != IR_OP_BARRIER && !memory_safe(o, fl, n))
+            return false;
+    return true;
+}
+
 /* May dot go above `at`? Only if at is no dot, or if dot could also go
  * above what stops the run of dots that ends at `at` (dots already hoisted
  * as far as they go): dots ready at the same point keep their order, and a
  * dot that waits for a result (attention's dV for P) lets the ones that do
  * not go first. */
 static bool passes_dots(const IrOp *at, const IrOp *dot) {
-    while (at && at->opc == IR_OP_WARP_GROUP_DOT)
-        at = at->prev;
+    for (; at && at->opc == IR_OP_WARP_GROUP_DOT; at = at->prev)
+        if (defines_operand(at, dot))
+            return false;
     return at && !defines_operand(at, dot) && dot_may_pass(at);
 }
 
@@ -164,10 +231,19 @@ static bool has_async(const IrBlock *b) {
     return false;
 }
 
-static void schedule_block(IrModule *m, IrBlock *b) {
+/* Registers per thread of the accumulator dot starts from zeros (a
+ * constant), 0 when it adds to a value. */
+static int64_t fresh_registers(const IrOp *dot, int num_warps) {
+    const IrOp *acc = dot->operands[2]->def;
+    if (!acc || acc->opc != IR_OP_CONSTANT)
+        return 0;
+    return ir_type_numel(dot->results[0]->type) / (32 * (int64_t)num_warps);
+}
+
+static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
     for (IrOp *op = b->first; op; op = op->next)
         for (int r = 0; r < op->num_regions; r++)
-            schedule_block(m, op->regions[r]);
+            schedule_block(m, op->regions[r], num_warps);
     int dots = 0;
     for (IrOp *op = b->first; op; op = op->next)
         dots += op->opc == IR_OP_WARP_GROUP_DOT;
@@ -182,12 +258,22 @@ static void schedule_block(IrModule *m, IrBlock *b) {
     int n = 0;
     for (IrOp *op = b->first; op; op = op->next) {
         int need = -1;
-        if (!dot_may_pass(op) || (op->opc == IR_OP_WARP_GROUP_DOT && n == MAX_IN_FLIGHT))
+        if (!may_stay_in_flight(op, fl, n) || (op->opc == IR_OP_WARP_GROUP_DOT && n == MAX_IN_FLIGHT))
             need = n - 1;
         else
             for (int k = 0; k < n; k++)
                 if (pass_op_uses(op, fl[k]->results[0]))
                     need = k;
+        if (op->opc == IR_OP_WARP_GROUP_DOT && fresh_registers(op, num_warps)) {
+            /* over the budget, the new accumulators in flight complete first */
+            int64_t regs = fresh_registers(op, num_warps);
+            int last = -1;
+            for (int k = 0; k < n; k++)
+                if (fresh_registers(fl[k], num_warps))
+                    regs += fresh_registers(fl[k], num_warps), last = k;
+            if (regs > FRESH_BUDGET && last > need)
+                need = last;
+        }
         if (need >= 0)
             n = wait_for(m, b, op, fl, n, need);
         if (op->opc == IR_OP_WARP_GROUP_DOT) {
@@ -203,9 +289,8 @@ static void schedule_block(IrModule *m, IrBlock *b) {
 }
 
 bool pass_async_dots(IrModule *m, const PassOptions *opts) {
-    (void)opts;
     for (IrFunc *f = m->first; f; f = f->next)
         if (f->kind == IR_FUNC_KERNEL && !ir_func_get_int(f, "producer_warps", 0))
-            schedule_block(m, f->body);
+            schedule_block(m, f->body, pass_func_num_warps(f, opts));
     return true;
 }

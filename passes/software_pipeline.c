@@ -51,7 +51,9 @@
  *   - A chain of dots (a dot after the first dot that follows the first
  *     ring read: attention's Q K^T then P V) with S >= 3 is scheduled
  *     differently: the copies run S - 2 iterations ahead and go right after
- *     the first dot, into stage (i + S - 2) mod (S - 1) = (i - 1) mod
+ *     the first dot (right before it when it is a warp_group_dot, so that
+ *     async-dots can issue the chain's next dots while it computes: a copy
+ *     between them would need it complete), into stage (i + S - 2) mod (S - 1) = (i - 1) mod
  *     (S - 1), the one iteration i - 1 read. Every warp is past those reads
  *     once it has passed the barrier at the top of iteration i, so the end
  *     barrier goes: one barrier per iteration instead of two, for one
@@ -1025,7 +1027,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     ir_map_init(&after, &m->arena);
     bool room = p->num_warps % 4 == 0 && p->num_warps + 4 <= IR_MAX_NUM_WARPS; /* whole warpgroups, 1024 threads */
     /* The first read of a ring, and the schedule: a dot after the first
-     * one (a chain, as in attention) puts the copies right after the first
+     * one (a chain, as in attention) puts the copies next to the first
      * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
     IrOp *first_read = NULL;
     bool async_proxy = false; /* a ring that cp.async fills and wgmma reads */
@@ -1217,7 +1219,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         }
     }
 
-    /* The copies `ahead` iterations ahead: after the first dot, into the
+    /* The copies `ahead` iterations ahead: next to the first dot, into the
      * stage the previous iteration read (every warp is past it: the barrier
      * above), or at the end of the body, behind a barrier, into the stage
      * this iteration has just read. */
@@ -1250,7 +1252,10 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         }
     }
     if (mid && !ws) {
-        ir_builder_before(&b, first_dot->next);
+        /* after a synchronous mma.sync dot; before a warp_group_dot, so that
+         * async-dots can issue the chain's next dots while it computes (a
+         * copy between them would need it complete) */
+        ir_builder_before(&b, first_dot->opc == IR_OP_WARP_GROUP_DOT && !async_dot ? first_dot : first_dot->next);
         b.loc = loop->loc;
         IrValue *t = ir_build_binary(&b, IR_OP_ADD, i32, stage, ir_build_const_int(&b, i32, ahead));
         IrValue *in = ir_build_cmp(&b, "lt", t, ir_build_const_int(&b, i32, stages));
