@@ -317,6 +317,77 @@ static const IrOp *neighbor(const IrOp *op, int dir, int num_warps) {
     return NULL;
 }
 
+/* The bytes [*lo, *hi) of the buffer v is or views (a ring's stage: the
+ * whole ring); false when unknown. */
+static bool smem_bytes(const IrValue *v, int64_t *lo, int64_t *hi) {
+    const IrValue *root = v;
+    while (root->def && (root->def->opc == IR_OP_MEMDESC_TRANS || root->def->opc == IR_OP_MEMDESC_INDEX))
+        root = root->def->operands[0];
+    const IrOp *def = root->def;
+    const IrAttr *off = def && def->opc == IR_OP_LOCAL_ALLOC ? ir_op_attr(def, "offset") : NULL;
+    if (!off || off->kind != IR_ATTR_INT)
+        return false;
+    *lo = off->i;
+    *hi = off->i + ir_type_numel(root->type) * ir_type_bytes(root->type->elem);
+    return true;
+}
+
+static bool overlaps(const IrValue *v, int64_t lo, int64_t hi) {
+    int64_t a, b;
+    return v->type->kind == IR_SMEM && (!smem_bytes(v, &a, &b) || (a < hi && lo < b));
+}
+
+/* May op (or an op in its regions) touch shared memory in [lo, hi)? A
+ * wait counts as the dots or copies it completes: they may have been
+ * issued before a barrier and read (or land) after it. */
+static bool touches_bytes(const IrOp *op, int64_t lo, int64_t hi, int num_warps) {
+    if (op->opc == IR_OP_ASYNC_WAIT || op->opc == IR_OP_MBARRIER_WAIT)
+        return true;
+    if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT) {
+        for (int i = 0; i < op->num_operands; i++) {
+            const IrOp *dot = op->operands[i]->def;
+            if (!dot || dot->opc != IR_OP_WARP_GROUP_DOT || touches_bytes(dot, lo, hi, num_warps))
+                return true;
+        }
+        return false;
+    }
+    int64_t scratch = tg_scratch_bytes(op, num_warps);
+    if (scratch > 0) {
+        const IrAttr *off = ir_op_attr(op, "scratch_offset");
+        if (!off || off->kind != IR_ATTR_INT || (off->i < hi && lo < off->i + scratch))
+            return true;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (overlaps(op->operands[i], lo, hi))
+            return true;
+    for (int i = 0; i < op->num_results; i++)
+        if (overlaps(op->results[i], lo, hi))
+            return true;
+    for (int i = 0; i < op->num_regions; i++)
+        for (const IrOp *o = op->regions[i]->first; o; o = o->next)
+            if (touches_bytes(o, lo, hi, num_warps))
+                return true;
+    return false;
+}
+
+/* Is there a barrier op before op in its block with nothing between that
+ * touches op's bytes? Then every read of them before that barrier is
+ * complete in every warp (a dot in flight past it reads other bytes:
+ * allocate-shared keeps its buffers live until its wait), and op may write
+ * without a barrier of its own. */
+static bool fenced_before(const IrOp *op, int num_warps) {
+    int64_t lo, hi;
+    if (!smem_bytes(op->results[0], &lo, &hi))
+        return false;
+    for (const IrOp *o = op->prev; o; o = o->prev) {
+        if (o->opc == IR_OP_BARRIER)
+            return true;
+        if (touches_bytes(o, lo, hi, num_warps))
+            return false;
+    }
+    return false;
+}
+
 /* True when the last instruction of the current LLVM block is a barrier. */
 static bool after_barrier(Cg *cg) {
     LLVMValueRef last = LLVMGetLastInstruction(LLVMGetInsertBlock(cg->b));
@@ -338,7 +409,7 @@ static bool lower_alloc(Cg *cg, IrOp *op) {
     if (op->num_operands == 1) {
         const IrOp *prev = neighbor(op, -1, cg->num_warps);
         bool first_use = op->parent == cg->f->body && !prev;
-        if (!is_init_alloc(prev) && !first_use && !after_barrier(cg))
+        if (!is_init_alloc(prev) && !first_use && !after_barrier(cg) && !fenced_before(op, cg->num_warps))
             cg_barrier(cg);
         if (!store_tile(cg, op, op->operands[0], op->results[0]->type, base))
             return false;
