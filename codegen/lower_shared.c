@@ -375,7 +375,7 @@ static bool touches_bytes(const IrOp *op, int64_t lo, int64_t hi, int num_warps)
  * complete in every warp (a dot in flight past it reads other bytes:
  * allocate-shared keeps its buffers live until its wait), and op may write
  * without a barrier of its own. */
-static bool fenced_before(const IrOp *op, int num_warps) {
+static bool fenced_one(const IrOp *op, int num_warps) {
     int64_t lo, hi;
     if (!smem_bytes(op->results[0], &lo, &hi))
         return false;
@@ -386,6 +386,15 @@ static bool fenced_before(const IrOp *op, int num_warps) {
             return false;
     }
     return false;
+}
+
+/* The same for op and the local_allocs after it that share its barrier
+ * (the run of them, see lower_alloc). */
+static bool fenced_before(const IrOp *op, int num_warps) {
+    for (const IrOp *o = op; is_init_alloc(o); o = neighbor(o, 1, num_warps))
+        if (!fenced_one(o, num_warps))
+            return false;
+    return true;
 }
 
 /* True when the last instruction of the current LLVM block is a barrier. */

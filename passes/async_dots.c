@@ -32,10 +32,10 @@
  *     whose wait would come right after it stays synchronous. What may run
  *     under dots in flight: the ops of 1., stores to global memory (a wgmma
  *     reads registers and shared memory only), writes into buffers that no
- *     dot in flight reads (a ring's stages count as the ring), fences, TMA
- *     stores and their waits, and a barrier after which nothing in the
- *     block writes the dots' buffers (past it, another warp could). Not the
- *     terminator.
+ *     dot in flight reads (a ring's stages count as the ring; a buffer a
+ *     loop argument carries may be any), fences, TMA stores and their
+ *     waits. Not a barrier (past it another warp may write what the dots
+ *     read, in this iteration or a later one), not the terminator.
  *  3. keeps the new accumulators in flight (dots that start from zeros)
  *     within FRESH_BUDGET registers a thread: a dot that would pass it is
  *     issued after the earlier ones complete. Two such dots in flight pin
@@ -100,20 +100,31 @@ static const IrValue *root_buffer(const IrValue *v) {
     return v;
 }
 
-/* Does one of the dots fl[0..n) read buf? */
+/* May shared-memory values a and b be the same buffer? Roots that are not
+ * local_allocs (a loop's argument carrying a buffer) may be any. */
+static bool may_alias(const IrValue *a, const IrValue *b) {
+    const IrValue *ra = root_buffer(a), *rb = root_buffer(b);
+    bool known = ra->def && ra->def->opc == IR_OP_LOCAL_ALLOC && rb->def && rb->def->opc == IR_OP_LOCAL_ALLOC;
+    return ra == rb || !known;
+}
+
+/* Does one of the dots fl[0..n) read shared memory that buf may be? */
 static bool dots_read(IrOp *const *fl, int n, const IrValue *buf) {
     for (int k = 0; k < n; k++)
         for (int i = 0; i < 2; i++)
-            if (root_buffer(fl[k]->operands[i]) == buf)
+            if (fl[k]->operands[i]->type->kind == IR_SMEM && may_alias(fl[k]->operands[i], buf))
                 return true;
     return false;
 }
 
-/* May op run while the dots fl[0..n) are in flight, as far as the memory
- * they read goes? Besides the ops a dot may pass: writes to global memory
- * (a wgmma reads registers and shared memory only), fences, TMA stores and
- * their waits, and writes into other buffers than theirs. */
-static bool memory_safe(const IrOp *op, IrOp *const *fl, int n) {
+/* May the dots fl[0..n) stay in flight while op runs? Besides the ops a dot
+ * may pass: writes to global memory (a wgmma reads registers and shared
+ * memory only), fences, TMA stores and their waits, and writes into other
+ * buffers than theirs. Not a barrier: past it another warp may go on to
+ * write what the dots read (it orders the reads before it, in every warp,
+ * before the writes after it, here or in a later iteration), nor the
+ * terminator. */
+static bool may_stay_in_flight(const IrOp *op, IrOp *const *fl, int n) {
     if (dot_may_pass(op))
         return true;
     switch (op->opc) {
@@ -128,22 +139,9 @@ static bool memory_safe(const IrOp *op, IrOp *const *fl, int n) {
     case IR_OP_MBARRIER_WAIT: return true;
     case IR_OP_LOCAL_STORE:
     case IR_OP_ASYNC_COPY:
-    case IR_OP_ASYNC_TMA_COPY: return !dots_read(fl, n, root_buffer(op->operands[1]));
+    case IR_OP_ASYNC_TMA_COPY: return !dots_read(fl, n, op->operands[1]);
     default: return false;
     }
-}
-
-/* May the dots fl[0..n) stay in flight while op runs? A barrier lets other
- * warps go on to write what it orders after the reads before it: it may
- * pass when nothing after it in the block writes the dots' buffers (the
- * terminator waits for them). */
-static bool may_stay_in_flight(const IrOp *op, IrOp *const *fl, int n) {
-    if (op->opc != IR_OP_BARRIER)
-        return memory_safe(op, fl, n);
-    for (const IrOp *o = op->next; o && !(ir_op_info[o->opc].flags & OPF_TERMINATOR); o = o->next)
-        if (o->opc != IR_OP_BARRIER && !memory_safe(o, fl, n))
-            return false;
-    return true;
 }
 
 /* May dot go above `at`? Only if at is no dot, or if dot could also go
