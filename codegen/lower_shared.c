@@ -320,9 +320,7 @@ static const IrOp *neighbor(const IrOp *op, int dir, int num_warps) {
 /* The bytes [*lo, *hi) of the buffer v is or views (a ring's stage: the
  * whole ring); false when unknown. */
 static bool smem_bytes(const IrValue *v, int64_t *lo, int64_t *hi) {
-    const IrValue *root = v;
-    while (root->def && (root->def->opc == IR_OP_MEMDESC_TRANS || root->def->opc == IR_OP_MEMDESC_INDEX))
-        root = root->def->operands[0];
+    const IrValue *root = ir_buffer_root(v);
     const IrOp *def = root->def;
     const IrAttr *off = def && def->opc == IR_OP_LOCAL_ALLOC ? ir_op_attr(def, "offset") : NULL;
     if (!off || off->kind != IR_ATTR_INT)

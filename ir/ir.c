@@ -353,6 +353,12 @@ const IrValue *ir_view_buffer(const IrValue *v) {
     return v;
 }
 
+const IrValue *ir_buffer_root(const IrValue *v) {
+    while (v->def && (v->def->opc == IR_OP_MEMDESC_TRANS || v->def->opc == IR_OP_MEMDESC_INDEX))
+        v = v->def->operands[0];
+    return v;
+}
+
 /* ---- attributes ---- */
 
 const IrAttr *ir_attr_get(int n, const IrAttr *attrs, const char *name) {

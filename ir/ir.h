@@ -439,6 +439,9 @@ int ir_count_uses(IrBlock *scope, const IrValue *v);
 /* The shared-memory buffer v views: v past its memdesc_trans ops (the same
  * bytes), or v itself. */
 const IrValue *ir_view_buffer(const IrValue *v);
+/* The allocation v is part of: v past its memdesc_trans and memdesc_index
+ * ops (a ring's stage is the ring), or v itself. */
+const IrValue *ir_buffer_root(const IrValue *v);
 
 /* Attributes. Setters replace an existing attribute of the same name. */
 const IrAttr *ir_attr_get(int n, const IrAttr *attrs, const char *name);

@@ -93,17 +93,10 @@ static bool defines_operand(const IrOp *def, const IrOp *op) {
     return false;
 }
 
-/* The buffer a shared-memory value views (memdesc_index, memdesc_trans). */
-static const IrValue *root_buffer(const IrValue *v) {
-    while (v->def && (v->def->opc == IR_OP_MEMDESC_INDEX || v->def->opc == IR_OP_MEMDESC_TRANS))
-        v = v->def->operands[0];
-    return v;
-}
-
 /* May shared-memory values a and b be the same buffer? Roots that are not
  * local_allocs (a loop's argument carrying a buffer) may be any. */
 static bool may_alias(const IrValue *a, const IrValue *b) {
-    const IrValue *ra = root_buffer(a), *rb = root_buffer(b);
+    const IrValue *ra = ir_buffer_root(a), *rb = ir_buffer_root(b);
     bool known = ra->def && ra->def->opc == IR_OP_LOCAL_ALLOC && rb->def && rb->def->opc == IR_OP_LOCAL_ALLOC;
     return ra == rb || !known;
 }
@@ -262,13 +255,15 @@ static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
             for (int k = 0; k < n; k++)
                 if (pass_op_uses(op, fl[k]->results[0]))
                     need = k;
-        if (op->opc == IR_OP_WARP_GROUP_DOT && fresh_registers(op, num_warps)) {
+        int64_t regs = op->opc == IR_OP_WARP_GROUP_DOT ? fresh_registers(op, num_warps) : 0;
+        if (regs) {
             /* over the budget, the new accumulators in flight complete first */
-            int64_t regs = fresh_registers(op, num_warps);
             int last = -1;
-            for (int k = 0; k < n; k++)
-                if (fresh_registers(fl[k], num_warps))
-                    regs += fresh_registers(fl[k], num_warps), last = k;
+            for (int k = 0; k < n; k++) {
+                int64_t r = fresh_registers(fl[k], num_warps);
+                if (r)
+                    regs += r, last = k;
+            }
             if (regs > FRESH_BUDGET && last > need)
                 need = last;
         }

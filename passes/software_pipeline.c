@@ -53,8 +53,9 @@
  *     differently: the copies run S - 2 iterations ahead and go right after
  *     the first dot (right before it when it is a warp_group_dot, so that
  *     async-dots can issue the chain's next dots while it computes: a copy
- *     between them would need it complete), into stage (i + S - 2) mod (S - 1) = (i - 1) mod
- *     (S - 1), the one iteration i - 1 read. Every warp is past those reads
+ *     between them would need it complete), into stage
+ *     (i + S - 2) mod (S - 1) = (i - 1) mod (S - 1), the one iteration
+ *     i - 1 read. Every warp is past those reads
  *     once it has passed the barrier at the top of iteration i, so the end
  *     barrier goes: one barrier per iteration instead of two, for one
  *     iteration less of prefetch, the copies still in flight behind the
