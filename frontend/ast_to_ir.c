@@ -948,6 +948,13 @@ static void lower_kernel(Lower *L, const AstNode *k) {
         if (p->type.is_pointer)
             t = ir_type_ptr(L->m, t);
         IrValue *param = ir_func_add_param(fn, t, p->name);
+        if (p->type.is_pointer && p->type.is_const) {
+            /* nothing writes it while the kernel runs: passes may read it
+             * early (docs/ir.md, "Functions"). First, as the divisibility
+             * that tc_compile's specialize hook adds later goes last. */
+            IrAttr a = {.name = "readonly", .kind = IR_ATTR_INT, .i = 1};
+            ir_attrs_set(L->m, &param->num_attrs, &param->attrs, &a);
+        }
         int64_t div = lower_param_divisibility(L, p);
         if (div > 1) {
             IrAttr a = {.name = "divisibility", .kind = IR_ATTR_INT, .i = div};

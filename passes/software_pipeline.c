@@ -199,6 +199,9 @@ typedef struct Pipe {
     /* while the producer region is built: values of the kernel's body the
      * region recomputes (its clones), NULL otherwise */
     IrMap *imports;
+    /* while issue_copies clones addresses for an iteration: the predicate
+     * of its copies (guard_load) */
+    IrValue *copy_pred;
     int num_stages;
     int num_warps;
     Candidate *cands;
@@ -217,8 +220,30 @@ static bool defined_in(const IrValue *v, const IrBlock *b) {
     return false;
 }
 
+/* Does the pointer (tile) v point into a `readonly` parameter: nothing
+ * writes that memory while the kernel runs (docs/ir.md, "Functions")? */
+static bool points_to_readonly(const IrValue *v) {
+    for (int depth = 0; depth < 64 && v; depth++) {
+        if (!v->def)
+            return v->type->kind == IR_PTR && ir_attr_get(v->num_attrs, v->attrs, "readonly") != NULL;
+        switch (v->def->opc) {
+        case IR_OP_ADDPTR:
+        case IR_OP_SPLAT:
+        case IR_OP_BROADCAST:
+        case IR_OP_EXPAND_DIMS:
+        case IR_OP_RESHAPE:
+        case IR_OP_TRANS:
+        case IR_OP_CONVERT_LAYOUT: v = v->def->operands[0]; break;
+        default: return false;
+        }
+    }
+    return false;
+}
+
 /* Can v be recomputed for another iteration from the induction variable and
- * loop invariants alone (see the essay)? */
+ * loop invariants alone (see the essay)? Loads of read-only memory count:
+ * re-reading them for another iteration reads what that iteration would
+ * (a paged cache's block table, which gives the copies' addresses). */
 static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
     if (!defined_in(v, body))
         return true;
@@ -227,12 +252,36 @@ static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
     if (!v->def || v->def->parent != body || depth > 64)
         return false;
     const IrOp *op = v->def;
-    if (!(ir_op_info[op->opc].flags & OPF_PURE) || op->num_regions)
+    bool ro_load = op->opc == IR_OP_LOAD && points_to_readonly(op->operands[0]);
+    if (!(ir_op_info[op->opc].flags & OPF_PURE || ro_load) || op->num_regions)
         return false;
     for (int i = 0; i < op->num_operands; i++)
         if (!rematerializable(op->operands[i], body, depth + 1))
             return false;
     return true;
+}
+
+/* A read-only load cloned for another iteration reads only where that
+ * iteration's copies are issued (p->copy_pred: past the trip count the
+ * program would not have read it, and its addresses may be out of range):
+ * its mask gets `and` the predicate, its other value 0 if it had none. */
+static void guard_load(Pipe *p, IrOp *load) {
+    IrBuilder b;
+    ir_builder_before(&b, load);
+    b.loc = load->loc;
+    const IrType *rt = load->results[0]->type;
+    IrValue *pred = p->copy_pred;
+    if (rt->kind == IR_TILE)
+        pred = ir_build_unary(&b, IR_OP_SPLAT, ir_type_with_elem(p->m, rt, ir_type_scalar(p->m, IR_I1)), pred);
+    IrValue *ops[3] = {load->operands[0], pred, NULL};
+    if (load->num_operands > 1)
+        ops[1] = ir_build_binary(&b, IR_OP_AND, pred->type, load->operands[1], pred);
+    if (load->num_operands > 2) {
+        ops[2] = load->operands[2];
+    } else {
+        ops[2] = ir_type_is_float(ir_type_elem(rt)) ? ir_build_const_float(&b, rt, 0.0) : ir_build_const_int(&b, rt, 0);
+    }
+    ir_op_set_operands(p->m, load, 3, ops);
 }
 
 /* v for the iteration whose induction variable is map[iv]: clones the
@@ -256,6 +305,8 @@ static IrValue *clone_at(Pipe *p, IrBuilder *b, IrValue *v, const IrBlock *body,
         ir_op_insert_before(b->before, copy);
     else
         ir_block_append(b->block, copy);
+    if (op->opc == IR_OP_LOAD && p->copy_pred)
+        guard_load(p, copy);
     return ir_map_get(map, v);
 }
 
@@ -418,6 +469,7 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
     IrMap map;
     ir_map_init(&map, &p->m->arena);
     ir_map_put(&map, body->args[0], iv_s);
+    p->copy_pred = pred;
     int64_t tma_bytes = 0;
     for (int i = 0; i < p->num_cands; i++)
         if (p->cands[i].map && (group < 0 || p->cands[i].group == group)) {
@@ -454,6 +506,7 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
         ir_op_set_int(p->m, copy, "vec", ir_op_get_int(c->load, "vec", 1)); /* the width coalesce proved */
         ir_build_op(b, IR_OP_ASYNC_COMMIT, 0, NULL, 0, NULL);
     }
+    p->copy_pred = NULL;
 }
 
 static IrOp *build_wait(IrBuilder *b, int64_t num) {

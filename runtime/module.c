@@ -91,6 +91,8 @@ static tc_status context_init(tc_context *ctx) {
         (st = attr(ctx->device, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor, "cuDeviceGetAttribute")) ||
         (st = attr(ctx->device, RT_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &ctx->max_shared_optin,
                    "cuDeviceGetAttribute")) ||
+        (st = attr(ctx->device, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &ctx->multiprocessors,
+                   "cuDeviceGetAttribute")) ||
         (st = rt_cuda_check(rt_cu.cuDriverGetVersion(&ctx->driver_version), "cuDriverGetVersion")))
         return st;
     ctx->cc = major * 10 + minor;
@@ -237,6 +239,9 @@ int tc_context_compute_capability(const tc_context *ctx) {
 }
 const char *tc_context_arch(const tc_context *ctx) {
     return ctx ? ctx->arch : "";
+}
+int tc_context_multiprocessors(const tc_context *ctx) {
+    return ctx ? ctx->multiprocessors : 0;
 }
 
 tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user) {

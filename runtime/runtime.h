@@ -281,6 +281,7 @@ struct tc_context {
     int cc;                   /* compute capability, major * 10 + minor */
     int driver_version;       /* cuDriverGetVersion */
     int max_shared_optin;     /* bytes of shared memory a block may opt in to */
+    int multiprocessors;      /* the device's SMs */
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     int warp_specialize;      /* $TILEC_WARP_SPECIALIZE: 0 or 1 forces the library's choice, -1 leaves it */
     int persistent;           /* $TILEC_PERSISTENT: the same for persistent programs (attention) */

@@ -78,7 +78,7 @@ static tc_status attn_check_tensor(const char *entry, int t, int64_t batch, int6
 /* Does a tensor give each of its elements its own address? Sorted by
  * stride, each dimension of extent > 1 must step past everything the inner
  * ones span. */
-static bool attn_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, const int64_t *strides) {
+bool rt_attention_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, const int64_t *strides) {
     int64_t ext[3] = {batch, heads, seq}, str[3] = {strides[0], strides[1], strides[2]};
     for (int i = 0; i < 3; i++) /* sort by stride */
         for (int j = i + 1; j < 3; j++)
@@ -120,7 +120,7 @@ static tc_status attn_check_sizes(const char *entry, tc_dtype dtype, int64_t bat
     return TC_OK;
 }
 
-static void attn_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind kind, int64_t v) {
+void rt_attention_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind kind, int64_t v) {
     p->constexprs[p->num_constexprs++] = (tc_constexpr){name, kind, v, 0};
 }
 
@@ -184,13 +184,13 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
-    attn_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
-    attn_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, p->head_dim);
-    attn_cx(p, "D", TC_CONSTEXPR_INT, p->block_d);
-    attn_cx(p, "BM", TC_CONSTEXPR_INT, p->block_m);
-    attn_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
-    attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
-    attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
+    rt_attention_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    rt_attention_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, p->head_dim);
+    rt_attention_cx(p, "D", TC_CONSTEXPR_INT, p->block_d);
+    rt_attention_cx(p, "BM", TC_CONSTEXPR_INT, p->block_m);
+    rt_attention_cx(p, "BN", TC_CONSTEXPR_INT, p->block_n);
+    rt_attention_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
+    rt_attention_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
     /* EVEN_N when seqlen_k is a multiple of BN. Causal: the diagonal blocks
      * skip the sequence-end mask. Not causal: there is no masked loop at all
      * (half the code to compile), faster up to head dim 64; at head dim
@@ -199,7 +199,7 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
      * (bench/RESULTS.md has the sweeps). */
     bool even_n = !varlen && seqlen_k % p->block_n == 0 &&
                   (causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
-    attn_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
+    rt_attention_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
 }
 
 tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
@@ -265,7 +265,7 @@ static tc_status attn_check(tc_context *ctx, AttnArgs *a) {
         bool kv = attn_kv_shaped(t);
         int64_t rows = kv ? (varlen ? a->seqlen_k : rk) : (varlen ? a->seqlen_q : rq);
         const int64_t *sd = a->strides[t];
-        if ((a->outputs >> t & 1) && !attn_distinct(nb, kv ? a->kv_heads : a->heads, rows, a->head_dim, sd))
+        if ((a->outputs >> t & 1) && !rt_attention_distinct(nb, kv ? a->kv_heads : a->heads, rows, a->head_dim, sd))
             return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                            "%s: %s's strides (%s %lld, %s %lld, %s %lld) give two of its elements the same address",
                            entry, tensor_names[t], stride_names[3 * t], (long long)sd[0], stride_names[3 * t + 1],
@@ -295,14 +295,14 @@ static tc_status attn_check_ptrs(const AttnArgs *a, const AttnPtr *ptrs, size_t 
 
 /* ---- the launch ---- */
 
-static RtStdlibArgs attn_args(RtAttentionLaunch *l) {
+RtStdlibArgs rt_attention_args(RtAttentionLaunch *l) {
     return (RtStdlibArgs){
         l->names, l->ptrs, l->i64s, l->i32s, l->divisibility, l->args, &l->num_args, l->facts, &l->options.num_params};
 }
 
 /* Starts a launch of plan on ctx's stream: its options; the caller appends
  * the arguments (attn_args) and calls attn_launch. */
-static void attn_begin(RtAttentionLaunch *l, tc_context *ctx, CUstream stream, const tc_attention_plan *plan) {
+void rt_attention_begin(RtAttentionLaunch *l, tc_context *ctx, CUstream stream, const tc_attention_plan *plan) {
     memset(l, 0, sizeof *l);
     l->ctx = ctx;
     l->stream = stream;
@@ -319,14 +319,14 @@ static void attn_arg_strides(const RtStdlibArgs *args, const AttnArgs *a, int t)
         rt_stdlib_arg_int(args, stride_names[3 * t + i], a->strides[t][i], false, vector);
 }
 
-static void attn_arg_f32(RtAttentionLaunch *l, const char *name, float v) {
+void rt_attention_arg_f32(RtAttentionLaunch *l, const char *name, float v) {
     size_t si = l->num_args++;
     l->names[si] = name;
     l->f32s[si] = v;
     l->args[si] = &l->f32s[si];
 }
 
-static tc_status attn_launch(const char *entry, RtAttentionLaunch *l) {
+tc_status rt_attention_launch(const char *entry, RtAttentionLaunch *l) {
     l->options.num_warps = l->plan.num_warps;
     l->options.num_stages = l->plan.num_stages;
     l->options.warp_specialize = l->plan.warp_specialize;
@@ -384,9 +384,9 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     if (pers >= 0)
         plan.persistent = pers && plan.warp_specialize && !varlen;
     if (scale < 0)
-        attn_cx(&plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
-    attn_begin(l, ctx, stream, &plan);
-    RtStdlibArgs args = attn_args(l);
+        rt_attention_cx(&plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
+    rt_attention_begin(l, ctx, stream, &plan);
+    RtStdlibArgs args = rt_attention_args(l);
     rt_stdlib_arg_ptr(&args, "O", o, true);
     rt_stdlib_arg_ptr(&args, "LSE", lse, true);
     rt_stdlib_arg_ptr(&args, "Q", q, true);
@@ -400,8 +400,8 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_stdlib_arg_int(&args, "seqlen_k", seqlen_k, true, 0);
     for (int t = ATTN_Q; t <= ATTN_O; t++)
         attn_arg_strides(&args, &a, t);
-    attn_arg_f32(l, "scale", scale);
-    st = attn_launch(a.entry, l);
+    rt_attention_arg_f32(l, "scale", scale);
+    st = rt_attention_launch(a.entry, l);
     free(l);
     return st;
 }
@@ -436,15 +436,15 @@ static void attn_bwd_kernel(tc_attention_plan *p, const char *kernel, tc_dtype d
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){grid_x, grid_y, 1};
-    attn_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
-    attn_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, head_dim);
-    attn_cx(p, "D", TC_CONSTEXPR_INT, block_d);
-    attn_cx(p, "BM", TC_CONSTEXPR_INT, bm);
+    rt_attention_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    rt_attention_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, head_dim);
+    rt_attention_cx(p, "D", TC_CONSTEXPR_INT, block_d);
+    rt_attention_cx(p, "BM", TC_CONSTEXPR_INT, bm);
     if (bn)
-        attn_cx(p, "BN", TC_CONSTEXPR_INT, bn);
+        rt_attention_cx(p, "BN", TC_CONSTEXPR_INT, bn);
     if (bn)
-        attn_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
-    attn_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
+        rt_attention_cx(p, "CAUSAL", TC_CONSTEXPR_BOOL, causal);
+    rt_attention_cx(p, "VARLEN", TC_CONSTEXPR_BOOL, varlen);
 }
 
 /* Workspace pieces start on this many bytes. */
@@ -543,7 +543,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     int rows = 8192 / d; /* preprocess, convert */
     unsigned gq = (unsigned)rt_stdlib_cdiv(seqlen_q, rows);
     attn_bwd_kernel(&p->preprocess, "attention_bwd_preprocess", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
-    attn_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
+    rt_attention_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     int bm, bn, warps, stages;
     if (wgmma) {
         bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
@@ -552,7 +552,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     }
     attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
                     (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
-    attn_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
+    rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     if (p->dq_atomic) {
         attn_bwd_kernel(&p->dq, "attention_bwd_dq_convert", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
     } else {
@@ -693,8 +693,8 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     if (!l)
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", a.entry);
     /* 1. Delta (and the zeroed dQ accumulator) */
-    attn_begin(l, ctx, stream, &plan.preprocess);
-    RtStdlibArgs args = attn_args(l);
+    rt_attention_begin(l, ctx, stream, &plan.preprocess);
+    RtStdlibArgs args = rt_attention_args(l);
     rt_stdlib_arg_ptr(&args, "DELTA", delta, true);
     rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
     rt_stdlib_arg_ptr(&args, "O", o, true);
@@ -704,26 +704,26 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
     attn_arg_strides(&args, &a, ATTN_O);
     attn_arg_strides(&args, &a, ATTN_DO);
-    st = attn_launch(a.entry, l);
+    st = rt_attention_launch(a.entry, l);
 
     /* 2. dK and dV (and dQ's accumulator) */
     if (st == TC_OK) {
-        attn_begin(l, ctx, stream, &plan.dkdv);
-        args = attn_args(l);
+        rt_attention_begin(l, ctx, stream, &plan.dkdv);
+        args = rt_attention_args(l);
         rt_stdlib_arg_ptr(&args, "DK", dk, true);
         rt_stdlib_arg_ptr(&args, "DV", dv, true);
         rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
         attn_bwd_inputs(&args, &a, &in);
         attn_arg_strides(&args, &a, ATTN_DK);
         attn_arg_strides(&args, &a, ATTN_DV);
-        attn_arg_f32(l, "scale", scale);
-        st = attn_launch(a.entry, l);
+        rt_attention_arg_f32(l, "scale", scale);
+        st = rt_attention_launch(a.entry, l);
     }
 
     /* 3. dQ: its own kernel, or the accumulator converted */
     if (st == TC_OK) {
-        attn_begin(l, ctx, stream, &plan.dq);
-        args = attn_args(l);
+        rt_attention_begin(l, ctx, stream, &plan.dq);
+        args = rt_attention_args(l);
         rt_stdlib_arg_ptr(&args, "DQ", dq, true);
         if (plan.dq_atomic) {
             rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
@@ -734,8 +734,8 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
             attn_bwd_inputs(&args, &a, &in);
         }
         attn_arg_strides(&args, &a, ATTN_DQ);
-        attn_arg_f32(l, "scale", scale);
-        st = attn_launch(a.entry, l);
+        rt_attention_arg_f32(l, "scale", scale);
+        st = rt_attention_launch(a.entry, l);
     }
     free(l);
     return st;

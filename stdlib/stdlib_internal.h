@@ -8,6 +8,7 @@
  *   rowwise.c    tc_softmax_fwd/bwd, tc_rmsnorm_fwd/bwd   lib/softmax.tile, lib/rmsnorm.tile
  *   matmul.c     tc_matmul, tc_blockdiag_matmul           lib/matmul.tile, lib/blockdiag_matmul.tile
  *   attention.c  tc_attention_fwd, tc_attention_bwd       lib/attention.tile, lib/attention_bwd.tile
+ *   kvcache.c    tc_attention_kvcache, tc_kvcache_append  lib/attention_kvcache.tile
  *
  * and stdlib.c, what they all use: the embedded sources (tc_stdlib_source),
  * the argument checkers (rt_stdlib_check_*), the JIT request, and the launch
@@ -179,7 +180,7 @@ void rt_stdlib_arg_int(const RtStdlibArgs *a, const char *name, int64_t v, bool 
  * context allocated where a destroyed one was starts with an empty memo.
  * Equal keys therefore mean equal tc_jit results; the unit tests check
  * that on every specialization the entry points pick. */
-#define RT_STDLIB_KEY_WORDS 128
+#define RT_STDLIB_KEY_WORDS 192
 
 typedef struct RtStdlibKey {
     size_t len;                          /* words used; 0: not memoizable */
@@ -278,8 +279,24 @@ typedef struct RtAttentionLaunch {
 } RtAttentionLaunch;
 
 /* For tests, as rt_stdlib_launch_hook, for tc_attention_fwd and each of
- * tc_attention_bwd's launches. */
+ * tc_attention_bwd's and tc_attention_kvcache's launches. */
 extern tc_status (*rt_attention_launch_hook)(const RtAttentionLaunch *launch);
+
+/* attention.c: what the attention entry points share to fill and run a
+ * launch. rt_attention_cx appends a constexpr to a plan;
+ * rt_attention_begin starts a launch of the plan (its options);
+ * rt_attention_args gives the argument helpers' view of it (append the
+ * kernel's runtime arguments in order through rt_stdlib_arg_*, f32 ones
+ * through rt_attention_arg_f32); rt_attention_launch compiles (through the
+ * memo) and launches, or hands it to rt_attention_launch_hook. */
+void rt_attention_cx(tc_attention_plan *p, const char *name, tc_constexpr_kind kind, int64_t v);
+void rt_attention_begin(RtAttentionLaunch *l, tc_context *ctx, CUstream stream, const tc_attention_plan *plan);
+RtStdlibArgs rt_attention_args(RtAttentionLaunch *l);
+void rt_attention_arg_f32(RtAttentionLaunch *l, const char *name, float v);
+tc_status rt_attention_launch(const char *entry, RtAttentionLaunch *l);
+/* Does a [batch, heads, seq, dim] tensor with these strides (batch, head,
+ * sequence; the dim's is 1) give each element its own address? */
+bool rt_attention_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t dim, const int64_t *strides);
 
 /* attention.c: the plan of tc_attention_fwd for a target ("sm_80", "sm_90",
  * "sm_90a"); tc_attention_plan_for gives the sm_90a one. ws: -1 the plan

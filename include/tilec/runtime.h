@@ -196,6 +196,8 @@ TC_API CUdevice tc_context_device(const tc_context *ctx);
 TC_API int tc_context_compute_capability(const tc_context *ctx);
 /* The target tc_jit compiles for on this device: "sm_80", "sm_90a", ... */
 TC_API const char *tc_context_arch(const tc_context *ctx);
+/* The device's multiprocessors (SMs): 132 on an H100 SXM or an H200. */
+TC_API int tc_context_multiprocessors(const tc_context *ctx);
 
 /* Where the JIT reports what it does, one line per event: every compile
  * ("tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms"), every rejected

@@ -259,7 +259,7 @@ TC_API tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dty
 typedef struct tc_attention_plan {
     const char *file;           /* "attention.tile" */
     const char *kernel;         /* "attention_fwd" */
-    tc_constexpr constexprs[10]; /* T, HEAD_DIM, D, BM, BN, CAUSAL, VARLEN, EVEN_N (tc_attention_fwd adds
+    tc_constexpr constexprs[16]; /* T, HEAD_DIM, D, BM, BN, CAUSAL, VARLEN, EVEN_N (tc_attention_fwd adds
                                     NEG_SCALE for a negative scale) */
     size_t num_constexprs;
     int head_dim;   /* HEAD_DIM */
@@ -354,6 +354,126 @@ TC_API tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_
 TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads,
                                                  int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, int causal,
                                                  int varlen, int deterministic, size_t *bytes);
+
+/* ---- inference attention against a KV cache (lib/attention_kvcache.tile) ---- */
+
+/* The arguments of tc_attention_kvcache: zero the struct, then set what
+ * applies (a 0 pointer is an absent optional tensor). Attention of each
+ * sequence's new query tokens against its cached keys and values, which
+ * already hold the new tokens' (tc_kvcache_append puts them there):
+ *   O[b, i, h, :] = sum over j < len_k(b) of softmax_j(scale * q_i . k_j) * v_j
+ * with query head h reading KV head h / (heads / kv_heads). The query heads
+ * of a KV head are computed together (each K and V tile is read once per
+ * group). One call serves decode (seqlen_q of 1 to 16: speculative
+ * decoding), chunked prefill (thousands of query tokens against the cache)
+ * and packed batches that mix them (cu_seqlens_q).
+ *  - dtype: TC_DTYPE_F16 or TC_DTYPE_BF16 (q, the caches, o).
+ *  - 1 <= head_dim <= 256; 1 <= heads, kv_heads; heads % kv_heads == 0;
+ *    batch * kv_heads <= 65535.
+ *  - Queries: element (b, h, i, d) of q at q + b * stride_qb + h * stride_qh
+ *    + i * stride_qm + d, for i < seqlen_q (1 <= seqlen_q <= 2^30); o
+ *    likewise with its strides, each element its own address. With
+ *    cu_seqlens_q (device i32 [batch + 1], nondecreasing from 0) the
+ *    queries are packed: sequence b's are rows cu_seqlens_q[b] ..
+ *    cu_seqlens_q[b + 1] - 1 (possibly none), seqlen_q is the longest and
+ *    the batch strides are unused.
+ *  - Keys: sequence b has len_k(b) = seqused_k[b] keys (device i32
+ *    [batch], 0 <= seqused_k[b] <= seqlen_k), or seqlen_k each without
+ *    seqused_k (1 <= seqlen_k <= 2^30). Its new tokens are its last
+ *    len_q(b) keys (causal masking counts on it).
+ *    Contiguous cache (block_table 0): key j of KV head kh at k_cache + b *
+ *    stride_kb + kh * stride_kh + j * stride_kn + d (a [batch, capacity,
+ *    kv_heads, head_dim] cache has stride_kb = capacity * kv_heads *
+ *    head_dim, capacity >= seqlen_k); v_cache alike.
+ *    Paged cache: a pool of num_pages pages of page_size tokens (1 <=
+ *    page_size <= 1024); key j of sequence b is in page p = block_table[b *
+ *    stride_bt + j / page_size] (device i32, 0 <= p < num_pages), at
+ *    k_cache + p * stride_kb + kh * stride_kh + (j % page_size) * stride_kn
+ *    + d; stride_bt >= cdiv(seqlen_k, page_size). Pages may be anywhere in
+ *    the pool, in any order, shared between sequences.
+ *  - lse (optional, f32 [batch, heads, seqlen_q], element (b * heads + h)
+ *    * seqlen_q + i): tc_attention_fwd's, natural log.
+ *  - causal: query i attends keys j <= i + len_k - len_q (bottom-right
+ *    aligned). A query that sees no key (len_k(b) = 0, or causal with
+ *    len_q > len_k) gets O = 0 and LSE = -inf.
+ *  - scale: finite, any sign.
+ *  - num_splits: 0 lets the plan split the keys over several programs when
+ *    batch * kv_heads cannot fill the GPU (flash-decoding: each split writes
+ *    a partial O and LSE to the workspace, a second kernel combines them,
+ *    equal to the unsplit result to rounding); 1 never splits; 2..128
+ *    forces that many. Splits need workspace (tc_attention_kvcache_
+ *    workspace_size): with workspace 0, num_splits 0 runs unsplit.
+ *  - workspace: device memory of workspace_bytes, 16-byte aligned, used
+ *    until the launches complete.
+ *  - o and lse must not overlap the inputs or the workspace (not checked).
+ * The call queues one kernel, or two with splits, and does not synchronize. */
+typedef struct tc_attention_kvcache_args {
+    tc_dtype dtype;
+    int64_t batch, heads, kv_heads, head_dim;
+    int64_t seqlen_q, seqlen_k;
+    CUdeviceptr q, o, lse;
+    int64_t stride_qb, stride_qh, stride_qm;
+    int64_t stride_ob, stride_oh, stride_om;
+    CUdeviceptr k_cache, v_cache;
+    int64_t stride_kb, stride_kh, stride_kn;
+    int64_t stride_vb, stride_vh, stride_vn;
+    CUdeviceptr block_table; /* paged: i32 [batch, stride_bt]; 0: contiguous */
+    int64_t stride_bt, page_size, num_pages;
+    CUdeviceptr seqused_k;    /* i32 [batch], or 0 */
+    CUdeviceptr cu_seqlens_q; /* i32 [batch + 1], or 0 */
+    float scale;
+    int causal;
+    int num_splits;
+    CUdeviceptr workspace;
+    size_t workspace_bytes;
+} tc_attention_kvcache_args;
+
+TC_API tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attention_kvcache_args *args);
+
+/* What tc_attention_kvcache launches for some arguments on a GPU of
+ * `multiprocessors` SMs: the attention kernel, then (num_splits > 1) the
+ * combine kernel, and the workspace they use. */
+typedef struct tc_attention_kvcache_plan {
+    tc_attention_plan attention; /* attention_kvcache: grid (row blocks, batch * kv_heads, num_splits) */
+    tc_attention_plan combine;   /* attention_kvcache_combine (block_m: rows per program); unused unsplit */
+    int group;                   /* query heads per KV head, computed together */
+    int num_splits;              /* 1: unsplit */
+    int64_t split_keys;          /* keys per split (a multiple of attention.block_n) */
+    size_t workspace_bytes;      /* 0 unsplit */
+    size_t lse_part_offset;      /* f32 [num_splits, batch, seqlen_q, heads] */
+    size_t o_part_offset;        /* f32 [num_splits, batch, seqlen_q, heads, attention.block_d] */
+} tc_attention_kvcache_plan;
+
+/* The plan for args (the pointers are not looked at; a 0 workspace counts
+ * as given) on a context that compiles for sm_90a, with multiprocessors
+ * SMs (tc_context_multiprocessors). The same validation as the call. */
+TC_API tc_status tc_attention_kvcache_plan_for(const tc_attention_kvcache_args *args, int multiprocessors,
+                                               tc_attention_kvcache_plan *out);
+
+/* The workspace bytes tc_attention_kvcache needs for args on ctx's GPU
+ * (0 when the plan does not split). */
+TC_API tc_status tc_attention_kvcache_workspace_size(tc_context *ctx, const tc_attention_kvcache_args *args,
+                                                     size_t *bytes);
+
+/* Appends tokens' K and V to a cache, slot by slot (vLLM's
+ * reshape_and_cache): token t's rows, k + t * stride_kt + kh * stride_kh
+ * (kh < kv_heads, head_dim contiguous elements; v likewise), are copied to
+ * slot s = slot_mapping[t] (device i64 [tokens]): page s / page_size,
+ * position s % page_size of the cache, k_cache + page * stride_kcp +
+ * position * stride_kcn + kh * stride_kch. A negative slot is a padding
+ * token and is skipped, as is a slot >= num_pages * page_size. A
+ * contiguous cache [batch, capacity, kv_heads, head_dim] is the paged one
+ * with page_size = capacity (slot b * capacity + position).
+ *  - dtype F16 or BF16; 1 <= tokens <= 2^31 - 1; 1 <= kv_heads <= 65535;
+ *    1 <= head_dim <= 256; 1 <= page_size, num_pages; strides >= 0.
+ *  - Two tokens must not map to the same slot (their order is not kept).
+ * One kernel is queued on stream. */
+TC_API tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
+                                   CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping,
+                                   int64_t tokens, int64_t kv_heads, int64_t head_dim, int64_t page_size,
+                                   int64_t num_pages, int64_t stride_kt, int64_t stride_kh, int64_t stride_vt,
+                                   int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
+                                   int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,8 @@
 #               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
-#               test_attention, test_attention_bwd, examples, bench: every benchmark, bench_matmul:
+#               test_attention, test_attention_bwd, test_attention_kvcache, examples, bench: every
+#               benchmark, bench_matmul:
 #               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too))
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
@@ -130,10 +131,11 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd; do
+for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd test_attention_kvcache; do
     wanted "$t" || continue
     log="$logs/$t.log"
-    [ "$t" = test_attention_bwd ] && log="$logs/test_attention.log" # shares the forward's log (8 files at most)
+    # the backward's and the KV cache's share the forward's log (8 files at most)
+    [ "$t" = test_attention_bwd ] || [ "$t" = test_attention_kvcache ] && log="$logs/test_attention.log"
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
         results+=("$t|-|-|-|-|-|MISSING")

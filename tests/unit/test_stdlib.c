@@ -466,8 +466,8 @@ TEST(test_memo) {
      * arguments (facts not in the request), more fields than a key holds */
     tc_options opt;
     tc_options_init(&opt);
-    tc_constexpr many[40];
-    for (int i = 0; i < 40; i++)
+    tc_constexpr many[64];
+    for (int i = 0; i < 64; i++)
         many[i] = (tc_constexpr){"N", TC_CONSTEXPR_INT, i, 0};
     void *args[1] = {NULL};
     tc_jit_request req;
@@ -476,7 +476,7 @@ TEST(test_memo) {
     req.kernel = "k";
     req.options = &opt;
     CHECK(rt_stdlib_key(&req, &other) && other.len > 0);
-    req.num_constexprs = 40;
+    req.num_constexprs = 64;
     req.constexprs = many;
     CHECK(!rt_stdlib_key(&req, &other) && other.len == 0);
     CHECK(rt_stdlib_memo_find(&ctx, &other) == NULL);

@@ -1,0 +1,496 @@
+/*
+ * kvcache.c — inference attention against a KV cache (include/tilec/stdlib.h,
+ * lib/attention_kvcache.tile): tc_attention_kvcache (decode, chunked
+ * prefill, split-KV, a paged cache) and tc_kvcache_append.
+ *
+ * The steps of every family (stdlib_internal.h):
+ *
+ *  1. Validate (kv_check): the forward pass's sizes and rules (dtype, head
+ *     dim, heads and KV heads, finite scale), the queries' and the caches'
+ *     strides over what they span (a contiguous cache batch x seqlen_k
+ *     rows, a paged one num_pages x page_size), o's distinct addresses,
+ *     the block table's row stride, the optional pointers, num_splits and
+ *     the workspace the plan needs.
+ *  2. Plan (kv_plan). A program takes BM rows of one (sequence, KV head):
+ *     query i of query head kvh * group + g is row i * group + g, so a
+ *     decode step's rows are the group's heads (GQA packing) and K and V
+ *     are read once per group.
+ *       - wgmma (sm_90a), decode (the rows fit 64): BM 64 on one
+ *         warpgroup; a contiguous cache in 128-key TMA tiles, 3 stages; a
+ *         paged one in 64-key tiles, 4 stages (two programs per SM); head
+ *         dim 256 in 64-key tiles (32 paged), 3 stages;
+ *       - wgmma, prefill: BM 128 on two warpgroups, BN 128 (64 at head dim
+ *         256), 3 stages;
+ *       - mma.sync (sm_80, sm_90): BM 64, BN 32, 4 warps, 3 stages.
+ *     Split-KV (flash-decoding). With P programs per split, R of them
+ *     resident at once (the SMs times the programs whose shared memory fits
+ *     one), s splits of the key blocks take ceil(P s / R) waves of
+ *     cdiv(blocks, s) + 2 blocks each (2: what a program costs besides its
+ *     blocks); the plan takes the s (1..128) with the fewest blocks along
+ *     the critical path, the smallest on a tie: a batch that fills the GPU
+ *     stays unsplit, one long sequence spreads over every SM. Splits write
+ *     partial O (f32) and LSE to the workspace; the combine kernel merges
+ *     BR = 16 rows per program. Without a workspace the call runs unsplit.
+ *  3. Launch through the attention family's helpers (attention.c): the
+ *     pointers' 16-byte alignment and strides that are multiples of 8
+ *     elements as facts, optional pointers that are absent replaced by one
+ *     that is given (the kernel never reads them).
+ */
+#include "tilec/stdlib.h"
+
+#include "runtime/runtime.h"
+#include "stdlib/stdlib_internal.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    KV_MAX_HEAD_DIM = 256,
+    KV_MAX_SEQLEN = 1 << 30,
+    KV_MAX_PROGRAMS_Y = 65535,
+    KV_MAX_PAGE = 1024,
+    KV_MAX_SPLITS = 128,
+    KV_COMBINE_ROWS = 16,
+    KV_WS_ALIGN = 256,
+    KV_APPEND_TOKENS = 16,
+    /* what a program costs besides its key blocks (its start, Q, the
+     * epilogue; with splits the combine's share), in key blocks: the split
+     * plan's constant */
+    KV_PROGRAM_BLOCKS = 2,
+    KV_SM_SHARED = 228 * 1024,      /* shared memory of an SM: sm_90 */
+    KV_SM_SHARED_SM80 = 164 * 1024, /* ... sm_80 */
+    KV_PROGRAM_SHARED = 1024,  /* what the driver reserves for each program */
+};
+
+/* The stride parameters of q, o and the caches, as the kernel names them. */
+static const char *const qn[3] = {"stride_qb", "stride_qh", "stride_qm"};
+static const char *const on[3] = {"stride_ob", "stride_oh", "stride_om"};
+static const char *const kn[3] = {"stride_kb", "stride_kh", "stride_kn"};
+static const char *const vn[3] = {"stride_vb", "stride_vh", "stride_vn"};
+
+static size_t kv_align(size_t n) {
+    return (n + KV_WS_ALIGN - 1) / KV_WS_ALIGN * KV_WS_ALIGN;
+}
+
+/* ---- validation ---- */
+
+static tc_status kv_check_sizes(const char *entry, const tc_attention_kvcache_args *a) {
+    tc_status st;
+    if ((st = rt_stdlib_check_dtype(entry, a->dtype, false)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "head_dim", a->head_dim, KV_MAX_HEAD_DIM)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "batch", a->batch, KV_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "heads", a->heads, KV_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "kv_heads", a->kv_heads, KV_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "seqlen_q", a->seqlen_q, KV_MAX_SEQLEN)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "seqlen_k", a->seqlen_k, KV_MAX_SEQLEN)) != TC_OK)
+        return st;
+    if (a->heads % a->kv_heads)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kv_heads (%lld) does not divide heads (%lld)", entry,
+                       (long long)a->kv_heads, (long long)a->heads);
+    if (a->batch * a->kv_heads > KV_MAX_PROGRAMS_Y)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: batch * kv_heads (%lld) must be at most %d", entry,
+                       (long long)(a->batch * a->kv_heads), KV_MAX_PROGRAMS_Y);
+    /* the rows of one (sequence, KV head) are indexed in i32 */
+    if (a->seqlen_q * (a->heads / a->kv_heads) > KV_MAX_SEQLEN)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: seqlen_q * heads / kv_heads (%lld) must be at most %d", entry,
+                       (long long)(a->seqlen_q * (a->heads / a->kv_heads)), KV_MAX_SEQLEN);
+    if (a->num_splits < 0 || a->num_splits > KV_MAX_SPLITS)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: num_splits (%d) must be in 0..%d", entry, a->num_splits,
+                       KV_MAX_SPLITS);
+    if ((st = rt_stdlib_check_finite(entry, "scale", a->scale, false)) != TC_OK)
+        return st;
+    if (a->block_table) {
+        if ((st = rt_stdlib_check_count(entry, "page_size", a->page_size, KV_MAX_PAGE)) != TC_OK ||
+            (st = rt_stdlib_check_count(entry, "num_pages", a->num_pages, INT32_MAX)) != TC_OK)
+            return st;
+        int64_t pages = rt_stdlib_cdiv(a->seqlen_k, a->page_size);
+        if (a->stride_bt < pages)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: stride_bt (%lld) is smaller than the pages of seqlen_k keys (%lld of %lld tokens)",
+                           entry, (long long)a->stride_bt, (long long)pages, (long long)a->page_size);
+        if (a->stride_bt > RT_STDLIB_MAX_OFFSET / a->batch)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: stride_bt (%lld) overflows a 64-bit offset", entry,
+                           (long long)a->stride_bt);
+    }
+    return TC_OK;
+}
+
+/* One [n0, n1, n2, head_dim] tensor's strides (its dim stride is 1). */
+static tc_status kv_check_tensor(const char *entry, const char *what, const char *const names[3], int64_t n0,
+                                 int64_t n1, int64_t n2, int64_t head_dim, const int64_t strides[3]) {
+    const RtStdlibDim dims[] = {
+        {names[0], n0, strides[0]}, {names[1], n1, strides[1]}, {names[2], n2, strides[2]}, {NULL, head_dim, 1}};
+    return rt_stdlib_check_strides(entry, what, dims, 4);
+}
+
+static tc_status kv_check(const char *entry, const tc_attention_kvcache_args *a) {
+    tc_status st = kv_check_sizes(entry, a);
+    if (st != TC_OK)
+        return st;
+    bool varlen = a->cu_seqlens_q != 0, paged = a->block_table != 0;
+    int64_t nb = varlen ? 1 : a->batch, rq = varlen ? a->seqlen_q * a->batch : a->seqlen_q;
+    const int64_t qs[3] = {a->stride_qb, a->stride_qh, a->stride_qm}, os[3] = {a->stride_ob, a->stride_oh, a->stride_om},
+                  ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn}, vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn};
+    int64_t n_blocks = paged ? a->num_pages : a->batch, per_block = paged ? a->page_size : a->seqlen_k;
+    if ((st = kv_check_tensor(entry, "q", qn, nb, a->heads, rq, a->head_dim, qs)) != TC_OK ||
+        (st = kv_check_tensor(entry, "o", on, nb, a->heads, rq, a->head_dim, os)) != TC_OK ||
+        (st = kv_check_tensor(entry, "k_cache", kn, n_blocks, a->kv_heads, per_block, a->head_dim, ks)) != TC_OK ||
+        (st = kv_check_tensor(entry, "v_cache", vn, n_blocks, a->kv_heads, per_block, a->head_dim, vs)) != TC_OK)
+        return st;
+    if (!rt_attention_distinct(nb, a->heads, varlen ? a->seqlen_q : rq, a->head_dim, os))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: o's strides (stride_ob %lld, stride_oh %lld, stride_om %lld) give two of its elements the "
+                       "same address",
+                       entry, (long long)a->stride_ob, (long long)a->stride_oh, (long long)a->stride_om);
+    return TC_OK;
+}
+
+static tc_status kv_check_ptrs(const char *entry, const tc_attention_kvcache_args *a) {
+    size_t eb = rt_dtype_size(a->dtype);
+    tc_status st;
+    if ((st = rt_stdlib_check_ptr(entry, "q", a->q, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "o", a->o, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "k_cache", a->k_cache, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "v_cache", a->v_cache, eb)) != TC_OK)
+        return st;
+    if ((a->lse && (st = rt_stdlib_check_ptr(entry, "lse", a->lse, 4)) != TC_OK) ||
+        (a->block_table && (st = rt_stdlib_check_ptr(entry, "block_table", a->block_table, 4)) != TC_OK) ||
+        (a->seqused_k && (st = rt_stdlib_check_ptr(entry, "seqused_k", a->seqused_k, 4)) != TC_OK) ||
+        (a->cu_seqlens_q && (st = rt_stdlib_check_ptr(entry, "cu_seqlens_q", a->cu_seqlens_q, 4)) != TC_OK) ||
+        (a->workspace && (st = rt_stdlib_check_ptr(entry, "workspace", a->workspace, 16)) != TC_OK))
+        return st;
+    return TC_OK;
+}
+
+/* ---- the plan ---- */
+
+/* The number of splits for P programs a split over `blocks` key blocks
+ * when `slots` programs run at once (see the essay): the fewest key blocks
+ * along the critical path, each program costing KV_PROGRAM_BLOCKS more. */
+static int kv_splits(int64_t programs, int64_t blocks, int64_t slots) {
+    if (programs >= slots)
+        return 1; /* the batch fills the GPU: splits would only shave its last wave's tail */
+    int best = 1;
+    int64_t best_cost = INT64_MAX;
+    for (int s = 1; s <= KV_MAX_SPLITS && s <= blocks; s++) {
+        int64_t waves = rt_stdlib_cdiv(programs * s, slots);
+        int64_t cost = waves * (rt_stdlib_cdiv(blocks, s) + KV_PROGRAM_BLOCKS);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = s;
+        }
+    }
+    return best;
+}
+
+/* The SMs a context's plan is for: an H100's (or H200's) 132 when a launch
+ * hook stands in for the launch, whose context is not real (as
+ * rt_stdlib_target). */
+static int kv_sms(const tc_context *ctx, bool hooked) {
+    return hooked ? 132 : tc_context_multiprocessors(ctx);
+}
+
+static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arch, bool workspace_given,
+                    tc_attention_kvcache_plan *p) {
+    memset(p, 0, sizeof *p);
+    bool wgmma = rt_stdlib_wgmma(arch);
+    bool varlen = a->cu_seqlens_q != 0, paged = a->block_table != 0;
+    int group = (int)(a->heads / a->kv_heads);
+    int64_t rows = a->seqlen_q * group;
+    tc_attention_plan *t = &p->attention;
+    t->file = "attention_kvcache.tile";
+    t->kernel = "attention_kvcache";
+    t->head_dim = (int)a->head_dim;
+    t->block_d = rt_stdlib_pow2_clamped(a->head_dim, 16, KV_MAX_HEAD_DIM);
+    bool wide = t->block_d > 128;
+    bool decode = rows <= 64;
+    if (wgmma && decode) {
+        /* one warpgroup on 64 rows; the rate of reading the cache is what
+         * counts (bench/decode.py, bench/RESULTS.md): a contiguous cache
+         * in 128-key TMA tiles, 3 stages (one program of 144 KB per SM); a
+         * paged one in 64-key tiles, 4 stages, two programs per SM, so
+         * that one's wait for its block table entries hides under the
+         * other's copies (0.94 of the copy rate against 0.83 with the
+         * contiguous plan); head dim 256 in 64-key tiles (32 paged), 3
+         * stages, within the registers of its [64, 256] accumulator */
+        t->block_m = 64;
+        t->num_warps = 4;
+        t->block_n = wide ? (paged ? 32 : 64) : paged ? 64 : 128;
+        t->num_stages = paged && !wide ? 4 : 3;
+    } else if (wgmma) {
+        /* prefill chunks: two warpgroups on 128 rows */
+        t->block_m = 128;
+        t->num_warps = 8;
+        t->block_n = wide ? 64 : 128;
+        t->num_stages = 3;
+    } else {
+        /* mma.sync: 16 rows per warp, 32-key blocks (64 spill with the
+         * causal, split, paged variant) */
+        t->block_m = 64;
+        t->num_warps = 4;
+        t->block_n = 32;
+        t->num_stages = 3;
+    }
+    t->causal = a->causal != 0;
+    t->varlen = varlen;
+    int64_t row_blocks = rt_stdlib_cdiv(rows, t->block_m);
+    int64_t key_blocks = rt_stdlib_cdiv(a->seqlen_k, t->block_n);
+    /* programs resident on an SM at once: its shared memory over theirs
+     * (the rings of K and V, num_stages - 1 stages, and Q's tile) */
+    int64_t smem = (int64_t)(t->num_stages - 1) * t->block_n * t->block_d * 4 + (int64_t)t->block_m * t->block_d * 2;
+    int64_t per_sm = (strcmp(arch, "sm_80") == 0 ? KV_SM_SHARED_SM80 : KV_SM_SHARED) / (smem + KV_PROGRAM_SHARED);
+    int64_t slots = (int64_t)(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+    int splits = a->num_splits;
+    if (splits == 0)
+        splits = workspace_given ? kv_splits(row_blocks * a->batch * a->kv_heads, key_blocks, slots) : 1;
+    if (splits > key_blocks)
+        splits = (int)key_blocks;
+    p->num_splits = splits;
+    p->split_keys = rt_stdlib_cdiv(key_blocks, splits) * t->block_n;
+    p->group = group;
+    t->grid = (tc_dim3){(unsigned)row_blocks, (unsigned)(a->batch * a->kv_heads), (unsigned)splits};
+    rt_attention_cx(t, "T", TC_CONSTEXPR_DTYPE, (int64_t)a->dtype);
+    rt_attention_cx(t, "HEAD_DIM", TC_CONSTEXPR_INT, t->head_dim);
+    rt_attention_cx(t, "D", TC_CONSTEXPR_INT, t->block_d);
+    rt_attention_cx(t, "BM", TC_CONSTEXPR_INT, t->block_m);
+    rt_attention_cx(t, "BN", TC_CONSTEXPR_INT, t->block_n);
+    rt_attention_cx(t, "CAUSAL", TC_CONSTEXPR_BOOL, t->causal);
+    rt_attention_cx(t, "VARLEN_Q", TC_CONSTEXPR_BOOL, varlen);
+    rt_attention_cx(t, "SEQUSED", TC_CONSTEXPR_BOOL, a->seqused_k != 0);
+    rt_attention_cx(t, "PAGED", TC_CONSTEXPR_BOOL, paged);
+    rt_attention_cx(t, "PAGE", TC_CONSTEXPR_INT, paged ? a->page_size : 1);
+    rt_attention_cx(t, "SPLIT", TC_CONSTEXPR_BOOL, splits > 1);
+    rt_attention_cx(t, "HAS_LSE", TC_CONSTEXPR_BOOL, a->lse != 0);
+    rt_attention_cx(t, "NEG_SCALE", TC_CONSTEXPR_BOOL, a->scale < 0);
+    if (splits <= 1)
+        return;
+
+    size_t part_rows = (size_t)splits * (size_t)a->batch * (size_t)a->seqlen_q * (size_t)a->heads;
+    p->lse_part_offset = 0;
+    p->o_part_offset = kv_align(part_rows * 4);
+    p->workspace_bytes = p->o_part_offset + kv_align(part_rows * (size_t)t->block_d * 4);
+    tc_attention_plan *c = &p->combine;
+    c->file = "attention_kvcache.tile";
+    c->kernel = "attention_kvcache_combine";
+    c->head_dim = t->head_dim;
+    c->block_d = t->block_d;
+    c->block_m = KV_COMBINE_ROWS;
+    c->num_warps = 4;
+    c->num_stages = 1;
+    c->varlen = varlen;
+    int64_t total = a->batch * a->seqlen_q * a->heads;
+    c->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(total, KV_COMBINE_ROWS), 1, 1};
+    rt_attention_cx(c, "T", TC_CONSTEXPR_DTYPE, (int64_t)a->dtype);
+    rt_attention_cx(c, "HEAD_DIM", TC_CONSTEXPR_INT, c->head_dim);
+    rt_attention_cx(c, "D", TC_CONSTEXPR_INT, c->block_d);
+    rt_attention_cx(c, "BR", TC_CONSTEXPR_INT, KV_COMBINE_ROWS);
+    rt_attention_cx(c, "SPLITS", TC_CONSTEXPR_INT, rt_stdlib_pow2_clamped(splits, 2, KV_MAX_SPLITS));
+    rt_attention_cx(c, "VARLEN_Q", TC_CONSTEXPR_BOOL, varlen);
+    rt_attention_cx(c, "HAS_LSE", TC_CONSTEXPR_BOOL, a->lse != 0);
+}
+
+tc_status tc_attention_kvcache_plan_for(const tc_attention_kvcache_args *args, int multiprocessors,
+                                        tc_attention_kvcache_plan *out) {
+    const char *entry = "tc_attention_kvcache_plan_for";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "out", out)) != TC_OK)
+        return st;
+    memset(out, 0, sizeof *out);
+    if ((st = rt_stdlib_check_given(entry, "args", args)) != TC_OK || (st = kv_check(entry, args)) != TC_OK)
+        return st;
+    if (multiprocessors < 1)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: multiprocessors (%d) must be at least 1", entry,
+                       multiprocessors);
+    kv_plan(args, multiprocessors, TC_DEFAULT_ARCH, true, out);
+    return TC_OK;
+}
+
+tc_status tc_attention_kvcache_workspace_size(tc_context *ctx, const tc_attention_kvcache_args *args, size_t *bytes) {
+    const char *entry = "tc_attention_kvcache_workspace_size";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "bytes", bytes)) != TC_OK)
+        return st;
+    *bytes = 0;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_given(entry, "args", args)) != TC_OK || (st = kv_check(entry, args)) != TC_OK)
+        return st;
+    tc_attention_kvcache_plan plan;
+    bool hooked = rt_attention_launch_hook != NULL;
+    kv_plan(args, kv_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), true, &plan);
+    *bytes = plan.workspace_bytes;
+    return TC_OK;
+}
+
+/* ---- the launches ---- */
+
+static void kv_arg_strides(const RtStdlibArgs *args, const char *const names[3], const int64_t s[3], int64_t vector) {
+    for (int i = 0; i < 3; i++)
+        rt_stdlib_arg_int(args, names[i], s[i], false, vector);
+}
+
+static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc_context *ctx, CUstream stream,
+                                     const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p) {
+    bool split = p->num_splits > 1;
+    CUdeviceptr any = a->q; /* stands in for absent pointers: never read */
+    CUdeviceptr lse_part = split ? a->workspace + p->lse_part_offset : any;
+    CUdeviceptr o_part = split ? a->workspace + p->o_part_offset : any;
+    int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
+    rt_attention_begin(l, ctx, stream, &p->attention);
+    RtStdlibArgs args = rt_attention_args(l);
+    rt_stdlib_arg_ptr(&args, "O", a->o, true);
+    rt_stdlib_arg_ptr(&args, "LSE", a->lse ? a->lse : any, false);
+    rt_stdlib_arg_ptr(&args, "O_PART", o_part, split);
+    rt_stdlib_arg_ptr(&args, "LSE_PART", lse_part, false);
+    rt_stdlib_arg_ptr(&args, "Q", a->q, true);
+    rt_stdlib_arg_ptr(&args, "K", a->k_cache, true);
+    rt_stdlib_arg_ptr(&args, "V", a->v_cache, true);
+    rt_stdlib_arg_ptr(&args, "block_table", a->block_table ? a->block_table : any, false);
+    rt_stdlib_arg_ptr(&args, "seqused_k", a->seqused_k ? a->seqused_k : any, false);
+    rt_stdlib_arg_ptr(&args, "cu_seqlens_q", a->cu_seqlens_q ? a->cu_seqlens_q : any, false);
+    rt_stdlib_arg_int(&args, "batch", a->batch, true, 0);
+    rt_stdlib_arg_int(&args, "heads", a->heads, true, 0);
+    rt_stdlib_arg_int(&args, "kv_heads", a->kv_heads, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_q", a->seqlen_q, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_k", a->seqlen_k, true, 0);
+    rt_stdlib_arg_int(&args, "split_keys", p->split_keys, true, 0);
+    const int64_t qs[3] = {a->stride_qb, a->stride_qh, a->stride_qm}, ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn},
+                  vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn}, os[3] = {a->stride_ob, a->stride_oh, a->stride_om};
+    kv_arg_strides(&args, qn, qs, vector);
+    kv_arg_strides(&args, kn, ks, vector);
+    kv_arg_strides(&args, vn, vs, vector);
+    kv_arg_strides(&args, on, os, vector);
+    rt_stdlib_arg_int(&args, "stride_bt", a->block_table ? a->stride_bt : 0, false, 0);
+    rt_attention_arg_f32(l, "scale", a->scale);
+    return rt_attention_launch(entry, l);
+}
+
+static tc_status kv_launch_combine(const char *entry, RtAttentionLaunch *l, tc_context *ctx, CUstream stream,
+                                   const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p) {
+    CUdeviceptr any = a->q;
+    int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
+    rt_attention_begin(l, ctx, stream, &p->combine);
+    RtStdlibArgs args = rt_attention_args(l);
+    rt_stdlib_arg_ptr(&args, "O", a->o, true);
+    rt_stdlib_arg_ptr(&args, "LSE", a->lse ? a->lse : any, false);
+    rt_stdlib_arg_ptr(&args, "O_PART", a->workspace + p->o_part_offset, true);
+    rt_stdlib_arg_ptr(&args, "LSE_PART", a->workspace + p->lse_part_offset, false);
+    rt_stdlib_arg_ptr(&args, "cu_seqlens_q", a->cu_seqlens_q ? a->cu_seqlens_q : any, false);
+    rt_stdlib_arg_int(&args, "batch", a->batch, true, 0);
+    rt_stdlib_arg_int(&args, "heads", a->heads, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_q", a->seqlen_q, true, 0);
+    rt_stdlib_arg_int(&args, "num_splits", p->num_splits, true, 0);
+    const int64_t os[3] = {a->stride_ob, a->stride_oh, a->stride_om};
+    kv_arg_strides(&args, on, os, vector);
+    return rt_attention_launch(entry, l);
+}
+
+tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attention_kvcache_args *args) {
+    const char *entry = "tc_attention_kvcache";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_given(entry, "args", args)) != TC_OK || (st = kv_check(entry, args)) != TC_OK ||
+        (st = kv_check_ptrs(entry, args)) != TC_OK)
+        return st;
+    bool hooked = rt_attention_launch_hook != NULL;
+    tc_attention_kvcache_plan plan;
+    kv_plan(args, kv_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), args->workspace != 0, &plan);
+    if (plan.workspace_bytes > args->workspace_bytes)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: workspace_bytes (%zu) is less than the %zu bytes of %d splits "
+                       "(tc_attention_kvcache_workspace_size)",
+                       entry, args->workspace_bytes, plan.workspace_bytes, plan.num_splits);
+    if (plan.num_splits > 1 && !args->workspace)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace is 0, and num_splits (%d) needs one", entry,
+                       args->num_splits);
+    RtAttentionLaunch *l = malloc(sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    st = kv_launch_attention(entry, l, ctx, stream, args, &plan);
+    if (st == TC_OK && plan.num_splits > 1)
+        st = kv_launch_combine(entry, l, ctx, stream, args, &plan);
+    free(l);
+    return st;
+}
+
+/* ---- tc_kvcache_append ---- */
+
+tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                            CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens, int64_t kv_heads,
+                            int64_t head_dim, int64_t page_size, int64_t num_pages, int64_t stride_kt,
+                            int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
+                            int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp, int64_t stride_vcn,
+                            int64_t stride_vch) {
+    const char *entry = "tc_kvcache_append";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_dtype(entry, dtype, false)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "tokens", tokens, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "kv_heads", kv_heads, KV_MAX_PROGRAMS_Y)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "head_dim", head_dim, KV_MAX_HEAD_DIM)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "page_size", page_size, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "num_pages", num_pages, INT32_MAX)) != TC_OK)
+        return st;
+    const RtStdlibDim kd[] = {{"stride_kt", tokens, stride_kt}, {"stride_kh", kv_heads, stride_kh}, {NULL, head_dim, 1}};
+    const RtStdlibDim vd[] = {{"stride_vt", tokens, stride_vt}, {"stride_vh", kv_heads, stride_vh}, {NULL, head_dim, 1}};
+    const RtStdlibDim kcd[] = {{"stride_kcp", num_pages, stride_kcp},
+                               {"stride_kcn", page_size, stride_kcn},
+                               {"stride_kch", kv_heads, stride_kch},
+                               {NULL, head_dim, 1}};
+    const RtStdlibDim vcd[] = {{"stride_vcp", num_pages, stride_vcp},
+                               {"stride_vcn", page_size, stride_vcn},
+                               {"stride_vch", kv_heads, stride_vch},
+                               {NULL, head_dim, 1}};
+    size_t eb = rt_dtype_size(dtype);
+    if ((st = rt_stdlib_check_strides(entry, "k", kd, 3)) != TC_OK ||
+        (st = rt_stdlib_check_strides(entry, "v", vd, 3)) != TC_OK ||
+        (st = rt_stdlib_check_strides(entry, "k_cache", kcd, 4)) != TC_OK ||
+        (st = rt_stdlib_check_strides(entry, "v_cache", vcd, 4)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "k_cache", k_cache, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "v_cache", v_cache, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "k", k, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "v", v, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "slot_mapping", slot_mapping, 8)) != TC_OK)
+        return st;
+    if (page_size > INT64_MAX / num_pages)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: page_size * num_pages overflows", entry);
+
+    tc_attention_plan p;
+    memset(&p, 0, sizeof p);
+    p.file = "attention_kvcache.tile";
+    p.kernel = "kvcache_append";
+    p.head_dim = (int)head_dim;
+    p.block_d = rt_stdlib_pow2_clamped(head_dim, 16, KV_MAX_HEAD_DIM);
+    p.block_m = KV_APPEND_TOKENS;
+    p.num_warps = 4;
+    p.num_stages = 1;
+    p.grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(tokens, KV_APPEND_TOKENS), (unsigned)kv_heads, 1};
+    rt_attention_cx(&p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
+    rt_attention_cx(&p, "HEAD_DIM", TC_CONSTEXPR_INT, p.head_dim);
+    rt_attention_cx(&p, "D", TC_CONSTEXPR_INT, p.block_d);
+    rt_attention_cx(&p, "BT", TC_CONSTEXPR_INT, KV_APPEND_TOKENS);
+
+    RtAttentionLaunch *l = malloc(sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    int64_t vector = 16 / (int64_t)eb;
+    rt_attention_begin(l, ctx, stream, &p);
+    RtStdlibArgs args = rt_attention_args(l);
+    rt_stdlib_arg_ptr(&args, "K_CACHE", k_cache, true);
+    rt_stdlib_arg_ptr(&args, "V_CACHE", v_cache, true);
+    rt_stdlib_arg_ptr(&args, "K", k, true);
+    rt_stdlib_arg_ptr(&args, "V", v, true);
+    rt_stdlib_arg_ptr(&args, "slot_mapping", slot_mapping, false);
+    rt_stdlib_arg_int(&args, "tokens", tokens, true, 0);
+    rt_stdlib_arg_int(&args, "page_size", page_size, false, 0);
+    rt_stdlib_arg_int(&args, "slots", page_size * num_pages, false, 0);
+    const char *names[10] = {"stride_kt",  "stride_kh",  "stride_vt",  "stride_vh",  "stride_kcp",
+                             "stride_kcn", "stride_kch", "stride_vcp", "stride_vcn", "stride_vch"};
+    const int64_t strides[10] = {stride_kt,  stride_kh,  stride_vt,  stride_vh,  stride_kcp,
+                                 stride_kcn, stride_kch, stride_vcp, stride_vcn, stride_vch};
+    for (int i = 0; i < 10; i++)
+        rt_stdlib_arg_int(&args, names[i], strides[i], false, vector);
+    st = rt_attention_launch(entry, l);
+    free(l);
+    return st;
+}
