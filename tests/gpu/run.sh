@@ -8,12 +8,14 @@
 #               the kernels of bench/baselines.py), and
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
 #               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN; --bwd:
-#               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check)
+#               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check), and
+#               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
 #               test_attention, test_attention_bwd, test_attention_kvcache, examples, bench: every
 #               benchmark, bench_matmul:
-#               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too))
+#               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too),
+#               bench_decode: bench/decode.py alone)
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
 # TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies), and test_attention a fourth with
@@ -230,6 +232,8 @@ bench_py bench_matmul matmul.py "== matmul"
 bench_py bench_attention attention.py "== attention"
 # tc_attention_bwd against SDPA's FlashAttention-2 and cuDNN backward passes, after a gradient check
 bench_py bench_attention attention.py "== attention backward" --bwd
+# tc_attention_kvcache: decode's rate of reading the cache against the copy rate, SDPA flash and cuDNN
+bench_py bench_decode decode.py "== decode"
 
 # ---- the table ----
 echo
