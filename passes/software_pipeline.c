@@ -39,7 +39,9 @@
  *   - Addresses and masks for iteration k + s*step are rematerialized: the
  *     ops of the body that compute the load's pointer and mask from the
  *     induction variable and loop invariants (pure, no regions, no other
- *     loop-carried value) are cloned with the induction variable replaced.
+ *     loop-carried value; or loads of `readonly` memory, such as a paged
+ *     cache's block table, which get the copies' predicate in their mask)
+ *     are cloned with the induction variable replaced.
  *     A load whose address depends on another loop-carried value (a pointer
  *     advanced by `p += BK`) stays synchronous.
  *   - Iteration i + S - 1 lands in stage (i + S - 1) mod (S - 1) = i mod
