@@ -25,7 +25,8 @@
  *
  * Control flow is structured: `for` becomes header / body / exit blocks with
  * one phi per register of each loop-carried value (signed `iv < ub`, step
- * positive as the front end guarantees), `if` a branch on a uniform i1 and a
+ * positive as the front end guarantees), `while` the same with its
+ * condition region in the header, `if` a branch on a uniform i1 and a
  * phi per register of each result.
  *
  * Errors: IR that the passes should not have produced (a tile without a
@@ -496,6 +497,33 @@ static void add_incoming(CgVal *phis, const CgVal *vals, LLVMBasicBlockRef from)
     }
 }
 
+/* The carried values of a loop (its operands from `first` on), as phis in
+ * the header being built, with their inits coming from `pre`. */
+static CgVal **loop_phis(Cg *cg, IrOp *op, int first, LLVMBasicBlockRef pre) {
+    int n = op->num_results;
+    CgVal **args = ARENA_ARRAY(&cg->arena, CgVal *, n ? n : 1);
+    for (int i = 0; i < n; i++) {
+        CgVal *init = cg_get(cg, op->operands[first + i]);
+        args[i] = phis_like(cg, init);
+        add_incoming(args[i], init, pre);
+    }
+    return args;
+}
+
+/* The end of a loop's body (the builder in its latch): back to the header,
+ * the yield's values into the phis; after it, the exit block holds the
+ * results. */
+static void close_loop(Cg *cg, IrOp *op, CgVal **args, const IrOp *yield, LLVMBasicBlockRef header,
+                       LLVMBasicBlockRef exit) {
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, header);
+    for (int i = 0; i < op->num_results; i++)
+        add_incoming(args[i], cg_get(cg, yield->operands[i]), latch);
+    LLVMPositionBuilderAtEnd(cg->b, exit);
+    for (int i = 0; i < op->num_results; i++)
+        cg_set(cg, op->results[i], args[i]);
+}
+
 static bool lower_for(Cg *cg, IrOp *op) {
     LLVMValueRef lb = cg_get(cg, op->operands[0])->v[0];
     LLVMValueRef ub = cg_get(cg, op->operands[1])->v[0];
@@ -507,12 +535,7 @@ static bool lower_for(Cg *cg, IrOp *op) {
     LLVMBuildBr(cg->b, header);
     LLVMPositionBuilderAtEnd(cg->b, header);
     LLVMValueRef iv = LLVMBuildPhi(cg->b, LLVMTypeOf(lb), "iv");
-    CgVal **args = ARENA_ARRAY(&cg->arena, CgVal *, n ? n : 1);
-    for (int i = 0; i < n; i++) {
-        CgVal *init = cg_get(cg, op->operands[3 + i]);
-        args[i] = phis_like(cg, init);
-        add_incoming(args[i], init, pre);
-    }
+    CgVal **args = loop_phis(cg, op, 3, pre);
     LLVMValueRef cond = LLVMBuildICmp(cg->b, LLVMIntSLT, iv, ub, "");
     LLVMBuildCondBr(cg->b, cond, body, exit);
 
@@ -529,15 +552,48 @@ static bool lower_for(Cg *cg, IrOp *op) {
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
     LLVMValueRef next = LLVMBuildAdd(cg->b, iv, step, "iv.next");
     LLVMSetNSW(next, 1);
-    LLVMBuildBr(cg->b, header);
     LLVMAddIncoming(iv, &lb, &pre, 1);
     LLVMAddIncoming(iv, &next, &latch, 1);
-    for (int i = 0; i < n; i++)
-        add_incoming(args[i], cg_get(cg, yield->operands[i]), latch);
+    close_loop(cg, op, args, yield, header, exit);
+    return true;
+}
 
-    LLVMPositionBuilderAtEnd(cg->b, exit);
-    for (int i = 0; i < n; i++)
-        cg_set(cg, op->results[i], args[i]);
+/* Region r of a while, its arguments bound to args: its terminator (an
+ * op `want`), or NULL after an error. */
+static IrOp *lower_region(Cg *cg, IrOp *op, int r, CgVal **args, IrOpcode want) {
+    IrBlock *region = op->regions[r];
+    for (int i = 0; i < region->num_args; i++)
+        cg_set(cg, region->args[i], args[i]);
+    IrOp *term = NULL;
+    if (!lower_block(cg, region, &term))
+        return NULL;
+    if (!term || term->opc != want) {
+        cg_error(cg, op, "internal error: 'while' region %d does not end with '%s'", r, ir_op_info[want].name);
+        return NULL;
+    }
+    return term;
+}
+
+/* while: a header with one phi per register of each carried value, the
+ * condition region, a branch to the body or the exit; the body's yield
+ * feeds the phis. The results are the header's values. */
+static bool lower_while(Cg *cg, IrOp *op) {
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b);
+    LLVMBasicBlockRef header = cg_block(cg, "while.cond"), body = cg_block(cg, "while.body"),
+                      exit = cg_block(cg, "while.exit");
+    LLVMBuildBr(cg->b, header);
+    LLVMPositionBuilderAtEnd(cg->b, header);
+    CgVal **args = loop_phis(cg, op, 0, pre);
+    IrOp *cond = lower_region(cg, op, 0, args, IR_OP_CONDITION);
+    if (!cond)
+        return false;
+    LLVMBuildCondBr(cg->b, cg_get(cg, cond->operands[0])->v[0], body, exit);
+
+    LLVMPositionBuilderAtEnd(cg->b, body);
+    IrOp *yield = lower_region(cg, op, 1, args, IR_OP_YIELD);
+    if (!yield)
+        return false;
+    close_loop(cg, op, args, yield, header, exit);
     return true;
 }
 
@@ -699,6 +755,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
         cg_asm(cg, cg->t_void, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0, true);
         return true;
     case IR_OP_FOR: return lower_for(cg, op);
+    case IR_OP_WHILE: return lower_while(cg, op);
     case IR_OP_IF: return lower_if(cg, op);
     case IR_OP_WARP_SPECIALIZE: return lower_warp_specialize(cg, op);
     case IR_OP_WARP_GROUP_ID: {
@@ -739,7 +796,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
  * in *terminator (a yield's operands are read by the region's owner). */
 static bool lower_block(Cg *cg, IrBlock *blk, IrOp **terminator) {
     for (IrOp *op = blk->first; op; op = op->next) {
-        if (op->opc == IR_OP_YIELD) {
+        if (op->opc == IR_OP_YIELD || op->opc == IR_OP_CONDITION) {
             *terminator = op;
             return true;
         }

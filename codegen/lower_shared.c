@@ -552,7 +552,7 @@ static int64_t carried_regs(const Cg *cg, const IrBlock *b) {
     int64_t most = 0;
     for (const IrOp *op = b->first; op; op = op->next) {
         int64_t n = 0;
-        for (int i = 0; op->opc == IR_OP_FOR && i < op->num_results; i++)
+        for (int i = 0; (op->opc == IR_OP_FOR || op->opc == IR_OP_WHILE) && i < op->num_results; i++)
             n += tg_value_regs(op->results[i]->type, cg->num_warps);
         most = n > most ? n : most;
         for (int r = 0; r < op->num_regions; r++) {

@@ -96,6 +96,9 @@ const char *ast_kind_name(AstKind k) {
     case AST_IF: return "if";
     case AST_FOR: return "for";
     case AST_RETURN: return "return";
+    case AST_WHILE: return "while";
+    case AST_BREAK: return "break";
+    case AST_CONTINUE: return "continue";
     case AST_STATIC_ASSERT: return "static_assert";
     case AST_PARAM: return "param";
     case AST_KERNEL: return "kernel";
@@ -258,6 +261,10 @@ static void dump(const AstNode *n, int level, Buf *out) {
             label("else", in, out);
             dump(n->els, in + 1, out);
         }
+        break;
+    case AST_WHILE:
+        dump(n->cond, in, out);
+        dump(n->body, in, out);
         break;
     case AST_FOR:
         label("range", in, out);

@@ -21,6 +21,19 @@
  *               changed in either; a `for` carries every outer var assigned
  *               in its body (found by a syntactic scan before the body is
  *               lowered, since the loop's block arguments must exist first).
+ *   exits       `return`, `break` and `continue` set hidden i1 vars (flags):
+ *               the function's return flag, the innermost loop's break and
+ *               continue flags. After each statement of a block, when a
+ *               flag may be set, the rest of the block is lowered inside
+ *               `if (!(return | break | continue))`, where the flags are
+ *               known false again; when one is certainly set (an
+ *               unconditional exit), the rest is parsed but not compiled,
+ *               like a branch not taken. A loop whose body may `break` or
+ *               `return` becomes a `while` whose condition also tests the
+ *               flags (a `for` then carries its induction value); a
+ *               `continue` only skips the rest of the iteration. Flags
+ *               that stay constant cost nothing: a kernel without early
+ *               exits lowers to the IR it always did.
  *   constexpr   an `if` or ternary on a constant lowers only the taken
  *               branch, so the other may be ill-typed in this
  *               specialization (it is still parsed).
@@ -42,6 +55,14 @@
 #include <string.h>
 
 static void lower_stmt(Lower *L, const AstNode *s);
+static void lower_items(Lower *L, const AstNode *const *items, int n);
+
+/* The loop whose body is being lowered: its flags (symbols, or -1 where the
+ * body has no such statement). */
+struct LoopCtx {
+    int brk;
+    int cont;
+};
 
 /* ---- declarations ---- */
 
@@ -126,21 +147,14 @@ static void pop_symbols(Lower *L, int mark) {
         L->num_vars--;
     while (L->num_syms > mark) {
         Symbol *s = &L->syms[--L->num_syms];
-        *name_slot(L, &L->sym_index, s->name, false) = s->shadowed;
+        if (!s->hidden)
+            *name_slot(L, &L->sym_index, s->name, false) = s->shadowed;
     }
 }
 
-/* Declares a name in the innermost scope; a name of the same function that
- * is still in scope is a redefinition (reported; the new symbol still wins,
- * so that later uses see what the user meant). Returns the symbol's index. */
-static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind, Val val) {
-    if (!name)
-        name = "?"; /* only a malformed AST has nameless declarations */
-    int prev = lookup_index(L, name);
-    if (prev >= 0) {
-        lower_error(L, decl, "redefinition of '%s'", name);
-        diag_note(L->diags, L->syms[prev].decl->loc, "previous declaration is here");
-    }
+/* A new symbol on the stack (a var is also one of L->vars); not yet
+ * reachable by its name. Returns its index. */
+static int push_symbol(Lower *L, const AstNode *decl, const char *name, SymKind kind, Val val) {
     if (L->num_syms == L->cap_syms) {
         int cap = L->cap_syms ? L->cap_syms * 2 : 32;
         L->syms = arena_grow(&L->tmp, L->syms, sizeof(Symbol) * (size_t)L->cap_syms, sizeof(Symbol) * (size_t)cap);
@@ -161,10 +175,33 @@ static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind
         }
         L->vars[L->num_vars++] = L->num_syms;
     }
-    int *slot = name_slot(L, &L->sym_index, name, true);
-    s->shadowed = *slot;
-    *slot = L->num_syms;
     return L->num_syms++;
+}
+
+/* Declares a name in the innermost scope; a name of the same function that
+ * is still in scope is a redefinition (reported; the new symbol still wins,
+ * so that later uses see what the user meant). Returns the symbol's index. */
+static int declare(Lower *L, const AstNode *decl, const char *name, SymKind kind, Val val) {
+    if (!name)
+        name = "?"; /* only a malformed AST has nameless declarations */
+    int prev = lookup_index(L, name);
+    if (prev >= 0) {
+        lower_error(L, decl, "redefinition of '%s'", name);
+        diag_note(L->diags, L->syms[prev].decl->loc, "previous declaration is here");
+    }
+    int idx = push_symbol(L, decl, name, kind, val);
+    int *slot = name_slot(L, &L->sym_index, name, true);
+    L->syms[idx].shadowed = *slot;
+    *slot = idx;
+    return idx;
+}
+
+/* Declares a hidden var (see `exits` above): no name reaches it; `hint`
+ * names its IR values. Returns its index. */
+static int declare_hidden(Lower *L, const AstNode *decl, const char *hint, Val val) {
+    int idx = push_symbol(L, decl, hint, SYM_VAR, val);
+    L->syms[idx].hidden = true;
+    return idx;
 }
 
 /* Binds a name hint to a value that has none yet (an op result). */
@@ -346,14 +383,88 @@ static void move_ops(IrBlock *from, IrBlock *to) {
     }
 }
 
-/* if (c) a else b */
-static void lower_if(Lower *L, const AstNode *s) {
-    Val c = lower_expr(L, s->cond);
-    if (c.kind != VAL_ERROR)
-        c = lower_condition(L, c, s->cond, "if condition");
+/* ---- exits: return, break, continue (see `exits` above) ---- */
+
+static Val flag(Lower *L, bool set) {
+    return val_int(lower_scalar(L, IR_I1), set);
+}
+
+/* The flags that end the statements of the current block early: the
+ * function's return flag and the innermost loop's break and continue
+ * flags. Returns how many (symbol indices in out). */
+static int exit_flags(Lower *L, int out[3]) {
+    int n = 0;
+    if (L->ret_flag >= 0)
+        out[n++] = L->ret_flag;
+    if (L->loop && L->loop->brk >= 0)
+        out[n++] = L->loop->brk;
+    if (L->loop && L->loop->cont >= 0)
+        out[n++] = L->loop->cont;
+    return n;
+}
+
+/* Whether the rest of the block is skipped: the flags or-ed, folded (a
+ * constant when they are; false after an error, so the rest is checked). */
+static Val exit_guard(Lower *L, const AstNode *at) {
+    int f[3], n = exit_flags(L, f);
+    Val g = flag(L, false);
+    for (int i = 0; i < n; i++) {
+        Val v = L->syms[f[i]].val;
+        if (v.kind == VAL_CONST && v.i)
+            return flag(L, true);
+        if (v.kind != VAL_IR)
+            continue;
+        g = g.kind == VAL_CONST ? v : lower_binop(L, at, AST_OP_BITOR, g, v);
+    }
+    return g;
+}
+
+/* One branch of an `if`: a statement, or the rest of a block (items) run
+ * where every exit flag is false. */
+typedef struct Branch {
+    const AstNode *stmt;
+    const AstNode *const *items;
+    int n;
+} Branch;
+
+/* Enters a region (an if's branch, a loop body): false, with an error
+ * reported once, past IR_MAX_REGION_DEPTH. */
+static bool enter_region(Lower *L, const AstNode *at) {
+    if (L->region_depth >= IR_MAX_REGION_DEPTH) {
+        if (!L->regions_exhausted && at)
+            lower_error(L, at,
+                        "control flow nests more than %d regions deep (each 'if', loop, and rest of a block after "
+                        "a possible 'return', 'break' or 'continue' is one)",
+                        IR_MAX_REGION_DEPTH);
+        L->regions_exhausted = true;
+        return false;
+    }
+    L->region_depth++;
+    return true;
+}
+
+static void lower_branch(Lower *L, const Branch *b) {
+    if (!enter_region(L, b->stmt ? b->stmt : b->items ? b->items[0] : NULL))
+        return;
+    if (!b->items) {
+        lower_scoped(L, b->stmt);
+        L->region_depth--;
+        return;
+    }
+    int f[3], n = exit_flags(L, f);
+    for (int i = 0; i < n; i++)
+        L->syms[f[i]].val = flag(L, false);
+    int mark = L->num_syms;
+    lower_items(L, b->items, b->n);
+    pop_symbols(L, mark);
+    L->region_depth--;
+}
+
+/* if (c) then else els, the branches given (s locates the op) */
+static void lower_branches(Lower *L, const AstNode *s, Val c, const Branch *then_b, const Branch *else_b) {
     if (c.kind == VAL_CONST) {
         /* Constexpr: only the taken branch exists in this specialization. */
-        lower_scoped(L, val_truthy(&c) ? s->body : s->els);
+        lower_branch(L, val_truthy(&c) ? then_b : else_b);
         return;
     }
     int n = num_frame_vars(L);
@@ -367,12 +478,12 @@ static void lower_if(Lower *L, const AstNode *s) {
         ph = ir_build_op(&L->b, IR_OP_IF, 1, &cv, 0, NULL);
         ir_builder_at_end(&L->b, L->m, ph->regions[0]);
     }
-    lower_scoped(L, s->body);
+    lower_branch(L, then_b);
     Val *then_vals = snapshot(L);
     restore(L, before, n);
     if (ph)
         ir_builder_at_end(&L->b, L->m, ph->regions[1]);
-    lower_scoped(L, s->els);
+    lower_branch(L, else_b);
     Val *else_vals = snapshot(L);
     L->b = saved;
     int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
@@ -414,7 +525,95 @@ static void lower_if(Lower *L, const AstNode *s) {
     }
 }
 
-/* Marks the outer vars assigned anywhere in a loop body. */
+/* if (c) a else b */
+static void lower_if(Lower *L, const AstNode *s) {
+    Val c = lower_expr(L, s->cond);
+    if (c.kind != VAL_ERROR)
+        c = lower_condition(L, c, s->cond, "if condition");
+    Branch then_b = {s->body, NULL, 0}, else_b = {s->els, NULL, 0};
+    lower_branches(L, s, c, &then_b, &else_b);
+}
+
+/* The statements of a block. After each one that may have set an exit
+ * flag, the rest runs under `if (!flags)`; after a certain exit, the rest
+ * is not compiled. */
+static void lower_items(Lower *L, const AstNode *const *items, int n) {
+    for (int i = 0; i < n; i++) {
+        lower_stmt(L, items[i]);
+        if (i + 1 == n)
+            return;
+        Val g = exit_guard(L, items[i + 1]);
+        if (g.kind == VAL_CONST && !g.i)
+            continue;
+        if (g.kind == VAL_CONST || !lower_stack_ok(L, items[i + 1]))
+            return;
+        Branch skip = {NULL, NULL, 0}, rest = {NULL, items + i + 1, n - i - 1};
+        lower_branches(L, items[i + 1], g, &skip, &rest);
+        return;
+    }
+}
+
+/* The exits in a loop body that concern its loop: `break` and `continue`
+ * outside nested loops, `return` anywhere. */
+typedef struct Exits {
+    bool brk, cont, ret;
+} Exits;
+
+static void find_exits(const AstNode *s, Exits *e, bool nested) {
+    if (!s)
+        return;
+    switch (s->kind) {
+    case AST_BLOCK:
+        for (int i = 0; i < s->num_items; i++)
+            find_exits(s->items[i], e, nested);
+        break;
+    case AST_IF:
+        find_exits(s->body, e, nested);
+        find_exits(s->els, e, nested);
+        break;
+    case AST_FOR:
+    case AST_WHILE: find_exits(s->body, e, true); break;
+    case AST_BREAK: e->brk |= !nested; break;
+    case AST_CONTINUE: e->cont |= !nested; break;
+    case AST_RETURN: e->ret = true; break;
+    default: break;
+    }
+}
+
+/* return;  (a value is only for the last statement of a func: lower_body) */
+static void lower_return(Lower *L, const AstNode *s) {
+    if (s->lhs) {
+        if (L->fn_decl->kind == AST_KERNEL)
+            lower_error(L, s, "a kernel cannot return a value");
+        else
+            lower_error(L, s, "a 'return' with a value must be the last statement of a func");
+        lower_expr(L, s->lhs);
+        return;
+    }
+    if (L->returns_value) {
+        lower_error(L, s, "'return;' in a func that returns a value (its last statement is 'return' with a value)");
+        return;
+    }
+    L->syms[L->ret_flag].val = flag(L, true);
+}
+
+/* break;  continue; */
+static void lower_jump(Lower *L, const AstNode *s) {
+    bool brk = s->kind == AST_BREAK;
+    int f = !L->loop ? -1 : brk ? L->loop->brk : L->loop->cont;
+    if (!L->loop) {
+        lower_error(L, s, "'%s' outside a loop", brk ? "break" : "continue");
+        return;
+    }
+    if (f < 0) {
+        lower_error(L, s, "internal error: '%s' that the loop's scan did not find", brk ? "break" : "continue");
+        return;
+    }
+    L->syms[f].val = flag(L, true);
+}
+
+/* Marks the outer vars assigned anywhere in a loop body, and the return
+ * flag when the body may return. */
 static void scan_assigns(Lower *L, const AstNode *s) {
     if (!s)
         return;
@@ -427,7 +626,12 @@ static void scan_assigns(Lower *L, const AstNode *s) {
         scan_assigns(L, s->body);
         scan_assigns(L, s->els);
         break;
-    case AST_FOR: scan_assigns(L, s->body); break;
+    case AST_FOR:
+    case AST_WHILE: scan_assigns(L, s->body); break;
+    case AST_RETURN:
+        if (L->ret_flag >= 0)
+            L->syms[L->ret_flag].carried = true;
+        break;
     case AST_ASSIGN: {
         int i = lookup_index(L, s->name);
         if (i >= 0 && L->syms[i].kind == SYM_VAR)
@@ -436,6 +640,180 @@ static void scan_assigns(Lower *L, const AstNode *s) {
     }
     default: break;
     }
+}
+
+/* The vars marked carried (scan_assigns, and a loop's own hidden ones), in
+ * declaration order, unmarked: their symbol indices into idx (room for
+ * every var of the frame). Returns how many. */
+static int collect_carried(Lower *L, int *idx) {
+    int nc = 0;
+    for (int v = first_var(L); v < L->num_vars; v++) {
+        int j = L->vars[v];
+        Symbol *sym = &L->syms[j];
+        if (!sym->carried)
+            continue;
+        sym->carried = false;
+        if (sym->val.kind == VAL_ERROR || !sym->type)
+            continue;
+        idx[nc++] = j;
+    }
+    return nc;
+}
+
+/* The carried vars take block b's new arguments (appended to those it
+ * has); their const parameters are remembered in cps. */
+static void bind_carried(Lower *L, IrBlock *b, const int *idx, int nc, const AstNode **cps) {
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        if (sym->val.const_param)
+            cps[k] = sym->val.const_param;
+        sym->val = val_ir(ir_block_add_arg(L->m, b, sym->type, sym->name));
+        sym->val.const_param = cps[k];
+    }
+}
+
+/* The yield of a loop body: the carried vars' values (a body argument
+ * where one had an error). */
+static void yield_carried(Lower *L, const AstNode *s, IrBlock *b, int arg0, const int *idx, int nc,
+                          const AstNode **cps) {
+    IrValue **ys = ARENA_ARRAY(&L->tmp, IrValue *, nc > 0 ? nc : 1);
+    lower_at(L, s);
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        ys[k] = sym->val.kind == VAL_ERROR ? b->args[arg0 + k] : lower_ir(L, &sym->val);
+        if (sym->val.const_param)
+            cps[k] = sym->val.const_param;
+    }
+    ir_build(&L->b, IR_OP_YIELD, NULL, nc, ys);
+}
+
+/* After the loop: the carried vars are its results. */
+static void carried_results(Lower *L, IrOp *op, const int *idx, int nc, const AstNode **cps) {
+    for (int k = 0; k < nc; k++) {
+        Symbol *sym = &L->syms[idx[k]];
+        bool bad = sym->val.kind == VAL_ERROR;
+        sym->val = bad ? val_error() : val_ir(op->results[k]);
+        sym->val.const_param = cps[k];
+        ir_value_set_name(L->m, op->results[k], sym->name);
+    }
+}
+
+/* A loop body with its flags: brk (a symbol, or -1) and, when the body
+ * has `continue`, a continue flag of its own, false at each iteration's
+ * start. */
+static void lower_loop_body(Lower *L, const AstNode *s, int brk, bool cont) {
+    if (!enter_region(L, s))
+        return;
+    LoopCtx ctx = {brk, -1}, *outer = L->loop;
+    int mark = L->num_syms;
+    if (cont)
+        ctx.cont = declare_hidden(L, s, "continue", flag(L, false));
+    L->loop = &ctx;
+    lower_scoped(L, s->body);
+    L->loop = outer;
+    pop_symbols(L, mark);
+    L->region_depth--;
+}
+
+/* A while loop's condition, in its condition region: the user's (or, for
+ * a `for`, the induction value below the bound: range holds lb, ub, step)
+ * and not stopped by a break or a return. The user's condition is only
+ * evaluated while the loop has not stopped. */
+static Val loop_condition(Lower *L, const AstNode *s, const Val *range, int brk, int iv) {
+    Val stop = brk >= 0 ? L->syms[brk].val : flag(L, false);
+    if (L->ret_flag >= 0 && L->syms[L->ret_flag].val.kind == VAL_IR)
+        stop = stop.kind == VAL_IR ? lower_binop(L, s, AST_OP_BITOR, stop, L->syms[L->ret_flag].val)
+                                   : L->syms[L->ret_flag].val;
+    if (range) {
+        Val go = lower_binop(L, s, AST_OP_LT, L->syms[iv].val, range[1]);
+        if (stop.kind != VAL_IR)
+            return go;
+        return lower_binop(L, s, AST_OP_BITAND, go, lower_binop(L, s, AST_OP_BITXOR, stop, flag(L, true)));
+    }
+    IrBuilder saved = L->b;
+    IrOp *guard = NULL;
+    if (stop.kind == VAL_IR) {
+        const IrType *i1 = lower_scalar(L, IR_I1);
+        lower_at(L, s);
+        guard = ir_build_op(&L->b, IR_OP_IF, 1, &stop.v, 1, &i1);
+        ir_builder_at_end(&L->b, L->m, guard->regions[0]);
+        Val f = flag(L, false);
+        IrValue *fv = lower_ir(L, &f);
+        ir_build(&L->b, IR_OP_YIELD, NULL, 1, &fv);
+        ir_builder_at_end(&L->b, L->m, guard->regions[1]);
+    }
+    Val c = lower_expr(L, s->cond);
+    if (c.kind != VAL_ERROR)
+        c = lower_condition(L, c, s->cond, "while condition");
+    if (c.kind != VAL_CONST && c.kind != VAL_IR)
+        c = flag(L, false); /* an error was reported */
+    if (!guard)
+        return c;
+    lower_at(L, s);
+    IrValue *cv = lower_ir(L, &c);
+    ir_build(&L->b, IR_OP_YIELD, NULL, 1, &cv);
+    L->b = saved;
+    return val_ir(guard->results[0]);
+}
+
+/* A `while`, or a `for` whose body may break or return (range: its bounds,
+ * converted to the induction type; the induction value is then carried). */
+static void lower_while_loop(Lower *L, const AstNode *s, const Val *range, const Exits *e) {
+    int mark = L->num_syms;
+    int brk = e->brk ? declare_hidden(L, s, "break", flag(L, false)) : -1;
+    int iv = range ? declare_hidden(L, s, s->name, range[0]) : -1;
+    scan_assigns(L, s->body);
+    if (brk >= 0)
+        L->syms[brk].carried = true;
+    if (iv >= 0)
+        L->syms[iv].carried = true;
+    int n = num_frame_vars(L);
+    int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
+    int nc = collect_carried(L, idx);
+    IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, nc > 0 ? nc : 1);
+    const IrType **types = ARENA_ARRAY(&L->tmp, const IrType *, nc > 0 ? nc : 1);
+    const AstNode **cps = ARENA_ARRAY(&L->tmp, const AstNode *, nc > 0 ? nc : 1);
+    lower_at(L, s);
+    for (int k = 0; k < nc; k++) {
+        types[k] = L->syms[idx[k]].type;
+        ops[k] = lower_ir(L, &L->syms[idx[k]].val);
+        cps[k] = NULL;
+    }
+    IrOp *op = ir_build_op(&L->b, IR_OP_WHILE, nc, ops, nc, types);
+    IrBuilder saved = L->b;
+
+    bind_carried(L, op->regions[0], idx, nc, cps);
+    ir_builder_at_end(&L->b, L->m, op->regions[0]);
+    Val go = loop_condition(L, s, range, brk, iv);
+    lower_at(L, s->cond ? s->cond : s);
+    IrValue *gv = lower_ir(L, &go);
+    ir_build_op(&L->b, IR_OP_CONDITION, 1, &gv, 0, NULL);
+
+    bind_carried(L, op->regions[1], idx, nc, cps);
+    ir_builder_at_end(&L->b, L->m, op->regions[1]);
+    /* The body runs only while the loop has neither broken nor returned. */
+    if (brk >= 0)
+        L->syms[brk].val = flag(L, false);
+    if (e->ret)
+        L->syms[L->ret_flag].val = flag(L, false);
+    int bmark = L->num_syms;
+    if (range)
+        declare(L, s, s->name, SYM_LOOP, L->syms[iv].val);
+    lower_loop_body(L, s, brk, e->cont);
+    pop_symbols(L, bmark);
+    if (range)
+        L->syms[iv].val = lower_binop(L, s, AST_OP_ADD, L->syms[iv].val, range[2]);
+    yield_carried(L, s, op->regions[1], 0, idx, nc, cps);
+    L->b = saved;
+    carried_results(L, op, idx, nc, cps);
+    pop_symbols(L, mark);
+}
+
+/* while (c) body */
+static void lower_while(Lower *L, const AstNode *s) {
+    Exits e = {false, false, false};
+    find_exits(s->body, &e, false);
+    lower_while_loop(L, s, NULL, &e);
 }
 
 /* A range bound: an integer scalar. */
@@ -485,13 +863,16 @@ static void lower_for(Lower *L, const AstNode *s) {
             ok = false;
         }
     }
+    Exits e = {false, false, false};
+    find_exits(s->body, &e, false);
     int n = num_frame_vars(L);
     if (!ok) {
         /* Check the body anyway, with the loop variable an error. */
         Val *before = snapshot(L);
         int mark = L->num_syms;
+        int brk = e.brk ? declare_hidden(L, s, "break", flag(L, false)) : -1;
         declare(L, s, s->name, SYM_LOOP, val_error());
-        lower_stmt(L, s->body);
+        lower_loop_body(L, s, brk, e.cont);
         pop_symbols(L, mark);
         Val *after = snapshot(L);
         for (int j = 0; j < n; j++)
@@ -499,62 +880,38 @@ static void lower_for(Lower *L, const AstNode *s) {
                 frame_var(L, j)->val = val_error();
         return;
     }
+    if (e.brk || e.ret) {
+        lower_while_loop(L, s, b, &e);
+        return;
+    }
     /* The carried vars, in declaration order. */
     scan_assigns(L, s->body);
     int *idx = ARENA_ARRAY(&L->tmp, int, n > 0 ? n : 1);
-    int nc = 0;
-    for (int v = first_var(L); v < L->num_vars; v++) {
-        int j = L->vars[v];
-        Symbol *sym = &L->syms[j];
-        if (!sym->carried)
-            continue;
-        sym->carried = false;
-        if (sym->val.kind == VAL_ERROR || !sym->type)
-            continue;
-        idx[nc++] = j;
-    }
+    int nc = collect_carried(L, idx);
     IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, 3 + nc);
     const IrType **types = ARENA_ARRAY(&L->tmp, const IrType *, nc > 0 ? nc : 1);
+    const AstNode **cps = ARENA_ARRAY(&L->tmp, const AstNode *, nc > 0 ? nc : 1);
     lower_at(L, s);
     for (int i = 0; i < 3; i++)
         ops[i] = lower_ir(L, &b[i]);
     for (int k = 0; k < nc; k++) {
         types[k] = L->syms[idx[k]].type;
         ops[3 + k] = lower_ir(L, &L->syms[idx[k]].val);
+        cps[k] = NULL;
     }
     IrOp *op = ir_build_op(&L->b, IR_OP_FOR, 3 + nc, ops, nc, types);
     IrBlock *body = op->regions[0];
     IrValue *iv = ir_block_add_arg(L->m, body, ivt, s->name);
-    const AstNode **cps = ARENA_ARRAY(&L->tmp, const AstNode *, nc > 0 ? nc : 1);
-    for (int k = 0; k < nc; k++) {
-        Symbol *sym = &L->syms[idx[k]];
-        cps[k] = sym->val.const_param;
-        sym->val = val_ir(ir_block_add_arg(L->m, body, types[k], sym->name));
-        sym->val.const_param = cps[k];
-    }
+    bind_carried(L, body, idx, nc, cps);
     IrBuilder saved = L->b;
     ir_builder_at_end(&L->b, L->m, body);
     int mark = L->num_syms;
     declare(L, s, s->name, SYM_LOOP, val_ir(iv));
-    lower_stmt(L, s->body);
+    lower_loop_body(L, s, -1, e.cont);
     pop_symbols(L, mark);
-    IrValue **ys = ARENA_ARRAY(&L->tmp, IrValue *, nc > 0 ? nc : 1);
-    lower_at(L, s);
-    for (int k = 0; k < nc; k++) {
-        Symbol *sym = &L->syms[idx[k]];
-        ys[k] = sym->val.kind == VAL_ERROR ? body->args[1 + k] : lower_ir(L, &sym->val);
-        if (sym->val.const_param)
-            cps[k] = sym->val.const_param;
-    }
-    ir_build(&L->b, IR_OP_YIELD, NULL, nc, ys);
+    yield_carried(L, s, body, 1, idx, nc, cps);
     L->b = saved;
-    for (int k = 0; k < nc; k++) {
-        Symbol *sym = &L->syms[idx[k]];
-        bool bad = sym->val.kind == VAL_ERROR;
-        sym->val = bad ? val_error() : val_ir(op->results[k]);
-        sym->val.const_param = cps[k];
-        ir_value_set_name(L->m, op->results[k], sym->name);
-    }
+    carried_results(L, op, idx, nc, cps);
 }
 
 static void lower_static_assert(Lower *L, const AstNode *s) {
@@ -584,38 +941,47 @@ static void lower_stmt(Lower *L, const AstNode *s) {
     case AST_EXPR_STMT: lower_expr_any(L, s->lhs); break;
     case AST_BLOCK: {
         int mark = L->num_syms;
-        for (int i = 0; i < s->num_items; i++)
-            lower_stmt(L, s->items[i]);
+        lower_items(L, (const AstNode *const *)s->items, s->num_items);
         pop_symbols(L, mark);
         break;
     }
     case AST_IF: lower_if(L, s); break;
     case AST_FOR: lower_for(L, s); break;
+    case AST_WHILE: lower_while(L, s); break;
+    case AST_BREAK:
+    case AST_CONTINUE: lower_jump(L, s); break;
+    case AST_RETURN: lower_return(L, s); break;
     case AST_STATIC_ASSERT: lower_static_assert(L, s); break;
-    case AST_RETURN:
-        lower_error(L, s, "'return' must be the last statement of a %s",
-                    L->fn_decl->kind == AST_KERNEL ? "kernel" : "func");
-        if (s->lhs)
-            lower_expr(L, s->lhs);
-        break;
     default: lower_error(L, s, "expected a statement, found %s", ast_kind_name(s->kind)); break;
     }
 }
 
-/* Lowers a function body; returns its final `return` statement, if any,
- * unlowered. */
+/* Lowers a function body (its parameters declared); returns its final
+ * `return expr;`, if any, unlowered. The function's return flag is a
+ * hidden var of its frame. */
 static const AstNode *lower_body(Lower *L, const AstNode *body) {
-    if (!body || body->kind != AST_BLOCK) {
+    int saved_ret = L->ret_flag, saved_depth = L->region_depth;
+    bool saved_value = L->returns_value;
+    LoopCtx *saved_loop = L->loop;
+    L->loop = NULL;
+    L->region_depth = 0;
+    L->ret_flag = declare_hidden(L, body, "return", flag(L, false));
+    const AstNode *last = NULL;
+    if (body && body->kind == AST_BLOCK) {
+        int n = body->num_items;
+        if (n > 0 && body->items[n - 1]->kind == AST_RETURN && body->items[n - 1]->lhs)
+            last = body->items[--n];
+        L->returns_value = last && L->fn_decl->kind == AST_FUNC;
+        lower_items(L, (const AstNode *const *)body->items, n);
+    } else {
+        L->returns_value = false;
         lower_stmt(L, body);
-        return NULL;
     }
-    for (int i = 0; i < body->num_items; i++) {
-        const AstNode *s = body->items[i];
-        if (s->kind == AST_RETURN && i == body->num_items - 1)
-            return s;
-        lower_stmt(L, s);
-    }
-    return NULL;
+    L->ret_flag = saved_ret;
+    L->region_depth = saved_depth;
+    L->returns_value = saved_value;
+    L->loop = saved_loop;
+    return last;
 }
 
 /* ---- funcs ---- */
@@ -1105,6 +1471,7 @@ static void *lower_job(void *arg) {
     L->opts = job->opts ? job->opts : &no_options;
     L->diags = job->diags;
     L->stack_base = __builtin_frame_address(0);
+    L->ret_flag = -1;
     L->stack_limit = job->stack_limit;
     arena_init(&L->tmp);
     TcGuard g;

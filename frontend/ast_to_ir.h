@@ -25,6 +25,7 @@ typedef struct Symbol Symbol;
 typedef struct FuncInst FuncInst;
 typedef struct DeclInfo DeclInfo;
 typedef struct Lower Lower;
+typedef struct LoopCtx LoopCtx;
 
 /* Largest tile, in elements (the IR's limit, as Triton's TRITON_MAX_TENSOR_NUMEL). */
 #define LOWER_MAX_NUMEL IR_MAX_TILE_ELEMENTS
@@ -71,6 +72,8 @@ struct Symbol {
     const IrType *type;  /* SYM_VAR: the var's fixed type (NULL if its initializer had an error); SYM_DTYPE: the type */
     const AstNode *decl; /* declaring node (LET, VAR, PARAM, FOR), for "previous declaration" notes */
     bool carried;        /* scratch: assigned inside the loop being scanned */
+    bool hidden;         /* a flag of the control flow (return, break, continue) or a while's
+                            induction value: a var no name reaches (not in the index) */
     int shadowed;        /* index of the previous symbol of the same name (NameIndex), or -1 */
 };
 
@@ -132,6 +135,11 @@ struct Lower {
     int num_vars, cap_vars;
     NameIndex sym_index;               /* name -> its newest symbol */
     NameIndex decl_index;              /* name -> its first declaration */
+    int ret_flag;                      /* the current function's hidden `return` flag (a symbol), or -1 */
+    bool returns_value;                /* the current func ends with `return expr;` */
+    LoopCtx *loop;                     /* the innermost loop of the current function being lowered */
+    int region_depth;                  /* regions of the current function open around the insertion point */
+    bool regions_exhausted;            /* more than IR_MAX_REGION_DEPTH: reported once, nothing deeper built */
     int call_depth;                    /* func instantiations being lowered, one inside the other */
     const AstNode *outer_call;         /* the call that started the outermost of them */
     const char *stack_base;            /* frame address where lowering started */

@@ -107,6 +107,9 @@ typedef enum {
     AST_IF,            /* cond, body (then statement), els (else statement or NULL) */
     AST_FOR,           /* name: induction variable; items: range arguments (1 to 3); body */
     AST_RETURN,        /* lhs: value or NULL */
+    AST_WHILE,         /* cond, body */
+    AST_BREAK,         /* `break;` */
+    AST_CONTINUE,      /* `continue;` */
     AST_STATIC_ASSERT, /* cond, str: message or NULL */
     /* ---- declarations ---- */
     AST_PARAM,         /* name, type, rhs: default value (constexpr only) or NULL */

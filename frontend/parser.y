@@ -331,6 +331,7 @@ static void recover_top(FeParser *p) {
 %token <scalar> TYPE_NAME "type name"
 %token KERNEL "kernel" FUNC "func" LET "let" VAR "var" IF "if" ELSE "else" FOR "for" IN "in"
 %token RANGE "range" RETURN "return" CONST "const" CONSTEXPR "constexpr"
+%token WHILE "while" BREAK "break" CONTINUE "continue"
 %token STATIC_ASSERT "static_assert" TRUE "true" FALSE "false" INF "inf" NONE "None"
 %token SHL "<<" SHR ">>" LE "<=" GE ">=" EQ "==" NE "!=" LAND "&&" LOR "||"
 %token ADD_ASSIGN "+=" SUB_ASSIGN "-=" MUL_ASSIGN "*=" DIV_ASSIGN "/=" MOD_ASSIGN "%="
@@ -537,6 +538,16 @@ stmt
     /* recovery: a broken loop header (say, C's `for (i = 0; i < n; i++)`) is
      * skipped up to its ')'; the body is still parsed, then dropped */
     | FOR '(' error ')' stmt         { recover_stmt(p); $$ = NULL; }
+    /* 'while' '(' expr ')' stmt */
+    | WHILE condition stmt {
+          $$ = node(p, AST_WHILE, @1);
+          $$->cond = $2;
+          $$->body = body(p, $3, @3);
+          $$ = stmt_depth(p, $$, inner_depth($$->body));
+      }
+    /* 'break' ';'  'continue' ';' */
+    | BREAK ';'                      { $$ = node(p, AST_BREAK, @1); }
+    | CONTINUE ';'                   { $$ = node(p, AST_CONTINUE, @1); }
     /* 'return' [expr] ';' */
     | RETURN ';'                     { $$ = node(p, AST_RETURN, @1); }
     | RETURN expr ';'                { $$ = node(p, AST_RETURN, @1); $$->lhs = $2; }
@@ -723,7 +734,7 @@ static const char *const expr_start_names[] = {
     "identifier", "integer literal", "floating-point literal", "type name", "true",
     "false", "inf", "None", "'('", "'['", "'-'", "'+'", "'!'", "'~'", NULL};
 static const char *const stmt_start_names[] = {
-    "let", "var", "if", "for", "return", "static_assert", "'{'", "';'", NULL};
+    "let", "var", "if", "for", "while", "break", "continue", "return", "static_assert", "'{'", "';'", NULL};
 static const char *const operator_names[] = {
     "'?'", "||", "&&", "'|'", "'^'", "'&'", "==", "!=", "'<'", "'>'", "<=", ">=",
     "<<", ">>", "'+'", "'-'", "'*'", "'/'", "'%'", "'['", "'('", NULL};
@@ -735,7 +746,7 @@ static const char *const assign_names[] = {
  * seeing one where a closer fits means the closer is missing. */
 static const char *const ender_names[] = {
     "end of file", "';'", "'{'", "'}'", "')'", "']'", "kernel", "func", "let", "var", "if", "else", "for",
-    "return", "static_assert", NULL};
+    "while", "break", "continue", "return", "static_assert", NULL};
 
 static bool name_in(const char *name, const char *const *set) {
     for (; *set; set++)

@@ -162,6 +162,9 @@ _Noreturn void tc_fatal(const char *file, int line, const char *fmt, ...) __attr
 /* ==== type.c: scalar, pointer, tile and shared-memory types (interned) ==== */
 
 #define IR_MAX_RANK 4
+/* Regions nested in one function, at most: the IR parser's limit, which the
+ * front end and the inline pass keep (passes recurse over regions). */
+#define IR_MAX_REGION_DEPTH 256
 /* Most elements of a tile (Triton's TRITON_MAX_TENSOR_NUMEL): the verifier
  * rejects larger tile types, and the front end larger shapes. */
 #define IR_MAX_TILE_ELEMENTS ((int64_t)1 << 20)

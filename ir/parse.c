@@ -56,7 +56,7 @@
 #include <string.h>
 
 enum {
-    MAX_REGION_DEPTH = 256, /* nested regions */
+    MAX_REGION_DEPTH = IR_MAX_REGION_DEPTH, /* nested regions */
     MAX_LAYOUT_DEPTH = 32,  /* nested layout literals (slice of dot_op of ...) */
     MAX_ATTRS = 256,        /* attributes in one dictionary */
     MAX_LAYOUT_PARAM = 65536,

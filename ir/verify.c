@@ -11,7 +11,8 @@
  *   - structure: operand, result and region counts from ops.def, with the
  *     op-specific rules for the variadic ones (load takes 1 to 3 operands,
  *     `for` has one result per init...); every block ends with exactly one
- *     terminator (`return` in a function body, `yield` in a region) and
+ *     terminator (`return` in a function body, `condition` in region 0 of
+ *     a `while`, `yield` in other regions) and
  *     terminators appear nowhere else; parent pointers agree.
  *   - attributes: the required ones of ops.def ("name:kind") are present
  *     with the right kind, and words are from the op's vocabulary; a
@@ -323,6 +324,7 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     case IR_OP_STORE: lo = 2, hi = 3; break;
     case IR_OP_ATOMIC: lo = 2, hi = 3; break;
     case IR_OP_FOR: lo = 3, hi = -1; break;
+    case IR_OP_WHILE: lo = 0, hi = -1; break;
     case IR_OP_LOCAL_ALLOC: lo = 0, hi = 1; break;
     case IR_OP_ASYNC_COPY: lo = 2, hi = 4; break;
     case IR_OP_ASYNC_TMA_COPY: lo = 6, hi = 5 + IR_MAX_TMAP_RANK; break;
@@ -355,6 +357,10 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     if (op->opc == IR_OP_FOR && ok && op->num_results != n - 3) {
         op_error(v, op, "expects %d result%s (one per init value), got %d", n - 3, n - 3 == 1 ? "" : "s",
                  op->num_results);
+        ok = false;
+    }
+    if (op->opc == IR_OP_WHILE && ok && op->num_results != n) {
+        op_error(v, op, "expects %d result%s (one per init value), got %d", n, n == 1 ? "" : "s", op->num_results);
         ok = false;
     }
     if (op->num_regions != info->num_regions) {
@@ -767,8 +773,9 @@ static void verify_warp_group_dot(Verifier *v, const IrOp *op) {
 /* The value types a yield in `region` must carry. */
 static void check_yield(Verifier *v, const IrOp *op) {
     const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
-    if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF && parent->opc != IR_OP_WARP_SPECIALIZE)) {
-        op_error(v, op, "must be in the region of a 'for', 'if' or 'warp_specialize'");
+    if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF && parent->opc != IR_OP_WARP_SPECIALIZE &&
+                    !(parent->opc == IR_OP_WHILE && parent->regions[1] == op->parent))) {
+        op_error(v, op, "must be in the region of a 'for', 'if' or 'warp_specialize', or the body of a 'while'");
         return;
     }
     const char *pname = ir_op_info[parent->opc].name;
@@ -831,6 +838,26 @@ static void verify_for(Verifier *v, const IrOp *op) {
         if (body->args[1 + i]->type != OPND(3 + i))
             op_error(v, op, "body argument %d has type %s, but its init value has type %s", 1 + i,
                      type_str(v, body->args[1 + i]->type), type_str(v, OPND(3 + i)));
+}
+
+static void verify_while(Verifier *v, const IrOp *op) {
+    int n = op->num_results;
+    for (int i = 0; i < n; i++)
+        if (RES(i) != OPND(i))
+            op_error(v, op, "result %d has type %s, but its init value has type %s", i, type_str(v, RES(i)),
+                     type_str(v, OPND(i)));
+    for (int r = 0; r < 2; r++) {
+        const IrBlock *b = op->regions[r];
+        if (b->num_args != n) {
+            op_error(v, op, "region %d has %d argument%s, expected %d (one per init)", r, b->num_args,
+                     b->num_args == 1 ? "" : "s", n);
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            if (b->args[i]->type != OPND(i))
+                op_error(v, op, "region %d argument %d has type %s, but its init value has type %s", r, i,
+                         type_str(v, b->args[i]->type), type_str(v, OPND(i)));
+    }
 }
 
 static void verify_call(Verifier *v, const IrOp *op) {
@@ -1179,6 +1206,15 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_REDUCE: verify_reduce(v, op); break;
     case IR_OP_DOT: verify_dot(v, op); break;
     case IR_OP_FOR: verify_for(v, op); break;
+    case IR_OP_WHILE: verify_while(v, op); break;
+    case IR_OP_CONDITION: {
+        const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
+        if (!parent || parent->opc != IR_OP_WHILE || parent->regions[0] != op->parent)
+            op_error(v, op, "must end region 0 (the condition) of a 'while'");
+        if (!is_i1(OPND(0)))
+            op_error(v, op, "operand must be a scalar i1, got %s", type_str(v, OPND(0)));
+        break;
+    }
     case IR_OP_IF:
         if (!is_i1(OPND(0)))
             op_error(v, op, "condition must be a scalar i1, got %s", type_str(v, OPND(0)));
@@ -1274,13 +1310,15 @@ static void verify_block(Verifier *v, const IrBlock *b) {
     /* The terminator: `return` ends a function body, `yield` a region.
      * Checked first, so that messages come out in line order. */
     const IrOp *last = b->last;
-    IrOpcode want = b->parent_op ? IR_OP_YIELD : IR_OP_RETURN;
+    bool cond_region = b->parent_op && b->parent_op->opc == IR_OP_WHILE && b->parent_op->regions[0] == b;
+    IrOpcode want = cond_region ? IR_OP_CONDITION : b->parent_op ? IR_OP_YIELD : IR_OP_RETURN;
     if (!last || last->opc != want) {
         if (last && (ir_op_info[last->opc].flags & OPF_TERMINATOR))
             ; /* the wrong terminator: its own check reported it */
         else if (b->parent_op)
-            op_error(v, b->parent_op, "region %d must end with 'yield'",
-                     b->parent_op->num_regions > 1 && b->parent_op->regions[1] == b ? 1 : 0);
+            op_error(v, b->parent_op, "region %d must end with '%s'",
+                     b->parent_op->num_regions > 1 && b->parent_op->regions[1] == b ? 1 : 0,
+                     cond_region ? "condition" : "yield");
         else
             func_error(v, "body must end with 'return'");
     }

@@ -117,7 +117,7 @@ static void extend(Occupant *o, const IrOp *user) {
                 contains = true;
         if (contains)
             break;
-        if (p->opc == IR_OP_FOR) {
+        if (p->opc == IR_OP_FOR || p->opc == IR_OP_WHILE) {
             int e = span_end(p);
             if (e > end)
                 end = e;
@@ -161,6 +161,12 @@ static void collect(Alloc *a, IrBlock *b) {
             for (int i = 0; i < op->num_results; i++) {
                 alias(a, op->regions[0]->args[1 + i], op->operands[3 + i]);
                 alias(a, op->results[i], op->operands[3 + i]);
+            }
+        } else if (op->opc == IR_OP_WHILE) {
+            for (int i = 0; i < op->num_results; i++) {
+                for (int r = 0; r < 2; r++)
+                    alias(a, op->regions[r]->args[i], op->operands[i]);
+                alias(a, op->results[i], op->operands[i]);
             }
         }
         int64_t scratch = tg_scratch_bytes(op, a->num_warps);

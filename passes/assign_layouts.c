@@ -19,7 +19,7 @@
  *   dot                      the accumulator's layout
  *   elementwise ops          their operands' layout; when they disagree, the
  *                            first that is not the default for the shape
- *   for, if                  loop-carried values take their init's layout,
+ *   for, while, if           loop-carried values take their init's layout,
  *                            or the yield's when the body produces another
  *                            one (the init is then converted once, before
  *                            the loop, instead of the yield every iteration)
@@ -106,17 +106,24 @@ static const Layout *pick(Assign *a, IrOp *op, IrValue *res) {
 
 static void analyze_block(Assign *a, IrBlock *b);
 
-static void analyze_for(Assign *a, IrOp *op) {
-    IrBlock *body = op->regions[0];
+/* A for or a while: the carried values (a for's body arguments after the
+ * induction variable, a while's arguments of both regions, the results:
+ * one value per slot) take the init's layout, or the yield's. */
+static void analyze_loop(Assign *a, IrOp *op) {
+    bool is_for = op->opc == IR_OP_FOR;
+    int first = is_for ? 3 : 0, arg0 = is_for ? 1 : 0;
+    IrBlock *body = op->regions[op->num_regions - 1];
     int n = op->num_results;
     for (int i = 0; i < n; i++) {
         const Layout *l = op->results[i]->type->kind == IR_TILE ? op->results[i]->type->layout : NULL;
-        choose(a, op->results[i], l ? l : lay(a, op->operands[3 + i]));
+        choose(a, op->results[i], l ? l : lay(a, op->operands[first + i]));
     }
     for (int visit = 0; visit < MAX_LOOP_VISITS; visit++) {
-        for (int i = 0; i < n; i++)
-            choose(a, body->args[1 + i], lay(a, op->results[i]));
-        analyze_block(a, body);
+        for (int r = 0; r < op->num_regions; r++)
+            for (int i = 0; i < n; i++)
+                choose(a, op->regions[r]->args[arg0 + i], lay(a, op->results[i]));
+        for (int r = 0; r < op->num_regions; r++)
+            analyze_block(a, op->regions[r]);
         if (visit + 1 == MAX_LOOP_VISITS)
             break; /* keep what the body was analysed with; yields get converted */
         bool changed = false;
@@ -134,8 +141,8 @@ static void analyze_for(Assign *a, IrOp *op) {
 }
 
 static void analyze_op(Assign *a, IrOp *op) {
-    if (op->opc == IR_OP_FOR) {
-        analyze_for(a, op);
+    if (op->opc == IR_OP_FOR || op->opc == IR_OP_WHILE) {
+        analyze_loop(a, op);
         return;
     }
     for (int r = 0; r < op->num_regions; r++)

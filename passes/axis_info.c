@@ -426,39 +426,51 @@ static bool fold_const(Analysis *an, IrOp *op, AxisInfo *r) {
 
 static void visit_block(Analysis *an, IrBlock *b);
 
-static void visit_for(Analysis *an, IrOp *op) {
-    IrBlock *body = op->regions[0];
-    const AxisInfo *lb = get(an, op->operands[0]), *step = get(an, op->operands[2]);
-    AxisInfo iv;
-    set_unknown(&iv, body->args[0]->type);
-    iv.divisibility[0] = gcd64(lb->divisibility[0], step->divisibility[0]);
-    put(an, body->args[0], &iv);
+/* A for or a while: the carried values (a for's body arguments after the
+ * induction variable; a while's arguments of both regions) start as their
+ * inits and are joined with the yields until nothing changes. */
+static void visit_loop(Analysis *an, IrOp *op) {
+    bool is_for = op->opc == IR_OP_FOR;
+    int first = is_for ? 3 : 0, arg0 = is_for ? 1 : 0;
+    IrBlock *body = op->regions[op->num_regions - 1];
+    if (is_for) {
+        const AxisInfo *lb = get(an, op->operands[0]), *step = get(an, op->operands[2]);
+        AxisInfo iv;
+        set_unknown(&iv, body->args[0]->type);
+        iv.divisibility[0] = gcd64(lb->divisibility[0], step->divisibility[0]);
+        put(an, body->args[0], &iv);
+    }
     int n = op->num_results;
-    for (int i = 0; i < n; i++)
-        put(an, body->args[1 + i], get(an, op->operands[3 + i]));
+    for (int r = 0; r < op->num_regions; r++)
+        for (int i = 0; i < n; i++)
+            put(an, op->regions[r]->args[arg0 + i], get(an, op->operands[first + i]));
     bool stable = false;
     for (int visit = 0; visit < MAX_LOOP_VISITS && !stable; visit++) {
-        visit_block(an, body);
+        for (int r = 0; r < op->num_regions; r++)
+            visit_block(an, op->regions[r]);
         stable = true;
         IrOp *yield = body->last;
         for (int i = 0; i < n; i++) {
-            AxisInfo j = join(get(an, body->args[1 + i]), get(an, yield->operands[i]));
-            if (!info_equal(&j, get(an, body->args[1 + i]))) {
-                put(an, body->args[1 + i], &j);
+            AxisInfo j = join(get(an, body->args[arg0 + i]), get(an, yield->operands[i]));
+            if (!info_equal(&j, get(an, body->args[arg0 + i]))) {
+                for (int r = 0; r < op->num_regions; r++)
+                    put(an, op->regions[r]->args[arg0 + i], &j);
                 stable = false;
             }
         }
     }
     if (!stable) { /* give up on the carried values: nothing known is sound */
-        for (int i = 0; i < n; i++) {
-            AxisInfo u;
-            set_unknown(&u, body->args[1 + i]->type);
-            put(an, body->args[1 + i], &u);
-        }
-        visit_block(an, body);
+        for (int r = 0; r < op->num_regions; r++)
+            for (int i = 0; i < n; i++) {
+                AxisInfo u;
+                set_unknown(&u, op->regions[r]->args[arg0 + i]->type);
+                put(an, op->regions[r]->args[arg0 + i], &u);
+            }
+        for (int r = 0; r < op->num_regions; r++)
+            visit_block(an, op->regions[r]);
     }
     for (int i = 0; i < n; i++)
-        put(an, op->results[i], get(an, body->args[1 + i]));
+        put(an, op->results[i], get(an, body->args[arg0 + i]));
 }
 
 static void visit_if(Analysis *an, IrOp *op) {
@@ -474,8 +486,8 @@ static void visit_if(Analysis *an, IrOp *op) {
 }
 
 static void visit_op(Analysis *an, IrOp *op) {
-    if (op->opc == IR_OP_FOR) {
-        visit_for(an, op);
+    if (op->opc == IR_OP_FOR || op->opc == IR_OP_WHILE) {
+        visit_loop(an, op);
         return;
     }
     if (op->opc == IR_OP_IF) {

@@ -35,7 +35,9 @@
  *     identities have one form to match and CSE sees one order.
  *   - a `for` whose constant bounds give zero trips (lb >= ub, step > 0) is
  *     replaced by its init values; an `if` on a constant condition by the
- *     ops of the taken region, its results by what that region yields.
+ *     ops of the taken region, its results by what that region yields; an
+ *     i1 result of an `if` that both branches yield as constants by the
+ *     condition, its negation or the constant.
  *
  * A replaced op is unlinked at once (its results are remapped for every
  * later use). New constants are inserted just before the op they replace,
@@ -509,12 +511,43 @@ static bool fold_if(Canon *c, IrOp *op, IrOp **resume) {
     return true;
 }
 
+/* The i1 results of an if on a runtime condition that its branches yield
+ * as constants (the front end's exit flags): the condition (true, false),
+ * its negation (false, true) or the constant. The if stays for its other
+ * results and ops; dce drops the results nothing uses any more. */
+static void fold_if_flags(Canon *c, IrOp *op) {
+    IrOp *yields[2] = {op->regions[0]->last, op->regions[1]->last};
+    for (int i = 0; i < op->num_results; i++) {
+        IrValue *res = op->results[i];
+        Const a, b;
+        if (res->type->kind != IR_I1 || ir_map_get(&c->subst, res) || !get_const(yields[0]->operands[i], &a) ||
+            !get_const(yields[1]->operands[i], &b))
+            continue;
+        IrValue *with = op->operands[0];
+        if (a.i == b.i) {
+            with = make_const(c, op, res->type, a, res->name);
+        } else if (!a.i) {
+            IrBuilder bld;
+            ir_builder_before(&bld, op);
+            bld.m = c->m;
+            bld.loc = op->loc;
+            with = ir_build_unary(&bld, IR_OP_NOT, res->type, op->operands[0]);
+        }
+        replace_result(c, op, i, with);
+        c->changed = true;
+    }
+}
+
 /* Returns true if op was removed; *resume, when set, is where to go on. */
 static bool visit(Canon *c, IrOp *op, IrOp **resume) {
     if (op->opc == IR_OP_FOR)
         return fold_for(c, op);
-    if (op->opc == IR_OP_IF)
-        return fold_if(c, op, resume);
+    if (op->opc == IR_OP_IF) {
+        if (fold_if(c, op, resume))
+            return true;
+        fold_if_flags(c, op);
+        return false;
+    }
     if (!(ir_op_info[op->opc].flags & OPF_PURE) || op->num_results != 1 || op->num_regions || op->opc == IR_OP_CONSTANT)
         return false;
     IrValue *with = simplify(c, op);

@@ -83,6 +83,9 @@ static void mark_op(Dce *d, IrOp *op) {
             n = 0; /* operands are live per slot */
         for (int i = 0; i < n; i++)
             mark_value(d, op->operands[i]);
+        if (op->opc == IR_OP_WHILE) /* every slot is live: its condition may read any */
+            for (int i = 0; i < op->regions[1]->last->num_operands; i++)
+                mark_value(d, op->regions[1]->last->operands[i]);
         op = op->parent ? op->parent->parent_op : NULL;
     }
 }

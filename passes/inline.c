@@ -46,7 +46,7 @@
 #include <string.h>
 
 #define INLINE_MAX_OPS ((size_t)1 << 21)
-#define INLINE_MAX_REGION_DEPTH 256
+#define INLINE_MAX_REGION_DEPTH IR_MAX_REGION_DEPTH
 
 static char active_tag, done_tag;
 #define ACTIVE ((void *)&active_tag)

@@ -141,6 +141,7 @@ const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i) {
             return res;
         return res && i == 0 ? pass_dot_operand_layout(m, res, 0, v->type->elem) : NULL;
     case IR_OP_FOR: return i >= 3 ? layout_of(op->results[i - 3]) : NULL;
+    case IR_OP_WHILE: return layout_of(op->results[i]);
     case IR_OP_YIELD: {
         const IrOp *owner = op->parent ? op->parent->parent_op : NULL;
         if (!owner || i >= owner->num_results)
@@ -217,7 +218,7 @@ IrValue *pass_convert_to(LayoutRewrite *rw, IrValue *v, const Layout *l) {
 int pass_loop_depth(const IrBlock *b) {
     int n = 0;
     for (const IrOp *owner = b ? b->parent_op : NULL; owner; owner = owner->parent ? owner->parent->parent_op : NULL)
-        n += owner->opc == IR_OP_FOR;
+        n += owner->opc == IR_OP_FOR || owner->opc == IR_OP_WHILE;
     return n;
 }
 
@@ -248,6 +249,10 @@ static void apply_op(Apply *ap, IrOp *op) {
         IrBlock *body = op->regions[0];
         for (int i = 0; i < op->num_results; i++)
             retype(ap, body->args[1 + i], layout_of(op->results[i]));
+    } else if (op->opc == IR_OP_WHILE) {
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < op->num_results; i++)
+                retype(ap, op->regions[r]->args[i], layout_of(op->results[i]));
     }
     for (int i = 0; i < op->num_operands; i++) {
         const Layout *want = pass_operand_layout(ap->rw->m, op, i);
@@ -258,8 +263,9 @@ static void apply_op(Apply *ap, IrOp *op) {
         apply_block(ap, op->regions[r]);
 }
 
-/* Function parameters are decided here; a `for` body's arguments were given
- * their loop's layouts by apply_op; `if` regions have no arguments. */
+/* Function parameters are decided here; the arguments of a `for` body and
+ * of a `while`'s regions were given their loop's layouts by apply_op; `if`
+ * regions have no arguments. */
 static void apply_block(Apply *ap, IrBlock *b) {
     if (!b->parent_op)
         for (int i = 0; i < b->num_args; i++)

@@ -28,7 +28,8 @@
  *    result takes its source's layout disappears), reduce (as a #slice),
  *    expand_dims (a #slice operand gives its parent), trans, and
  *    loop-carried values (a `for` init or yield gives the body argument and
- *    the result the same layout; an `if` yield its result). Each value takes
+ *    the result the same layout, a `while` init or yield the arguments of
+ *    both regions and the result; an `if` yield its result). Each value takes
  *    the first layout that reaches it (a worklist over use lists built once:
  *    linear). Tensor-core dots are seeded first: where an #mma accumulator
  *    meets a load's layout (an accumulator initialized from memory, a bias
@@ -166,6 +167,13 @@ static bool is_anchor(const Rlc *r, const IrOp *op) {
     }
 }
 
+/* Slot i of a while: its result and the arguments of both regions. */
+static void set_while_slot(Rlc *r, IrOp *loop, int i, const Layout *l) {
+    for (int k = 0; k < 2; k++)
+        set_cand(r, loop->regions[k]->args[i], l);
+    set_cand(r, loop->results[i], l);
+}
+
 /* Loop-carried values that a memory access's pointer is computed from
  * (through conversions and elementwise ops of the same layout) take the
  * access's layout, so that `p = p + BLOCK` in a loop is carried in the
@@ -179,6 +187,10 @@ static void seed_pointer(Rlc *r, IrValue *v, const Layout *l, int *budget) {
     if (owner && owner->opc == IR_OP_FOR && v->index > 0) {
         set_cand(r, v, l);
         set_cand(r, owner->results[v->index - 1], l);
+        return;
+    }
+    if (owner && owner->opc == IR_OP_WHILE) {
+        set_while_slot(r, owner, v->index, l);
         return;
     }
     if (v->def && (ir_op_info[v->def->opc].flags & OPF_ELEMENTWISE))
@@ -282,8 +294,13 @@ static void propagate_use(Rlc *r, const Use *u, const Layout *l) {
             set_cand(r, op->results[u->index - 3], l);
         }
         break;
+    case IR_OP_WHILE: set_while_slot(r, op, u->index, l); break;
     case IR_OP_YIELD: {
         IrOp *owner = op->parent->parent_op;
+        if (owner->opc == IR_OP_WHILE) {
+            set_while_slot(r, owner, u->index, l);
+            break;
+        }
         if (owner->opc == IR_OP_FOR)
             set_cand(r, owner->regions[0]->args[1 + u->index], l);
         set_cand(r, owner->results[u->index], l);

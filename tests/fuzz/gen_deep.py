@@ -17,6 +17,8 @@ SHAPE:
                loops that each update one `var` (symbols in scope times
                control-flow statements)
   kernels      N small kernels
+  guards       one kernel of N `if (x == I) { return; }`, each nesting the
+               rest of the kernel one region deeper
   ir-chain     IR text: N funcs, each calling the next, and a kernel (the
                input of tilec-opt --pass=inline)
   ir-dag       IR text: N funcs, each calling the next twice (2^N copies)
@@ -99,6 +101,13 @@ def ir_dag(n):
     return "\n".join(out) + "\n"
 
 
+def guards(n):
+    lines = ["kernel k(i32* out, i32 x) {"]
+    lines += [f"    if (x == {i}) {{ return; }}" for i in range(n)]
+    lines += ["    store(out, x);", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def ir_loops(n):
     out = []
     for i in range(n):
@@ -119,6 +128,7 @@ SHAPES = {
     "long-expr": long_expr,
     "lets-and-ifs": lets_and_ifs,
     "kernels": kernels,
+    "guards": guards,
     "ir-chain": ir_chain,
     "ir-dag": ir_dag,
     "ir-loops": ir_loops,

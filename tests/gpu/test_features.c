@@ -18,7 +18,9 @@
  * must happen once per program; atomic adds of whole f32 tiles into strided
  * matrices (TMA reductions on sm_90a where the strides allow, which the
  * kernel's tensor maps must show); for loops with carried vars and runtime
- * trip counts (0 included); runtime if/else and a runtime ?: ; program_id and
+ * trip counts (0 included); runtime if/else and a runtime ?: ; early
+ * `return` (in a guard and from nested loops), `while`, `break` and
+ * `continue` against a CPU run of the same code; program_id and
  * num_programs on two grid axes; dot 32x32x32 in f32, f16 and bf16 with and
  * without an accumulator.
  *
@@ -234,6 +236,75 @@ static const char SRC_BRANCHES[] = "kernel branches(f32* out, const f32* x, i32 
                                    "    }\n"
                                    "}\n";
 
+/* Early exits. `guard`: programs past the data return at once (their
+ * outputs stay poisoned). `scan_ints`: per program, a while loop over its
+ * row that skips multiples of 3 (continue) and stops once the sum passes
+ * `limit` (break); a for loop that skips one index and breaks at a
+ * data-dependent point; the first negative element of the program's
+ * matrix found by nested loops that return from inside. `tile_until`:
+ * tiles and a pointer carried by a while that breaks on a reduction. */
+static const char SRC_EXITS[] =
+    "kernel guard(f32* out, const f32* x, i32 n, constexpr i32 B = 128) {\n"
+    "    let pid = program_id(0);\n"
+    "    if (pid * B >= n) { return; }\n"
+    "    let i = pid * B + arange(0, B);\n"
+    "    store(out + i, load(x + i, i < n, 0.0) * 2.0 + 1.0, i < n);\n"
+    "}\n"
+    "kernel scan_ints(i32* out, const i32* x, i32 n, i32 limit, i32 skip) {\n"
+    "    let p = program_id(0);\n"
+    "    let row = x + p * n;\n"
+    "    var s = 0;\n"
+    "    var k = 0;\n"
+    "    while (k < n) {\n"
+    "        let v = load(row + k);\n"
+    "        k += 1;\n"
+    "        if (v % 3 == 0) { continue; }\n"
+    "        s += v;\n"
+    "        if (s > limit) { break; }\n"
+    "    }\n"
+    "    var t = 0;\n"
+    "    var last = -1;\n"
+    "    for (j in range(0, n)) {\n"
+    "        if (j == skip) continue;\n"
+    "        let v = load(row + j);\n"
+    "        if (v > limit / 2) { last = j; break; }\n"
+    "        t += v;\n"
+    "    }\n"
+    "    store(out + p * 8, s);\n"
+    "    store(out + p * 8 + 1, k);\n"
+    "    store(out + p * 8 + 2, t);\n"
+    "    store(out + p * 8 + 3, last);\n"
+    "    for (i in range(0, n)) {\n"
+    "        var j = 0;\n"
+    "        while (j < n) {\n"
+    "            if (load(row + ((i + j) % n)) < 0) {\n"
+    "                store(out + p * 8 + 4, i);\n"
+    "                store(out + p * 8 + 5, j);\n"
+    "                return;\n"
+    "            }\n"
+    "            j += 4;\n"
+    "        }\n"
+    "    }\n"
+    "    store(out + p * 8 + 4, -1);\n"
+    "    store(out + p * 8 + 5, -1);\n"
+    "}\n"
+    "kernel tile_until(f32* out, i32* iters, const f32* x, i32 n, f32 limit, constexpr i32 B = 256) {\n"
+    "    let p = program_id(0);\n"
+    "    let cols = arange(0, B);\n"
+    "    var ptr = x + p * n * B + cols;\n"
+    "    var acc = zeros([B], f32);\n"
+    "    var i = 0;\n"
+    "    while (true) {\n"
+    "        if (i >= n) { break; }\n"
+    "        acc += load(ptr);\n"
+    "        ptr += B;\n"
+    "        i += 1;\n"
+    "        if (max(acc, 0) > limit) { break; }\n"
+    "    }\n"
+    "    store(out + p * B + cols, acc);\n"
+    "    store(iters + p, i);\n"
+    "}\n";
+
 static const char SRC_GRID2D[] =
     "kernel grid2d(i32* out, i32 M, i32 N, constexpr i32 BM = 16, constexpr i32 BN = 32) {\n"
     "    let r = program_id(0) * BM + arange(0, BM);\n"
@@ -416,6 +487,29 @@ static size_t buf_clobbered(const Buf *b, size_t from, size_t elem) {
 
 static bool launch(Ft *f, tc_kernel *k, tc_dim3 grid, void **args, size_t nargs) {
     return GT_OK(tc_launch(k, grid, NULL, args, nargs)) && GT_OK(tc_stream_synchronize(f->ctx, NULL));
+}
+
+/* The common case of one f32 input and one f32 output: x gets nx normal
+ * values, out room for nout values and the guard, both on the device (out
+ * poisoned); the kernel runs on `programs` programs and out comes back.
+ * False (the case reported failed, the buffers freed) on any error. */
+static bool run_x_out(Ft *f, const char *label, tc_kernel *k, Buf *x, Buf *out, size_t nx, size_t nout,
+                      unsigned programs, void **args, size_t nargs) {
+    memset(x, 0, sizeof *x);
+    memset(out, 0, sizeof *out);
+    if (!buf_new(f, x, nx * 4) || !buf_new(f, out, (nout + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+    } else {
+        for (size_t i = 0; i < nx; i++)
+            ((float *)x->h)[i] = (float)gt_normal();
+        if (buf_up(f, x) && buf_poison(f, out) && launch(f, k, (tc_dim3){programs, 1, 1}, args, nargs) &&
+            buf_down(f, out))
+            return true;
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, x);
+    buf_free(f, out);
+    return false;
 }
 
 #define F32(b) ((float *)(b).h)
@@ -1047,17 +1141,10 @@ static void feat_branches(Ft *f) {
         if (!k)
             continue;
         Buf x, out;
-        if (!buf_new(f, &x, (size_t)programs * block * 4) ||
-            !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4)) {
-            fail_case(label, "allocation failed");
-            continue;
-        }
-        for (int i = 0; i < programs * block; i++)
-            F32(x)[i] = (float)gt_normal();
         int32_t fl = flag;
         void *args[] = {&out.d, &x.d, &fl};
-        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 3) &&
-            buf_down(f, &out)) {
+        size_t n = (size_t)programs * block;
+        if (run_x_out(f, label, k, &x, &out, n, n, (unsigned)programs, args, 3)) {
             GtErr e = {0};
             for (int p = 0; p < programs; p++)
                 for (int c = 0; c < block; c++) {
@@ -1068,12 +1155,167 @@ static void feat_branches(Ft *f) {
                     double want = p == 3 ? -7.0 : v * (flag ? 0.5 : 0.25);
                     gt_err_add(&e, F32(out)[p * block + c], want);
                 }
-            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, (size_t)programs * block * 4, 4));
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, n * 4, 4));
+            buf_free(f, &x);
+            buf_free(f, &out);
+        }
+    }
+}
+
+static void feat_exit_guard(Ft *f) {
+    const int block = 128;
+    for (int n = 1; n <= 1000; n += 333) {
+        char label[64];
+        snprintf(label, sizeof label, "early return, n %d", n);
+        tc_kernel *k = get(f, label, SRC_EXITS, "guard", NULL, 0, 4);
+        if (!k)
+            continue;
+        int programs = (n + block - 1) / block + 3; /* three programs return at once */
+        Buf x, out;
+        int32_t nn = n;
+        void *args[] = {&out.d, &x.d, &nn};
+        size_t all = (size_t)programs * block;
+        if (run_x_out(f, label, k, &x, &out, all, all, (unsigned)programs, args, 3)) {
+            GtErr e = {0};
+            for (int i = 0; i < n; i++)
+                gt_err_add(&e, F32(out)[i], F32(x)[i] * 2.0 + 1.0);
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, (size_t)n * 4, 4));
+            buf_free(f, &x);
+            buf_free(f, &out);
+        }
+    }
+}
+
+/* The CPU's scan_ints for row r (n values): out[0..5]. */
+static void ref_scan_ints(const int32_t *r, int n, int limit, int skip, int32_t *o) {
+    int s = 0, k = 0;
+    while (k < n) {
+        int v = r[k++];
+        if (v % 3 == 0)
+            continue;
+        s += v;
+        if (s > limit)
+            break;
+    }
+    int t = 0, last = -1;
+    for (int j = 0; j < n; j++) {
+        if (j == skip)
+            continue;
+        if (r[j] > limit / 2) {
+            last = j;
+            break;
+        }
+        t += r[j];
+    }
+    o[0] = s, o[1] = k, o[2] = t, o[3] = last, o[4] = -1, o[5] = -1;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j += 4)
+            if (r[(i + j) % n] < 0) {
+                o[4] = i, o[5] = j;
+                return;
+            }
+}
+
+static void feat_exit_loops(Ft *f) {
+    const int programs = 7;
+    const int sizes[] = {1, 5, 37};
+    for (int si = 0; si < 3; si++) {
+        int n = sizes[si];
+        char label[64];
+        snprintf(label, sizeof label, "while/for break continue return, n %d", n);
+        tc_kernel *k = get(f, label, SRC_EXITS, "scan_ints", NULL, 0, 4);
+        if (!k)
+            continue;
+        Buf x, out;
+        if (!buf_new(f, &x, (size_t)programs * n * 4) || !buf_new(f, &out, (size_t)(programs * 8 + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        /* Rows of small positive values; some rows get one negative value
+         * (program 0 none), so that the nested loops return at different
+         * points or run to the end. */
+        for (int p = 0; p < programs; p++)
+            for (int i = 0; i < n; i++)
+                I32(x)[p * n + i] = (int32_t)(gt_next() % 20);
+        for (int p = 1; p < programs; p += 2)
+            I32(x)[p * n + (int)(gt_next() % (uint64_t)n)] = -5;
+        int32_t nn = n, limit = 10 + (int32_t)(gt_next() % 60), skip = (int32_t)(gt_next() % (uint64_t)(n + 1));
+        void *args[] = {&out.d, &x.d, &nn, &limit, &skip};
+        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) &&
+            buf_down(f, &out)) {
+            int wrong = 0;
+            for (int p = 0; p < programs; p++) {
+                int32_t want[6];
+                ref_scan_ints(I32(x) + p * n, n, limit, skip, want);
+                for (int j = 0; j < 6; j++)
+                    if (I32(out)[p * 8 + j] != want[j]) {
+                        if (wrong++ < 4)
+                            printf("  program %d value %d: got %d, want %d\n", p, j, I32(out)[p * 8 + j], want[j]);
+                    }
+                for (int j = 6; j < 8; j++) /* never written */
+                    wrong += I32(out)[p * 8 + j] != -1;
+            }
+            report(label, TC_DTYPE_F32, wrong ? 1.0 : 0.0, 1e-6, buf_clobbered(&out, (size_t)programs * 8 * 4, 4));
         } else {
             fail_case(label, "launch failed");
         }
         buf_free(f, &x);
         buf_free(f, &out);
+    }
+}
+
+static void feat_exit_tiles(Ft *f) {
+    const int block = 256, programs = 5, n = 9;
+    for (int w = 4; w <= 8; w += 4) {
+        char label[64];
+        snprintf(label, sizeof label, "while carrying tiles, break, %d warps", w);
+        tc_kernel *k = get(f, label, SRC_EXITS, "tile_until", NULL, 0, w);
+        if (!k)
+            continue;
+        Buf x, out, it;
+        if (!buf_new(f, &x, (size_t)programs * n * block * 4) ||
+            !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4) ||
+            !buf_new(f, &it, (size_t)(programs + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (int i = 0; i < programs * n * block; i++)
+            F32(x)[i] = (float)gt_uniform_in(0, 1);
+        int32_t nn = n;
+        float limit = 4.5f;
+        void *args[] = {&out.d, &it.d, &x.d, &nn, &limit};
+        if (buf_up(f, &x) && buf_poison(f, &out) && buf_poison(f, &it) &&
+            launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) && buf_down(f, &out) && buf_down(f, &it)) {
+            GtErr e = {0};
+            int wrong_iters = 0;
+            for (int p = 0; p < programs; p++) {
+                /* The sums in f32, as the kernel adds them, so that the
+                 * break happens at the same step. */
+                float acc[256] = {0};
+                int i = 0;
+                while (i < n) {
+                    float mx = -INFINITY;
+                    for (int c = 0; c < block; c++) {
+                        acc[c] += F32(x)[((size_t)p * n + i) * block + c];
+                        mx = acc[c] > mx ? acc[c] : mx;
+                    }
+                    i++;
+                    if (mx > limit)
+                        break;
+                }
+                wrong_iters += I32(it)[p] != i;
+                for (int c = 0; c < block; c++)
+                    gt_err_add(&e, F32(out)[p * block + c], acc[c]);
+            }
+            report(label, TC_DTYPE_F32, wrong_iters ? 1.0 : gt_err_value(&e), 1e-6,
+                   buf_clobbered(&out, (size_t)programs * block * 4, 4) +
+                       buf_clobbered(&it, (size_t)programs * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &x);
+        buf_free(f, &out);
+        buf_free(f, &it);
     }
 }
 
@@ -1182,6 +1424,9 @@ static void run_all(Ft *f) {
     feat_tile_atomics(f);
     feat_loops(f);
     feat_branches(f);
+    feat_exit_guard(f);
+    feat_exit_loops(f);
+    feat_exit_tiles(f);
     feat_grid2d(f);
     feat_dot(f);
 }
