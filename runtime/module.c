@@ -106,7 +106,7 @@ static tc_status context_init(tc_context *ctx) {
     }
     /* the standard library's kernels with or without a producer warpgroup,
      * as persistent programs or not (tests/gpu/run.sh runs the tests each
-     * way) */
+     * way); line info for every tc_jit compile */
     if (!env_switch("TILEC_WARP_SPECIALIZE", &ctx->warp_specialize) ||
         !env_switch("TILEC_PERSISTENT", &ctx->persistent) || !env_switch("TILEC_LINE_INFO", &ctx->line_info))
         return TC_ERROR_INVALID_ARGUMENT;
