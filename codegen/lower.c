@@ -792,6 +792,16 @@ static bool lower_op(Cg *cg, IrOp *op) {
     }
 }
 
+/* lower_op with the op's source location on what it emits (line info). */
+static bool lower_op_at(Cg *cg, IrOp *op) {
+    if (!cg->line_info)
+        return lower_op(cg, op);
+    LLVMMetadataRef outer = cg_line_info_enter(cg, op);
+    bool ok = lower_op(cg, op);
+    LLVMSetCurrentDebugLocation2(cg->b, outer);
+    return ok;
+}
+
 /* Lowers a block's ops; a terminator (yield, return) ends it and is returned
  * in *terminator (a yield's operands are read by the region's owner). */
 static bool lower_block(Cg *cg, IrBlock *blk, IrOp **terminator) {
@@ -800,7 +810,7 @@ static bool lower_block(Cg *cg, IrBlock *blk, IrOp **terminator) {
             *terminator = op;
             return true;
         }
-        if (!lower_op(cg, op))
+        if (!lower_op_at(cg, op))
             return false;
         if (op->opc == IR_OP_RETURN) {
             *terminator = op;
@@ -935,6 +945,8 @@ static bool lower_kernel(Cg *cg) {
                                     LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, minc, 3)));
     }
     tensor_map_params(cg);
+    if (cg->line_info)
+        cg_line_info_kernel(cg);
 
     LLVMBasicBlockRef entry = cg_block(cg, "entry"), start = cg_block(cg, "start");
     LLVMPositionBuilderAtEnd(cg->b, entry);
@@ -999,6 +1011,9 @@ bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, Di
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("tilec", ctx);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx), eb = LLVMCreateBuilderInContext(ctx);
     LLVMValueRef smem = NULL;
+    CgLineInfo line_info = {0};
+    if (t->line_info)
+        cg_line_info_begin(&line_info, mod, m);
     bool ok = true;
     for (IrFunc *f = m->first; f; f = f->next) {
         if (f->kind != IR_FUNC_KERNEL)
@@ -1016,6 +1031,7 @@ bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, Di
         cg.mod = mod;
         cg.b = b;
         cg.entry_b = eb;
+        cg.line_info = t->line_info ? &line_info : NULL;
         init_types(&cg);
         ir_map_init(&cg.vals, &cg.arena);
         ir_map_init(&cg.lls, &cg.arena);
@@ -1043,6 +1059,7 @@ bool cg_compile_module(IrModule *m, const TgTarget *t, CgEmit emit, Buf *out, Di
     }
     LLVMDisposeBuilder(b);
     LLVMDisposeBuilder(eb);
+    cg_line_info_end(&line_info);
     if (stats)
         stats->lower_ms = now_ms() - t0;
     if (ok)

@@ -16,6 +16,7 @@
 #include "codegen.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 
 /* The alignment in bytes of the dynamic shared memory (`global_smem`), which
  * every buffer's offset is relative to: addresses of swizzled buffers rely on
@@ -25,6 +26,7 @@
 typedef struct CgVal CgVal;
 typedef struct CgThreadMap CgThreadMap;
 typedef struct Cg Cg;
+typedef struct CgLineInfo CgLineInfo;
 
 /* The lowered form of an IR value. */
 struct CgVal {
@@ -82,6 +84,8 @@ struct Cg {
     CgThreadMap *thread_maps;
     CgOffsetMemo *offset_memos;
     int loop_regs; /* 32-bit registers per thread the kernel's loops carry at most; -1 until computed */
+    CgLineInfo *line_info;    /* the module's line info (line_info.c), NULL without it */
+    LLVMMetadataRef di_scope; /* the kernel's DISubprogram, with line info */
 
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_gptr, t_sptr;
     bool failed;
@@ -156,6 +160,31 @@ LLVMValueRef cg_shfl_xor(Cg *cg, LLVMValueRef v, int mask);
 LLVMValueRef cg_contract(LLVMValueRef inst);
 /* A new basic block at the end of the kernel. */
 LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
+
+/* ---- line_info.c: .file/.loc directives (TgTarget.line_info) ---- */
+
+#define CG_LINE_INFO_MAX_FILES 8
+
+/* The debug metadata of a module being lowered. */
+struct CgLineInfo {
+    LLVMDIBuilderRef dib; /* NULL: no line info */
+    LLVMMetadataRef cu;
+    LLVMMetadataRef fn_type; /* void(), the type every kernel's DISubprogram gets */
+    int num_files;           /* DIFiles, one per Source */
+    const Source *srcs[CG_LINE_INFO_MAX_FILES];
+    LLVMMetadataRef files[CG_LINE_INFO_MAX_FILES];
+};
+
+/* Starts the compile unit and the module flags of mod. */
+void cg_line_info_begin(CgLineInfo *li, LLVMModuleRef mod, const IrModule *m);
+/* Finalizes and frees the metadata builder; a no-op for one never begun. */
+void cg_line_info_end(CgLineInfo *li);
+/* With cg->line_info: the DISubprogram of cg->fn, and cg->b at the kernel's
+ * line (what the entry block computes). */
+void cg_line_info_kernel(Cg *cg);
+/* Puts cg->b at op's location (unchanged for an op without one) and returns
+ * the location it had, for the caller to restore after the op. */
+LLVMMetadataRef cg_line_info_enter(Cg *cg, const IrOp *op);
 
 /* ---- lower_math.c: elementwise ops, constants, casts ---- */
 

@@ -423,11 +423,12 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                "#define %s_NUM_KERNELS %zu\n"
                "#define %s_TARGETS \"%s\"\n"
                "#define %s_MAX_MAPS %zu /* tensor maps of a launch, at most (at least 1) */\n"
+               "#define %s_LINE_INFO %d /* 1: the PTX maps instructions to source lines (tilec -g) */\n"
                "\n"
                "static const char *const %s_kernel_names[%s_NUM_KERNELS] = {",
                name, in->source_name, tc_version(), *in->specialization ? in->specialization : "(none)",
                in->header_name, name, sig->num_kernels, name, targets.data ? targets.data : "", name, max_maps, name,
-               name);
+               in->line_info, name, name);
     for (size_t k = 0; k < sig->num_kernels; k++)
         buf_printf(c, "%s\"%s\"", k ? ", " : "", sig->kernels[k].name);
     buf_puts(c, "};\n\n/* ---- code ---- */\n");
@@ -611,8 +612,9 @@ static bool read_file(const char *path, RtBytes *out) {
 
 extern char **environ;
 
-/* `ptxas --gpu-name ARCH -o DIR/out.cubin DIR/in.ptx`, its output in DIR/ptxas.log. */
-static tc_status run_ptxas(const char *ptxas, const char *arch, const char *ptx, size_t len, RtBytes *cubin) {
+/* `ptxas --gpu-name ARCH [-lineinfo] -o DIR/out.cubin DIR/in.ptx`, its output in DIR/ptxas.log. */
+static tc_status run_ptxas(const char *ptxas, const char *arch, bool line_info, const char *ptx, size_t len,
+                           RtBytes *cubin) {
     const char *tmp = secure_getenv("TMPDIR");
     char dir[4096], in[4200], out[4200], log[4200];
     snprintf(dir, sizeof dir, "%s/tilec-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -625,7 +627,11 @@ static tc_status run_ptxas(const char *ptxas, const char *arch, const char *ptx,
     if (!write_file(in, ptx, len)) {
         st = rt_fail(TC_ERROR_IO, "cannot write %s: %s", in, strerror(errno));
     } else {
-        char *argv[] = {(char *)ptxas, "--gpu-name", (char *)arch, "-o", out, in, NULL};
+        char *argv[] = {(char *)ptxas, "--gpu-name", (char *)arch, "-o", out, in, NULL, NULL};
+        if (line_info) { /* keep the .loc lines in the cubin */
+            memmove(argv + 2, argv + 1, 5 * sizeof *argv);
+            argv[1] = "-lineinfo";
+        }
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -826,7 +832,8 @@ tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_dia
     tc_guard_pop(&g);
     for (size_t i = 0; i < num_archs && st == TC_OK; i++) {
         if (j->ptxas)
-            st = run_ptxas(j->ptxas, archs[i], (const char *)j->ptx[i].data, j->ptx[i].len, &j->cubin[i]);
+            st = run_ptxas(j->ptxas, archs[i], opt.line_info != 0, (const char *)j->ptx[i].data, j->ptx[i].len,
+                           &j->cubin[i]);
         j->images[i] = (CgAotImage){archs[i],        (const char *)j->ptx[i].data,
                                     j->ptx[i].len,   j->ptxas ? j->cubin[i].data : NULL,
                                     j->cubin[i].len, &j->meta[i]};
@@ -842,7 +849,8 @@ tc_status tc_aot_generate(const tc_aot_request *req, tc_aot_output **out, tc_dia
                      (const char *)j->spec.data,
                      &j->sig,
                      j->images,
-                     num_archs};
+                     num_archs,
+                     opt.line_info != 0};
     if (TC_GUARD(g)) {
         tc_aot_output_destroy(o);
         job_free(j);

@@ -30,6 +30,7 @@ struct CgAotInput {
     const RtMeta *sig;          /* names, types and const-ness of the parameters */
     const CgAotImage *images;
     size_t num_images;
+    bool line_info; /* the PTX has line info (tilec -g): NAME_LINE_INFO, which the loader passes the driver */
 };
 
 /* Writes NAME.h and NAME.c. Allocates through Buf (tc_oom on failure): call

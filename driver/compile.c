@@ -724,6 +724,7 @@ static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
     t.warp_specialize = opt->warp_specialize != 0;
     t.persistent = opt->persistent != 0;
+    t.line_info = opt->line_info != 0;
     return t;
 }
 

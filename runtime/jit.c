@@ -96,6 +96,7 @@ void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
     rt_sha256_field_i64(&h, "llvm_o3", o->llvm_o3 != 0);
     rt_sha256_field_i64(&h, "warp_specialize", o->warp_specialize != 0);
     rt_sha256_field_i64(&h, "persistent", o->persistent != 0);
+    rt_sha256_field_i64(&h, "line_info", o->line_info != 0); /* the same code, but .loc directives in the PTX */
     rt_sha256_field_i64(&h, "option-params", (int64_t)o->num_params);
     for (size_t i = 0; i < o->num_params && o->params; i++) {
         rt_sha256_field_str(&h, "op-name", o->params[i].name);
@@ -733,6 +734,8 @@ tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out) {
     tc_options opt;
     rt_request_options(req->options, &opt);
     opt.emit = TC_EMIT_PTX; /* ignored, as the print options are */
+    if (ctx->line_info == 1) /* $TILEC_LINE_INFO=1; in the keys through opt */
+        opt.line_info = 1;
     if ((cst = rt_check_options("tc_jit", &opt)) != TC_OK)
         return cst;
 

@@ -106,9 +106,9 @@ static tc_status context_init(tc_context *ctx) {
     }
     /* the standard library's kernels with or without a producer warpgroup,
      * as persistent programs or not (tests/gpu/run.sh runs the tests each
-     * way) */
+     * way); line info for every tc_jit compile */
     if (!env_switch("TILEC_WARP_SPECIALIZE", &ctx->warp_specialize) ||
-        !env_switch("TILEC_PERSISTENT", &ctx->persistent))
+        !env_switch("TILEC_PERSISTENT", &ctx->persistent) || !env_switch("TILEC_LINE_INFO", &ctx->line_info))
         return TC_ERROR_INVALID_ARGUMENT;
     if (pthread_mutex_init(&ctx->lock, NULL) != 0)
         return rt_fail(TC_ERROR_INTERNAL, "pthread_mutex_init failed");
@@ -280,14 +280,26 @@ static void module_free(tc_module *m) {
     free(m);
 }
 
-/* The driver's log options for a load or link: info and error buffers. */
+bool rt_ptx_has_line_info(const char *ptx, size_t len) {
+    const char *end = ptx + len;
+    for (const char *p = ptx; (p = memmem(p, (size_t)(end - p), ".loc", 4)); p += 4) {
+        bool starts = p == ptx || p[-1] == '\t' || p[-1] == ' ' || p[-1] == '\n';
+        if (starts && p + 4 < end && (p[4] == '\t' || p[4] == ' '))
+            return true;
+    }
+    return false;
+}
+
+/* The driver's options for a load or link: info and error buffers, and
+ * line info for PTX that has it. */
 typedef struct JitLog {
-    int options[5];
-    void *values[5];
+    int options[6];
+    void *values[6];
+    unsigned num_options;
     char *info, *error;
 } JitLog;
 
-static bool jit_log_init(JitLog *l) {
+static bool jit_log_init(JitLog *l, bool line_info) {
     l->info = calloc(1, JIT_LOG_SIZE);
     l->error = calloc(1, JIT_LOG_SIZE);
     if (!l->info || !l->error) {
@@ -301,6 +313,11 @@ static bool jit_log_init(JitLog *l) {
                      (void *)(uintptr_t)0};
     memcpy(l->options, opts, sizeof opts);
     memcpy(l->values, vals, sizeof vals);
+    l->num_options = 5;
+    if (line_info) {
+        l->options[l->num_options] = RT_CU_JIT_GENERATE_LINE_INFO;
+        l->values[l->num_options++] = (void *)(uintptr_t)1;
+    }
     return true;
 }
 
@@ -425,7 +442,8 @@ tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta
         m->ptr_index = calloc(np ? np : 1, sizeof *m->ptr_index);
     }
     JitLog log;
-    if (!m || !m->kernels || !m->ptr_index || !jit_log_init(&log)) {
+    bool line_info = is_ptx && rt_ptx_has_line_info(image, strlen(image));
+    if (!m || !m->kernels || !m->ptr_index || !jit_log_init(&log, line_info)) {
         if (m)
             module_free(m);
         else
@@ -438,7 +456,7 @@ tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta
         module_free(m);
         return st;
     }
-    st = rt_cuda_check(rt_cu.cuModuleLoadDataEx(&m->cu, image, 5, log.options, log.values),
+    st = rt_cuda_check(rt_cu.cuModuleLoadDataEx(&m->cu, image, log.num_options, log.options, log.values),
                        is_ptx ? "cuModuleLoadDataEx (PTX)" : "cuModuleLoadDataEx (cubin)");
     if (st != TC_OK) {
         jit_log_report(&log);
@@ -831,7 +849,7 @@ static void report_losses(const RtLogger *lg, const char *info) {
 
 tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cubin, const RtLogger *lg) {
     JitLog log;
-    if (!jit_log_init(&log))
+    if (!jit_log_init(&log, rt_ptx_has_line_info(ptx, len)))
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory linking PTX");
     tc_status st = rt_ctx_push(ctx);
     if (st != TC_OK) {
@@ -839,7 +857,7 @@ tc_status rt_link_ptx(tc_context *ctx, const char *ptx, size_t len, RtBytes *cub
         return st;
     }
     RtCuLinkState link = NULL;
-    st = rt_cuda_check(rt_cu.cuLinkCreate(5, log.options, log.values, &link), "cuLinkCreate");
+    st = rt_cuda_check(rt_cu.cuLinkCreate(log.num_options, log.options, log.values, &link), "cuLinkCreate");
     if (st == TC_OK)
         st = rt_cuda_check(rt_cu.cuLinkAddData(link, RT_CU_JIT_INPUT_PTX, (void *)ptx, len, "tilec.ptx", 0, NULL, NULL),
                            "cuLinkAddData (PTX)");

@@ -84,6 +84,7 @@ enum {
     RT_CU_JIT_ERROR_LOG_BUFFER = 5,
     RT_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
     RT_CU_JIT_LOG_VERBOSE = 12,
+    RT_CU_JIT_GENERATE_LINE_INFO = 13,
 
     RT_CU_JIT_INPUT_CUBIN = 0,
     RT_CU_JIT_INPUT_PTX = 1,
@@ -285,6 +286,7 @@ struct tc_context {
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
     int warp_specialize;      /* $TILEC_WARP_SPECIALIZE: 0 or 1 forces the library's choice, -1 leaves it */
     int persistent;           /* $TILEC_PERSISTENT: the same for persistent programs (attention) */
+    int line_info;            /* $TILEC_LINE_INFO: 1 gives every tc_jit compile line info, -1 (or 0) leaves it */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
     pthread_mutex_t jit_lock; /* guards jit, attached's writers; held through a compile (taken before lock) */
@@ -346,6 +348,10 @@ void rt_ctx_pop(tc_context *ctx);
 /* Delivers (and frees) lines queued while ctx's locks were held to ctx's log
  * callback as it is now; called with no lock held. */
 void rt_context_log_flush(tc_context *ctx, RtBytes *queue);
+/* Whether PTX text carries line info: a `.loc` directive (tilec -g, nvcc
+ * -lineinfo). The driver compiles such PTX with CU_JIT_GENERATE_LINE_INFO
+ * (rt_module_load, rt_link_ptx), so that the cubin maps SASS to source lines. */
+bool rt_ptx_has_line_info(const char *ptx, size_t len);
 /* Loads a NUL-terminated PTX or a cubin image into ctx, taking ownership of
  * meta (freed on failure too). */
 tc_status rt_module_load(tc_context *ctx, const void *image, bool is_ptx, RtMeta *meta, tc_module **out);

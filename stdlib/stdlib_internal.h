@@ -176,7 +176,8 @@ void rt_stdlib_arg_int(const RtStdlibArgs *a, const char *name, int64_t v, bool 
  * literals, never freed or changed for the life of the process, so one
  * address always holds the same bytes. (A heap buffer could be freed and its address reused for
  * another source: such requests must not be keyed here.) The context is
- * the rest of the key (its arch), and the memo is freed with it, so a
+ * the rest of the key (its arch, and the line info $TILEC_LINE_INFO gives
+ * every compile), and the memo is freed with it, so a
  * context allocated where a destroyed one was starts with an empty memo.
  * Equal keys therefore mean equal tc_jit results; the unit tests check
  * that on every specialization the entry points pick. */

@@ -1,7 +1,7 @@
 /*
  * tilec-opt — run passes over tile IR text.
  *
- *     tilec-opt [--pass=a,b,c] [--emit=ir|llvm|ptx] [--arch ARCH]
+ *     tilec-opt [--pass=a,b,c] [--emit=ir|llvm|ptx] [--arch ARCH] [-g]
  *               [--print-after=PASS] [--print-after-all] [--verify-each]
  *               [-o FILE] FILE.tir
  *
@@ -31,6 +31,7 @@ static void usage(FILE *out) {
           "  --persistent          `persistent`: kernels without the attribute loop over their grid's tiles\n"
           "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
           "                        instruction selection instead of tilec's short pipeline\n"
+          "  -g                    with --emit=llvm|ptx: line info (.file/.loc) pointing at FILE.tir's ops\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"
@@ -108,6 +109,8 @@ int main(int argc, char **argv) {
             opt.warp_specialize = 1;
         } else if (strcmp(a, "--persistent") == 0) {
             opt.persistent = 1;
+        } else if (strcmp(a, "-g") == 0) {
+            opt.line_info = 1;
         } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
             char *end;
             long n = strtol(argv[++i], &end, 10);

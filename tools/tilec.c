@@ -40,6 +40,9 @@ static void usage(FILE *out) {
           "  --llvm-O3             optimize with LLVM's default<O3> pipeline and -O3 instruction\n"
           "                        selection instead of tilec's short pipeline (slower to compile)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
+          "  -g                    line info: .file/.loc directives in the PTX map each instruction to\n"
+          "                        its line and column of FILE.tile, for ncu and compute-sanitizer\n"
+          "                        (with --aot, ptxas gets -lineinfo); the code is the same\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"
@@ -334,6 +337,8 @@ int main(int argc, char **argv) {
             opt.warp_specialize = 1;
         } else if (strcmp(a, "--persistent") == 0) {
             opt.persistent = 1;
+        } else if (strcmp(a, "-g") == 0) {
+            opt.line_info = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (strcmp(a, "--aot") == 0) {

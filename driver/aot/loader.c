@@ -17,6 +17,7 @@
  *     #define tcaot_NUM_KERNELS n
  *     #define tcaot_TARGETS "sm_90a (PTX, cubin), ..."
  *     #define tcaot_MAX_MAPS m   (the most tensor maps a launch builds; at least 1)
+ *     #define tcaot_LINE_INFO 0 or 1 (1: the PTX has line info, which the driver keeps)
  *     static const char *const tcaot_kernel_names[tcaot_NUM_KERNELS];
  *     struct tcaot_tensor_map { base_name, base, dtype, elem_bytes, rank, dim_arg[5],
  *                               dim_bytes[5], dim[5], stride_arg[5], stride_bytes[5],
@@ -232,15 +233,18 @@ static tc_status tcaot_load_module(void) {
         int usable = img->exact ? cc == img->cc
                      : img->is_cubin ? cc / 10 == img->cc / 10 && cc >= img->cc
                                      : cc >= img->cc;
-        int options[] = {5, 6}; /* CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES */
-        void *values[] = {log, (void *)(size_t)sizeof log};
+        /* CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, and for PTX with line info
+         * CU_JIT_GENERATE_LINE_INFO */
+        int options[] = {5, 6, 13};
+        void *values[] = {log, (void *)(size_t)sizeof log, (void *)(size_t)1};
+        unsigned num_options = !img->is_cubin && tcaot_LINE_INFO ? 3 : 2;
         CUmodule module = NULL;
         tcaot_CUresult r;
         size_t k;
         if (!usable)
             continue;
         log[0] = 0;
-        r = tcaot_cu.module_load(&module, img->image, 2, options, values);
+        r = tcaot_cu.module_load(&module, img->image, num_options, options, values);
         if (r != 0) { /* e.g. a cubin this driver refuses: try the next image */
             size_t n;
             st = tcaot_check(r, img->what);

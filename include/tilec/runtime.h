@@ -275,7 +275,7 @@ TC_API tc_status tc_launch_raw(tc_kernel *k, tc_dim3 grid, tc_dim3 block, unsign
 typedef struct tc_jit_request {
     const char *source; /* the source text; NULL: read the file `path` */
     size_t source_len;  /* bytes of source; 0: strlen(source) */
-    const char *path;   /* the .tile file (when source is NULL), or the name diagnostics show */
+    const char *path;   /* the .tile file (when source is NULL), or the name diagnostics and line info show */
     const char *kernel; /* the kernel to compile (required) */
     const tc_constexpr *constexprs; /* checked as by tc_compile */
     size_t num_constexprs;
@@ -309,6 +309,13 @@ TC_API void tc_jit_request_init(tc_jit_request *req);
  * A call that finds its kernel in memory costs a hash of the source (a few
  * microseconds): keep the tc_kernel for hot loops. Compile errors:
  * TC_ERROR_COMPILE with the diagnostics in req->diags and tc_last_error().
+ * Line info (tc_options.line_info, or every compile when the environment
+ * has TILEC_LINE_INFO=1 as the context is created; 0 or unset leaves the
+ * request's, other values make tc_context_create fail): the PTX maps each
+ * instruction to its line of req->path (the name given, or "<string>"), the
+ * driver keeps that in the cubin (CU_JIT_GENERATE_LINE_INFO), and
+ * compute-sanitizer and Nsight Compute report .tile lines; such kernels are
+ * cached apart from the others.
  * The kernel belongs to ctx and lives until tc_context_destroy. Thread-safe:
  * calls on one context are serialized, so a kernel is compiled once. */
 TC_API tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out);

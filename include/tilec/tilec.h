@@ -199,6 +199,11 @@ typedef struct tc_options {
     int persistent;              /* run each kernel's grid as a loop over its tiles in as many programs as
                                     the GPU holds at once (pass `persistent`, docs/passes.md, "Persistent
                                     programs"); 0 = off (the kernel attribute persistent overrides) */
+    int line_info;               /* nonzero: the PTX carries `.file`/`.loc` directives that map each instruction
+                                    to the line and column of the source op it came from, in the file the
+                                    tc_source names (tilec -g; docs/codegen.md, "Line info"), for profilers and
+                                    compute-sanitizer. The code is the same; 0 = off. tc_jit also turns it on
+                                    for every compile when $TILEC_LINE_INFO is 1 (include/tilec/runtime.h) */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);

@@ -25,6 +25,7 @@
 #define tcaot_NUM_KERNELS 3
 #define tcaot_TARGETS "sm_90a (PTX), sm_80 (PTX)"
 #define tcaot_MAX_MAPS 1
+#define tcaot_LINE_INFO 0
 
 static const char *const tcaot_kernel_names[tcaot_NUM_KERNELS] = {"empty", "empty_tmap", "empty_persistent"};
 /* empty_tmap(f16* a, i32 m, i32 k, i64 s): on sm_90a with A's tensor map after its arguments;

@@ -238,13 +238,22 @@ API CUresult cuCtxGetDevice(int *dev) {
     return OK;
 }
 
+/* Whether the options ask for line info (CU_JIT_GENERATE_LINE_INFO = 13, value 1). */
+static int asks_line_info(unsigned n, const int *options, void **values) {
+    for (unsigned i = 0; i < n; i++)
+        if (options[i] == 13)
+            return (uintptr_t)values[i] == 1;
+    return 0;
+}
+
 API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *options, void **values) {
-    (void)n, (void)options, (void)values;
     const char *text = image;
-    if (strncmp(text, MARK, strlen(MARK)) == 0)
+    if (strncmp(text, MARK, strlen(MARK)) == 0) {
         text += strlen(MARK);
-    else
+    } else {
         last_launch.ptx_loads++;
+        last_launch.line_info = asks_line_info(n, options, values);
+    }
     Module *m = calloc(1, sizeof *m);
     if (!m)
         return ERR_OUT_OF_MEMORY;
@@ -377,7 +386,7 @@ API CUresult cuTensorMapEncodeTiled(void *map, int dtype, uint32_t rank, void *a
 }
 
 API CUresult cuLinkCreate_v2(unsigned n, int *options, void **values, void **state) {
-    (void)n, (void)options, (void)values;
+    last_launch.line_info = asks_line_info(n, options, values);
     *state = calloc(1, sizeof(Link));
     return *state ? OK : ERR_OUT_OF_MEMORY;
 }

@@ -37,6 +37,8 @@ typedef struct FakeLaunch {
     long launches;                   /* launches so far */
     long encodes;                    /* cuTensorMapEncodeTiled calls so far */
     long ptx_loads;                  /* cuModuleLoadDataEx of PTX (not of a linked image) so far */
+    int line_info;                   /* the last PTX compile (cuLinkCreate, cuModuleLoadDataEx of PTX) had
+                                        CU_JIT_GENERATE_LINE_INFO = 1 */
 } FakeLaunch;
 
 typedef const FakeLaunch *(*FakeLastLaunchFn)(void);

@@ -938,6 +938,10 @@ TEST(test_jit_keys) {
     key_of_inputs(&f.in, k);
     CHECK(memcmp(k0, k, 32) != 0);
     f.opt.persistent = 0;
+    f.opt.line_info = 1; /* the same code, but the PTX and the cubin carry line info */
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.line_info = 0;
 
     /* what does not change the code does not change the key */
     f.opt.print_after_all = 1;
@@ -1417,6 +1421,17 @@ static void softmax_args(CUdeviceptr *out, CUdeviceptr *x, int64_t *stride, int3
     args[3] = n;
 }
 
+/* A request for softmax_src's softmax with the constexpr cx (BLOCK), its
+ * source named path. */
+static void softmax_request(tc_jit_request *req, const char *path, const tc_constexpr *cx) {
+    tc_jit_request_init(req);
+    req->source = softmax_src;
+    req->path = path;
+    req->kernel = "softmax";
+    req->constexprs = cx;
+    req->num_constexprs = 1;
+}
+
 /* A JIT miss parses its source once: family miss with nothing on the disk,
  * family miss with the variant on the disk, family hit with a new variant;
  * and a source with errors, whose diagnostics are rendered once. */
@@ -1433,12 +1448,7 @@ TEST(test_jit_parses_once) {
     CHECK_EQ_INT(tc_context_set_log(ctx, log_line, &lines), TC_OK);
     tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
     tc_jit_request req;
-    tc_jit_request_init(&req);
-    req.source = softmax_src;
-    req.path = "sm.tile";
-    req.kernel = "softmax";
-    req.constexprs = cx;
-    req.num_constexprs = 1;
+    softmax_request(&req, "sm.tile", cx);
     CUdeviceptr out, x;
     int64_t stride;
     int32_t n;
@@ -2192,7 +2202,7 @@ TEST(test_aot_emit) {
     static const uint8_t cubin[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
     CgAotImage images[2] = {{"sm_80", fake_ptx, strlen(fake_ptx), NULL, 0, &sig},
                             {"sm_90a", fake_ptx, strlen(fake_ptx), cubin, sizeof cubin, &meta}};
-    CgAotInput in = {"mylib", "mylib.h", "sm.tile", "BLOCK=1024", &sig, images, 2};
+    CgAotInput in = {"mylib", "mylib.h", "sm.tile", "BLOCK=1024", &sig, images, 2, false};
     Buf h, c;
     aot_emit(&in, &h, &c);
     CHECK(has(h.data, "tc_status mylib_softmax(CUstream stream, void *out, const void *x, int64_t "
@@ -2211,6 +2221,7 @@ TEST(test_aot_emit) {
     CHECK(p1 && p2 && p3 && p1 < p2 && p2 < p3);
     CHECK(has(c.data, "dlopen(\"libcuda.so.1\""));
     CHECK(has(c.data, "#define mylib_MAX_MAPS 1 "));
+    CHECK(has(c.data, "#define mylib_LINE_INFO 0 "));
     CHECK(has(c.data, "void *tc_args[4] = {"));
     CHECK(has(c.data, "return mylib_launch(0, \"mylib_softmax\", grid, stream, tc_args, 4);"));
     CHECK(c.data && !has(c.data, "exit(") && !has(c.data, "abort("));
@@ -2299,13 +2310,14 @@ typedef struct AotTwo {
 } AotTwo;
 
 static void aot_two_emit(AotTwo *t, const char *source_name, const tc_kernel_desc *sig, const tc_kernel_desc *d80,
-                         const char *ptx80, const tc_kernel_desc *d90, const char *ptx90, size_t len90) {
+                         const char *ptx80, const tc_kernel_desc *d90, const char *ptx90, size_t len90,
+                         bool line_info) {
     CHECK_EQ_INT(rt_meta_copy(sig, 1, &t->sig), TC_OK);
     CHECK_EQ_INT(rt_meta_copy(d80, 1, &t->m80), TC_OK);
     CHECK_EQ_INT(rt_meta_copy(d90, 1, &t->m90), TC_OK);
     CgAotImage images[2] = {{"sm_80", ptx80, strlen(ptx80), NULL, 0, &t->m80},
                             {"sm_90a", ptx90, len90, NULL, 0, &t->m90}};
-    CgAotInput in = {"tlib", "tlib.h", source_name, "", &t->sig, images, 2};
+    CgAotInput in = {"tlib", "tlib.h", source_name, "", &t->sig, images, 2, line_info};
     aot_emit(&in, &t->h, &t->c);
 }
 
@@ -2361,7 +2373,7 @@ TEST(test_aot_tensor_maps) {
                                 ".u64 a, .param .u32 M, .param .u32 K, .param .u64 s, .param .u64 b, .param .u32 e, "
                                 ".param .align 64 .b8 a_tmap[128], .param .align 64 .b8 b_tmap[128])\n{\n\tret;\n}\n";
     AotTwo t;
-    aot_two_emit(&t, "tmap.tile", &plain, &plain, ptx80, &d, ptx90, strlen(ptx90));
+    aot_two_emit(&t, "tmap.tile", &plain, &plain, ptx80, &d, ptx90, strlen(ptx90), false);
     const char *h = t.h.data, *c = t.c.data;
     CHECK(has(h, "tc_status tlib_empty_tmap(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
                  "void *b, int8_t e, tc_dim3 grid);"));
@@ -2427,7 +2439,7 @@ TEST(test_aot_persistent) {
     size_t len;
     const char *ptx90 = tc_binary_text(bin, &len);
     AotTwo t;
-    aot_two_emit(&t, "persistent.tile", &plain, &plain, ptx80, &persistent_desc, ptx90, len);
+    aot_two_emit(&t, "persistent.tile", &plain, &plain, ptx80, &persistent_desc, ptx90, len, false);
     const char *h = t.h.data, *c = t.c.data;
     CHECK(has(h, "tc_status tlib_empty_persistent(CUstream stream, const void *a, int32_t M, int32_t K, int64_t s, "
                  "tc_dim3 grid);"));
@@ -2448,6 +2460,39 @@ TEST(test_aot_persistent) {
     }
     aot_two_free(&t);
     tc_binary_destroy(bin);
+}
+
+/* A program over a generated launcher: the image it loaded, and whether
+ * the driver was asked to keep the PTX's line info. */
+static const char aot_line_info_main[] =
+    AOT_MAIN_INCLUDES
+    "int main(void) {\n"
+    AOT_MAIN_LOAD
+    "    printf(\"%s line_info %d\\n\", tlib_image(), last()->line_info);\n"
+    "    return tlib_unload() == TC_OK ? 0 : 1;\n"
+    "}\n";
+
+/* A launcher of PTX with line info (tilec --aot -g) loads it with
+ * CU_JIT_GENERATE_LINE_INFO; one without, without (under unit.fake.runtime). */
+TEST(test_aot_line_info) {
+    static const tc_kernel_desc d = {"empty", 4, 0, 0, NULL, 0, NULL, 0};
+    static const char ptx80[] = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry empty()\n{\n"
+                                "\t.loc\t1 1 1\n\tret;\n}\n\t.file\t1 \"e.tile\"\n";
+    static const char ptx90[] = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry empty()\n{\n"
+                                "\t.loc\t1 1 1\n\tret;\n}\n\t.file\t1 \"e.tile\"\n";
+    for (int g = 1; g >= 0; g--) {
+        AotTwo t;
+        aot_two_emit(&t, "e.tile", &d, &d, ptx80, &d, ptx90, strlen(ptx90), g);
+        CHECK(has(t.c.data, g ? "#define tlib_LINE_INFO 1 " : "#define tlib_LINE_INFO 0 "));
+        char out[4096], want[64];
+        int rc = run_launcher(&t.h, &t.c, aot_line_info_main, "with line info", out, sizeof out);
+        if (rc != 77 && rc != -1) {
+            CHECK_EQ_INT(rc, 0);
+            snprintf(want, sizeof want, "sm_90a PTX line_info %d\n", g);
+            CHECK(strstr(out, want) != NULL);
+        }
+        aot_two_free(&t);
+    }
 }
 
 TEST(test_aot_errors) {
@@ -2525,6 +2570,89 @@ TEST(test_jit_whole_program_setmaxnreg) {
     dlclose(cuda);
 }
 
+/* Which PTX the driver compiles with CU_JIT_GENERATE_LINE_INFO: PTX with a
+ * `.loc` directive, as LLVM and nvcc print it. */
+TEST(test_ptx_has_line_info) {
+    static const char *const with[] = {
+        "\t.loc\t1 5 3\n",
+        ".visible .entry k()\n{\n\t.loc\t1 1 0\n\tret;\n}\n\t.file\t1 \"k.tile\"\n",
+        "  .loc 1 23 1\n",
+        ".loc\t2 1 1",
+    };
+    static const char *const without[] = {
+        "",
+        ".visible .entry k()\n{\n\tret;\n}\n",
+        "\t.local .align 4 .b8 __local_depot0[8];\n",
+        "\tmov.u32 %r1, %tid.x; // .locus\n",
+        ".loc",
+        "x.loc 1 2 3",
+    };
+    for (size_t i = 0; i < sizeof with / sizeof with[0]; i++)
+        CHECK(rt_ptx_has_line_info(with[i], strlen(with[i])));
+    for (size_t i = 0; i < sizeof without / sizeof without[0]; i++)
+        CHECK(!rt_ptx_has_line_info(without[i], strlen(without[i])));
+    /* the length bounds the search */
+    CHECK(!rt_ptx_has_line_info(with[0], 4));
+}
+
+/* The JIT with line info, through the fake driver: the option and
+ * $TILEC_LINE_INFO=1 give other kernels than a plain compile (their own cache
+ * entries), whose PTX the driver compiles with CU_JIT_GENERATE_LINE_INFO;
+ * plain PTX without it. */
+TEST(test_jit_line_info) {
+    tc_context *ctx = NULL;
+    void *cuda = NULL;
+    const FakeLaunch *l = fake_context("tc_jit's line info", &ctx, &cuda);
+    if (!l)
+        return;
+    tc_constexpr cx[] = {{"BLOCK", TC_CONSTEXPR_INT, 1024, 0}};
+    tc_options opt;
+    tc_options_init(&opt);
+    tc_jit_request req;
+    softmax_request(&req, "line_info.tile", cx);
+    req.options = &opt;
+    req.no_disk_cache = 1;
+    tc_kernel *plain = NULL, *lines = NULL, *again = NULL;
+    CHECK_EQ_INT(tc_jit(ctx, &req, &plain), TC_OK);
+    CHECK_EQ_INT(l->line_info, 0);
+    opt.line_info = 1;
+    CHECK_EQ_INT(tc_jit(ctx, &req, &lines), TC_OK);
+    CHECK(plain && lines && lines != plain);
+    CHECK_EQ_INT(l->line_info, 1);
+    CHECK_EQ_INT(tc_jit(ctx, &req, &again), TC_OK);
+    CHECK(again == lines);
+    opt.line_info = 0;
+    CHECK_EQ_INT(tc_jit(ctx, &req, &again), TC_OK);
+    CHECK(again == plain);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+
+    /* $TILEC_LINE_INFO=1: every compile; 0 leaves the request's; others are refused */
+    char *old = getenv("TILEC_LINE_INFO") ? strdup(getenv("TILEC_LINE_INFO")) : NULL;
+    setenv("TILEC_LINE_INFO", "1", 1);
+    CHECK_EQ_INT(tc_context_create(0, &ctx), TC_OK);
+    CHECK_EQ_INT(tc_jit(ctx, &req, &again), TC_OK);
+    CHECK_EQ_INT(l->line_info, 1);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+    setenv("TILEC_LINE_INFO", "0", 1);
+    CHECK_EQ_INT(tc_context_create(0, &ctx), TC_OK);
+    CHECK_EQ_INT(tc_jit(ctx, &req, &again), TC_OK);
+    CHECK_EQ_INT(l->line_info, 0);
+    opt.line_info = 1;
+    CHECK_EQ_INT(tc_jit(ctx, &req, &again), TC_OK);
+    CHECK_EQ_INT(l->line_info, 1);
+    CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
+    setenv("TILEC_LINE_INFO", "yes", 1);
+    ctx = NULL;
+    CHECK_EQ_INT(tc_context_create(0, &ctx), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(ctx == NULL && strstr(tc_last_error(), "TILEC_LINE_INFO=yes") != NULL);
+    if (old)
+        setenv("TILEC_LINE_INFO", old, 1);
+    else
+        unsetenv("TILEC_LINE_INFO");
+    free(old);
+    dlclose(cuda);
+}
+
 UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields, test_cache_round_trip,
            test_cache_rejects_bad_entries, test_cache_io_errors, test_cache_dir_from_env, test_meta_round_trip,
            test_tensor_map_metadata, test_tensor_map_stride_multiplier, test_meta_tensor_maps, test_persistent_metadata, test_meta_persistent,
@@ -2533,4 +2661,5 @@ UNIT_SUITE(runtime, test_sha256_vectors, test_sha256_lengths, test_sha256_fields
            test_jit_facts_during_compile, test_jit_parses_once, test_log_env, test_no_driver, test_null_arguments,
            test_arch_for_cc, test_launch_checks, test_launch_tensor_maps, test_launch_tensor_maps_driver,
            test_launch_persistent, test_launch_persistent_driver,
-           test_aot_emit, test_aot_tensor_maps, test_aot_persistent, test_aot_errors, test_jit_whole_program_setmaxnreg)
+           test_aot_emit, test_aot_tensor_maps, test_aot_persistent, test_aot_errors, test_jit_whole_program_setmaxnreg,
+           test_ptx_has_line_info, test_jit_line_info, test_aot_line_info)

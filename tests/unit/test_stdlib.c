@@ -493,6 +493,38 @@ TEST(test_memo) {
     memo_context_free(&ctx);
 }
 
+/* Line info: a request with it is another kernel for the memo and for
+ * tc_jit (its own cache entries), whatever else is equal. */
+TEST(test_memo_key_line_info) {
+    tc_options opt;
+    tc_options_init(&opt);
+    tc_jit_request req;
+    CHECK_EQ_INT(rt_stdlib_request("tc_softmax_fwd", "softmax.tile", "softmax_fwd", NULL, 0, &opt, NULL, 0, &req),
+                 TC_OK);
+    tc_source src = {req.path, req.source, req.source_len};
+    RtJitInputs in = {0};
+    in.source = &src;
+    in.kernel = req.kernel;
+    in.options = &opt;
+    in.arch = "sm_90a";
+    RtStdlibKey memo[2];
+    uint8_t jit[2][32];
+    for (int g = 0; g < 2; g++) {
+        opt.line_info = g;
+        CHECK(rt_stdlib_key(&req, &memo[g]));
+        rt_jit_base_key(&in, jit[g]);
+    }
+    CHECK(!rt_stdlib_key_equal(&memo[0], &memo[1]));
+    CHECK(memcmp(jit[0], jit[1], 32) != 0);
+    /* any nonzero value is the same request */
+    RtStdlibKey other;
+    uint8_t jit_other[32];
+    opt.line_info = 7;
+    CHECK(rt_stdlib_key(&req, &other) && rt_stdlib_key_equal(&other, &memo[1]));
+    rt_jit_base_key(&in, jit_other);
+    CHECK(memcmp(jit_other, jit[1], 32) == 0);
+}
+
 /* Threads that find and add the same keys at once agree on one kernel per
  * key (run under ASan/TSan builds for the memory side). */
 enum { MEMO_THREADS = 4 };
@@ -587,4 +619,4 @@ TEST(test_memo_driver) {
 }
 
 UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_launches_compile, test_memo_key, test_memo,
-           test_memo_threads, test_memo_driver)
+           test_memo_key_line_info, test_memo_threads, test_memo_driver)
