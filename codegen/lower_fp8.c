@@ -107,7 +107,8 @@ static LLVMValueRef to_f32(Cg *cg, LLVMValueRef v, const IrType *from) {
     LLVMBuilderRef b = cg->b;
     LLVMValueRef t = cg_intrinsic(cg, "llvm.nvvm.d2f.rz", NULL, 0, &v, 1);
     LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealUNE, LLVMBuildFPExt(b, t, cg->t_f64, ""), v, "");
-    LLVMValueRef bits = LLVMBuildOr(b, LLVMBuildBitCast(b, t, cg->t_i32, ""), LLVMBuildZExt(b, inexact, cg->t_i32, ""), "");
+    LLVMValueRef bits =
+        LLVMBuildOr(b, LLVMBuildBitCast(b, t, cg->t_i32, ""), LLVMBuildZExt(b, inexact, cg->t_i32, ""), "");
     return LLVMBuildBitCast(b, bits, cg->t_f32, "");
 }
 

@@ -60,7 +60,8 @@ size_t rt_dtype_size(tc_dtype t) {
 }
 
 const char *rt_dtype_name(tc_dtype t) {
-    static const char *const names[] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+    static const char *const names[] = {"i1",   "i8",  "i16", "i32",    "i64",   "f16",
+                                        "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
