@@ -48,7 +48,7 @@ tc_status rt_check_constexprs(const char *fn, const tc_constexpr *cx, size_t num
                                fn, name, (long long)cx[i].i);
             break;
         case TC_CONSTEXPR_DTYPE:
-            if (cx[i].i < TC_DTYPE_I1 || cx[i].i > TC_DTYPE_F64)
+            if (cx[i].i < TC_DTYPE_I1 || cx[i].i > TC_DTYPE_F8E5M2)
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: constexpr %s: %lld is not a tc_dtype", fn, name,
                                (long long)cx[i].i);
             break;

@@ -5,7 +5,8 @@
  * One LLVM function per kernel, calling convention PTX_Kernel (an `.entry`),
  * with `maxntid` = 32 * num_warps in nvvm.annotations (LLVM 19 reads the
  * launch bounds from there, not from function attributes). Parameters keep
- * their types: ptr<T> becomes `ptr addrspace(1)`, f16 `half`, bf16 `bfloat`.
+ * their types: ptr<T> becomes `ptr addrspace(1)`, f16 `half`, bf16 `bfloat`,
+ * f8e4m3 and f8e5m2 `i8` (their bits).
  * The dynamic shared memory is one external array, @global_smem, that every
  * op with scratch indexes at its scratch_offset.
  *
@@ -66,6 +67,8 @@ LLVMTypeRef cg_type(Cg *cg, const IrType *t) {
     case IR_BF16: return cg->t_bf16;
     case IR_F32: return cg->t_f32;
     case IR_F64: return cg->t_f64;
+    case IR_F8E4M3:
+    case IR_F8E5M2: return cg->t_i8; /* the bits (lower_fp8.c converts) */
     case IR_PTR: return cg->t_gptr;
     default: tc_unreachable("cg_type of a non-scalar type");
     }

@@ -192,6 +192,12 @@ bool cg_lower_elementwise(Cg *cg, IrOp *op);
 bool cg_lower_constant(Cg *cg, IrOp *op);
 /* Scalar conversion with the IR's cast semantics. */
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef v, const IrType *from, const IrType *to);
+/* lower_fp8.c: n registers cast from `from` to `to`, one of them f8e4m3 or
+ * f8e5m2 (held as i8); on sm_90 registers r and r + 1 share an instruction. */
+void cg_fp8_cast(Cg *cg, const LLVMValueRef *in, LLVMValueRef *out, int n, const IrType *from, const IrType *to);
+/* The 16 bits of one packed fp8 conversion when lo and hi are its two
+ * bytes (lo the low one), else NULL: stores keep them together. */
+LLVMValueRef cg_fp8_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi);
 /* a kind b for reduce kinds sum|max|min. */
 LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueRef a, LLVMValueRef b);
 

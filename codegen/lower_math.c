@@ -47,6 +47,8 @@ static LLVMValueRef fconst(Cg *cg, LLVMTypeRef t, double v) {
 static LLVMValueRef scalar_const(Cg *cg, const IrType *t, const IrAttr *a) {
     LLVMTypeRef lt = cg_type(cg, t);
     double f = a->kind == IR_ATTR_FLOAT ? a->f : (double)a->i;
+    if (ir_type_is_fp8(t))
+        return LLVMConstInt(lt, ir_f8_bits(t->kind, f), 0);
     if (is_float_type(t))
         return fconst(cg, lt, f);
     int64_t i = a->kind == IR_ATTR_INT ? a->i : (int64_t)f;
@@ -85,6 +87,11 @@ static LLVMValueRef via_f32(Cg *cg, LLVMValueRef v, LLVMTypeRef to) {
 LLVMValueRef cg_cast(Cg *cg, LLVMValueRef v, const IrType *from, const IrType *to) {
     if (from == to)
         return v;
+    if (ir_type_is_fp8(from) || ir_type_is_fp8(to)) {
+        LLVMValueRef r;
+        cg_fp8_cast(cg, &v, &r, 1, from, to);
+        return r;
+    }
     LLVMBuilderRef b = cg->b;
     LLVMTypeRef lt = cg_type(cg, to);
     bool ff = is_float_type(from), tf = is_float_type(to);
@@ -417,6 +424,15 @@ bool cg_lower_elementwise(Cg *cg, IrOp *op) {
     const IrType *et = ir_type_elem(op->operands[op->opc == IR_OP_SELECT ? 1 : 0]->type);
     const IrType *ret = ir_type_elem(rt);
     CgVal *res = cg_new_val(cg, n, ll);
+    if (op->opc == IR_OP_CAST && et != ret && (ir_type_is_fp8(et) || ir_type_is_fp8(ret))) {
+        /* fp8: the registers together, in pairs where the target converts two at once */
+        int k = ops[0]->n == 1 ? 1 : n;
+        cg_fp8_cast(cg, ops[0]->v, res->v, k, et, ret);
+        for (int r = k; r < n; r++)
+            res->v[r] = res->v[0];
+        cg_set(cg, op->results[0], res);
+        return true;
+    }
     for (int r = 0; r < n; r++) {
         LLVMValueRef a[3];
         bool same = r > 0;

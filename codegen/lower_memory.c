@@ -136,6 +136,21 @@ static void pack(Cg *cg, LLVMValueRef *vals, int n, const IrType *elem, Words w,
             x = to_bits(cg, vals[k], elem);
         } else if (per_word == 2 && (x = cg_convert_pair(cg, vals[2 * k], vals[2 * k + 1]))) {
             /* two f32 rounded to f16 or bf16: one cvt */
+        } else if (eb == 1) {
+            /* bytes by shifts and ors (a <4 x i8> here would let the DAG
+             * store a v16i8, which NVPTX splits into 32-bit stores); two
+             * fp8 from one cvt stay the 16 bits it made */
+            LLVMTypeRef wt = LLVMIntTypeInContext(cg->ctx, (unsigned)w.bits);
+            x = LLVMConstInt(wt, 0, 0);
+            for (int j = 0; j < per_word; j++) {
+                LLVMValueRef *v = &vals[k * per_word + j], pair = NULL, y;
+                if (j + 1 < per_word && (pair = cg_fp8_pair(cg, v[0], v[1])))
+                    y = LLVMBuildZExt(b, pair, wt, "");
+                else
+                    y = LLVMBuildZExt(b, to_bits(cg, v[0], elem), wt, "");
+                x = LLVMBuildOr(b, x, LLVMBuildShl(b, y, LLVMConstInt(wt, (unsigned long long)j * 8, 0), ""), "");
+                j += pair != NULL;
+            }
         } else {
             x = LLVMGetUndef(LLVMVectorType(it, (unsigned)per_word));
             for (int j = 0; j < per_word; j++)

@@ -40,7 +40,8 @@
  * Arguments: pointers are `void *` (`const void *` for `const T*`), so a
  * CUdeviceptr, a cudaMalloc'ed pointer or a torch data_ptr passes with a
  * cast; i32/i64/f32/f64 as int32_t/int64_t/float/double; f16 and bf16 as
- * uint16_t bits; i8/i16 as int8_t/int16_t and i1 as bool. Arguments narrower
+ * uint16_t bits, f8e4m3 and f8e5m2 as uint8_t bits; i8/i16 as
+ * int8_t/int16_t and i1 as bool. Arguments narrower
  * than 32 bits travel in 32-bit temporaries, correct whether the PTX
  * declares the parameter at its own width or promoted.
  */
@@ -117,8 +118,16 @@ static const char *c_type(const tc_param_desc *p) {
     case TC_DTYPE_BF16: return "uint16_t ";
     case TC_DTYPE_F32: return "float ";
     case TC_DTYPE_F64: return "double ";
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: return "uint8_t ";
     }
     return "int ";
+}
+
+/* A float scalar passed as its bits: f16, bf16, f8e4m3, f8e5m2. */
+static bool fp_bits_param(const tc_param_desc *q) {
+    return !q->is_pointer && (q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16 || q->dtype == TC_DTYPE_F8E4M3 ||
+                              q->dtype == TC_DTYPE_F8E5M2);
 }
 
 /* The parameter as the source declares it: "const f16* x", "i64 stride". */
@@ -340,7 +349,7 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                " * thread. %s_load and %s_unload must not race with launches.\n"
                " *\n"
                " * Pointer arguments are device addresses (a CUdeviceptr cast to void *);\n"
-               " * f16 and bf16 scalars are passed as their bits. A launch runs grid.x *\n"
+               " * f16, bf16 and fp8 scalars are passed as their bits. A launch runs grid.x *\n"
                " * grid.y * grid.z programs; an empty grid launches nothing.\n"
                " */\n"
                "#ifndef %s\n"
@@ -534,7 +543,7 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
                 buf_printf(c, "    uint32_t tc_a%zu = %s ? 1u : 0u;\n", p, n);
             else if (q->dtype == TC_DTYPE_I8 || q->dtype == TC_DTYPE_I16)
                 buf_printf(c, "    int32_t tc_a%zu = %s;\n", p, n);
-            else if (q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16)
+            else if (fp_bits_param(q))
                 buf_printf(c, "    uint32_t tc_a%zu = %s;\n", p, n);
         }
         /* room for what the loaded image's kernel takes after the arguments: its grid, if persistent, and its
@@ -543,9 +552,8 @@ void cg_aot_emit(const CgAotInput *in, Buf *h, Buf *c) {
         buf_printf(c, "    void *tc_args[%zu] = {", room ? room : 1);
         for (size_t p = 0; p < d->num_params; p++) {
             const tc_param_desc *q = &d->params[p];
-            bool temp =
-                !q->is_pointer && (q->dtype == TC_DTYPE_I1 || q->dtype == TC_DTYPE_I8 || q->dtype == TC_DTYPE_I16 ||
-                                   q->dtype == TC_DTYPE_F16 || q->dtype == TC_DTYPE_BF16);
+            bool temp = !q->is_pointer && (q->dtype == TC_DTYPE_I1 || q->dtype == TC_DTYPE_I8 ||
+                                           q->dtype == TC_DTYPE_I16 || fp_bits_param(q));
             if (temp)
                 buf_printf(c, "%s&tc_a%zu", p ? ", " : "", p);
             else

@@ -36,7 +36,8 @@
 #include <string.h>
 #include <time.h>
 
-_Static_assert(TC_DTYPE_I1 == (int)IR_I1 && TC_DTYPE_BF16 == (int)IR_BF16 && TC_DTYPE_F64 == (int)IR_F64,
+_Static_assert(TC_DTYPE_I1 == (int)IR_I1 && TC_DTYPE_BF16 == (int)IR_BF16 && TC_DTYPE_F64 == (int)IR_F64 &&
+                   TC_DTYPE_F8E4M3 == (int)IR_F8E4M3 && TC_DTYPE_F8E5M2 == (int)IR_F8E5M2,
                "tc_dtype mirrors IrTypeKind");
 
 struct tc_compiler {

@@ -45,7 +45,9 @@ _Static_assert(TC_MAX_KERNEL_DESCS == TC_MAX_KERNEL_PARAMS, "one bound for both 
 size_t rt_dtype_size(tc_dtype t) {
     switch (t) {
     case TC_DTYPE_I1:
-    case TC_DTYPE_I8: return 1;
+    case TC_DTYPE_I8:
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: return 1;
     case TC_DTYPE_I16:
     case TC_DTYPE_F16:
     case TC_DTYPE_BF16: return 2;
@@ -58,7 +60,8 @@ size_t rt_dtype_size(tc_dtype t) {
 }
 
 const char *rt_dtype_name(tc_dtype t) {
-    static const char *const names[] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"};
+    static const char *const names[] = {"i1",   "i8",  "i16", "i32",    "i64",   "f16",
+                                        "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -70,7 +73,9 @@ size_t tc_param_size(const tc_param_desc *p) {
 
 int rt_tensor_map_dtype(tc_dtype t) {
     switch (t) {
-    case TC_DTYPE_I8: return RT_CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case TC_DTYPE_I8:
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: return RT_CU_TENSOR_MAP_DATA_TYPE_UINT8;
     case TC_DTYPE_I16: return RT_CU_TENSOR_MAP_DATA_TYPE_UINT16;
     case TC_DTYPE_I32: return RT_CU_TENSOR_MAP_DATA_TYPE_INT32;
     case TC_DTYPE_I64: return RT_CU_TENSOR_MAP_DATA_TYPE_INT64;
@@ -381,7 +386,7 @@ static bool meta_parse(const uint8_t *data, size_t len, RtMeta *fill, MetaParts 
         for (uint64_t p = 0; p < nparams; p++) {
             const char *pname = rd_str(&r, &n);
             uint64_t dtype = rd(&r, 1), is_ptr = rd(&r, 1), is_const = rd(&r, 1);
-            if (!r.ok || dtype > TC_DTYPE_F64 || is_ptr > 1 || is_const > 1)
+            if (!r.ok || dtype > TC_DTYPE_F8E5M2 || is_ptr > 1 || is_const > 1)
                 return false;
             c.nstr += n + 1;
             c.np++;

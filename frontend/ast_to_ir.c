@@ -1176,7 +1176,7 @@ static const FeConstexpr *find_constexpr(Lower *L, const char *name) {
 static const IrType *dtype_value(Lower *L, const AstNode *k, const AstNode *p) {
     const FeConstexpr *cx = find_constexpr(L, p->name);
     if (cx) {
-        if (!cx->is_dtype || cx->i < IR_I1 || cx->i > IR_F64) {
+        if (!cx->is_dtype || cx->i < IR_I1 || cx->i > IR_F8E5M2) {
             lower_error(L, p, "type parameter '%s' of kernel '%s' needs a type name (-D %s=f16, bf16, f32, ...)",
                         p->name, k->name, p->name);
             return NULL;

@@ -147,7 +147,7 @@ struct Lower {
     bool stack_exhausted;              /* that limit was hit: everything after is an error, reported once */
     DeclInfo *decls;                   /* one per file->decls entry */
     int num_decls;                     /* entries in decls */
-    const IrType *scalars[IR_F64 + 1]; /* interned scalar types, filled on first use */
+    const IrType *scalars[IR_F8E5M2 + 1]; /* interned scalar types, filled on first use */
 };
 
 /* ==== ast_to_ir.c ==== */
@@ -200,6 +200,9 @@ bool lower_check_shape(Lower *L, const Shape *s, const AstNode *n);
 /* The element type both values convert to (the promotion rules); NULL with an
  * error naming `op` if none. Pointers are not numbers here. */
 const IrType *lower_promote(Lower *L, const Val *a, const Val *b, const AstNode *n, const char *op);
+/* True, with an error naming `op`, when e is an fp8 type: fp8 values are
+ * stored, converted, selected and multiplied by dot, never computed on. */
+bool lower_reject_fp8(Lower *L, const IrType *e, const AstNode *n, const char *op);
 /* Converts every value to a common element type and shape (where, fma, load
  * operands...); `opname` names the operation in errors. */
 bool lower_unify(Lower *L, Val *vals, int n, bool same_elem, const AstNode *node, const char *opname);

@@ -14,7 +14,9 @@
  * Types follow the tile language's rules (frontend.h):
  *
  *   promotion   int with int -> the wider; float with float -> the wider,
- *               f16 with bf16 -> f32; int with float -> the float.
+ *               f16 with bf16 -> f32, f8e4m3 with f8e5m2 -> f16; int with
+ *               float -> the float. An operation that would compute on
+ *               fp8 (after promotion) is an error: cast first.
  *   weak        a literal (or an expression of literals only) has no type of
  *               its own: next to a typed operand it takes that operand's
  *               type (an int literal next to an i1 becomes i32, a float
@@ -275,7 +277,12 @@ Val lower_convert(Lower *L, Val x, const IrType *elem, const AstNode *n) {
     IrValue *v = x.v;
     lower_at(L, n);
     if (elem->kind == IR_I1) {
-        /* Casting to bool is a comparison with zero, as in C. */
+        /* Casting to bool is a comparison with zero, as in C (fp8 compares
+         * as the f32 it converts to exactly). */
+        if (ir_type_is_fp8(from)) {
+            from = lower_scalar(L, IR_F32);
+            v = ir_build_unary(&L->b, IR_OP_CAST, ir_type_with_elem(L->m, v->type, from), v);
+        }
         Val zero = ir_type_is_float(from) ? val_float(from, 0) : val_int(from, 0);
         IrValue *z = build_const(L, &zero, v->type);
         return val_ir(ir_build_cmp(&L->b, "ne", v, z));
@@ -372,8 +379,8 @@ static const IrType *promote_typed(Lower *L, const IrType *a, const IrType *b) {
     if (ai && bi)
         return ir_type_bits(a) >= ir_type_bits(b) ? a : b;
     if (!ai && !bi) {
-        if (ir_type_bits(a) == ir_type_bits(b)) /* f16 with bf16 */
-            return lower_scalar(L, IR_F32);
+        if (ir_type_bits(a) == ir_type_bits(b)) /* f16 with bf16; f8e4m3 with f8e5m2: f16 holds both */
+            return lower_scalar(L, ir_type_bits(a) == 8 ? IR_F16 : IR_F32);
         return ir_type_bits(a) > ir_type_bits(b) ? a : b;
     }
     return ai ? b : a;
@@ -424,6 +431,14 @@ const IrType *lower_promote(Lower *L, const Val *a, const Val *b, const AstNode 
         lower_error(L, n, "operands of '%s' must be numbers, got %s and %s", op, lower_val_str(L, a),
                     lower_val_str(L, b));
     return t;
+}
+
+bool lower_reject_fp8(Lower *L, const IrType *e, const AstNode *n, const char *op) {
+    if (!e || !ir_type_is_fp8(e))
+        return false;
+    lower_error(L, n, "'%s' on %s values: fp8 is for storage, casts and dot; cast to f16 or f32 first", op,
+                ir_scalar_name(e->kind));
+    return true;
 }
 
 /* Common shape of n values; reports incompatible shapes naming `op`. */
@@ -566,7 +581,8 @@ static Val fold_binary(Lower *L, const AstNode *n, IrOpcode opc, const char *pre
 Val lower_arith(Lower *L, const AstNode *n, IrOpcode opc, const char *pred, const char *spelling, Val a, Val b) {
     if ((a.kind != VAL_CONST && a.kind != VAL_IR) || (b.kind != VAL_CONST && b.kind != VAL_IR))
         return val_error();
-    if (!lower_promote(L, &a, &b, n, spelling))
+    const IrType *t = lower_promote(L, &a, &b, n, spelling);
+    if (!t || lower_reject_fp8(L, t, n, spelling))
         return val_error();
     if (a.kind == VAL_CONST && b.kind == VAL_CONST)
         return fold_binary(L, n, opc, pred, spelling, a, b);
@@ -682,6 +698,8 @@ static Val lower_unary(Lower *L, const AstNode *n) {
         }
         if (n->op == AST_OP_PLUS)
             return x;
+        if (lower_reject_fp8(L, e, n, "-"))
+            return val_error();
         if (x.kind == VAL_CONST) {
             if (ir_type_is_float(x.type)) {
                 x.f = -x.f;

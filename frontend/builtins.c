@@ -24,7 +24,10 @@
  *     broadcast to the pointer's shape. Writing through a pointer derived
  *     from a `const T*` parameter is an error.
  *   - dot: 2-D operands of one dtype among f16, bf16, f32, K equal, M, N and
- *     K at least 16; the accumulator is f32, zeros when absent.
+ *     K at least 16; the accumulator is f32, zeros when absent. fp8
+ *     operands (f8e4m3, f8e5m2, mixed too) are cast to f16 first.
+ *   - fp8 values are never computed on: math, fma, reductions and atomics
+ *     on them are errors (lower_reject_fp8), as are arithmetic operators.
  */
 #include "ast_to_ir.h"
 
@@ -341,6 +344,8 @@ static Val b_math(Lower *L, const AstNode *call, const Builtin *bi) {
         lower_at(L, call);
         return val_ir(ir_build_unary(&L->b, IR_OP_ABS, x.v->type, x.v));
     }
+    if (lower_reject_fp8(L, e, call, bi->name))
+        return val_error();
     bool weak = x.kind == VAL_CONST && x.weak;
     if (ir_type_is_int(e))
         x = lower_convert(L, x, lower_scalar(L, IR_F32), call);
@@ -359,7 +364,7 @@ static Val b_fma(Lower *L, const AstNode *call, const Builtin *bi) {
     for (int i = 0; i < 3; i++)
         if (!is_value(&v[i]))
             return val_error();
-    if (!lower_unify(L, v, 3, true, call, bi->name))
+    if (!lower_unify(L, v, 3, true, call, bi->name) || lower_reject_fp8(L, val_elem(&v[0]), call, bi->name))
         return val_error();
     if (ir_type_is_int(val_elem(&v[0])))
         for (int i = 0; i < 3; i++)
@@ -419,6 +424,8 @@ static Val b_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
         Val b = need_number(L, lower_expr(L, arg(call, 1)), arg(call, 1), bi->name);
         return lower_arith(L, call, bi->opc, NULL, bi->name, x, b);
     }
+    if (lower_reject_fp8(L, val_elem(&x), call, bi->name))
+        return val_error();
     if (strcmp(bi->kind, "sum") == 0 && val_elem(&x)->kind == IR_I1)
         x = lower_convert(L, x, lower_scalar(L, IR_I32), call);
     if (call->num_items == 2) {
@@ -447,13 +454,24 @@ static Val b_dot(Lower *L, const AstNode *call, const Builtin *bi) {
         return val_error();
     }
     const IrType *ea = val_elem(&a), *eb = val_elem(&b);
+    if (ir_type_is_fp8(ea) && ir_type_is_fp8(eb)) {
+        /* fp8 operands (e4m3 and e5m2 may mix) are exact in f16, which every
+         * target's dot takes: the dot runs on f16 operands converted in
+         * registers, accumulating in f32 */
+        const IrType *f16 = lower_scalar(L, IR_F16);
+        lower_at(L, call);
+        a = lower_convert(L, a, f16, call);
+        b = lower_convert(L, b, f16, call);
+        ea = eb = f16;
+    }
     if (ea != eb) {
         lower_error(L, call, "operands of 'dot' must have the same element type, got %s and %s", lower_val_str(L, &a),
                     lower_val_str(L, &b));
         return val_error();
     }
     if (ea->kind != IR_F16 && ea->kind != IR_BF16 && ea->kind != IR_F32) {
-        lower_error(L, call, "operands of 'dot' must be f16, bf16 or f32, got %s", lower_type_str(L, ea));
+        lower_error(L, call, "operands of 'dot' must be f16, bf16, f32 or fp8 (f8e4m3, f8e5m2), got %s",
+                    lower_type_str(L, ea));
         return val_error();
     }
     int64_t M = sa.dim[0], K = sa.dim[1], N = sb.dim[1];
@@ -573,6 +591,8 @@ static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
     if (!ptr_and_mask(L, call, bi->name, &p, &mask, &s))
         return val_error();
     const IrType *pointee = val_elem(&p)->elem;
+    if (bi->opc == IR_OP_ATOMIC && lower_reject_fp8(L, pointee, call, bi->name))
+        return val_error();
     if (val_is_ptr(&v)) {
         lower_error(L, arg(call, 1), "value of '%s' must be a number, got %s", bi->name, lower_val_str(L, &v));
         return val_error();

@@ -23,7 +23,9 @@
  *   `constexpr bool CAUSAL = false`, `constexpr f32 EPS = 1e-6`. Default values only on constexpr params.
  *   In a `func`, a param `f32 x` means: f32 scalar OR tile of f32 of any shape (funcs are instantiated per
  *   call-site argument types). A func param may also be `constexpr i32 N` (caller passes a constant).
- * Scalar type names: i1 (alias bool), i8, i16, i32, i64, f16, bf16, f32, f64. Pointers: `T*` (one level only).
+ * Scalar type names: i1 (alias bool), i8, i16, i32, i64, f16, bf16, f32, f64, f8e4m3, f8e5m2. Pointers: `T*` (one
+ *   level only). The fp8 types (f8e4m3, f8e5m2) are for storage, casts, where/select, full/zeros and dot: arithmetic,
+ *   comparisons, math, reductions and atomics on them are errors ("cast to f16 or f32 first"), as in Triton.
  * Statements:
  *   let NAME = expr;            immutable
  *   var NAME = expr;            mutable; reassign with `NAME = expr;` or `NAME += expr;` (+= -= *= /= %= &= |= ^= <<= >>=)
@@ -52,14 +54,15 @@
  *   where(cond, a, b)  minimum(a, b)  maximum(a, b)
  *   min(x, axis) max(x, axis) sum(x, axis)   reductions when x is a tile; for scalar x, min(a, b)/max(a, b) are elementwise
  *   exp exp2 log log2 sqrt rsqrt abs erf tanh sigmoid floor ceil sin cos (float), fma(a, b, c), cdiv(a, b)
- *   dot(a, b) / dot(a, b, acc)                       a [M,K], b [K,N] of f16/bf16/f32 (same dtype), M,N,K >= 16 -> f32 [M,N]
+ *   dot(a, b) / dot(a, b, acc)                       a [M,K], b [K,N] of f16/bf16/f32 (same dtype), M,N,K >= 16 -> f32 [M,N];
+ *                                                    or both fp8 (e4m3 and e5m2 may mix): converted to f16 first
  *   load(ptr) / load(ptr, mask) / load(ptr, mask, other)
  *   store(ptr, value) / store(ptr, value, mask)
  *   atomic_add(ptr, value [, mask]) atomic_max atomic_min atomic_xchg  -> old values
  *   static_assert(cond, "msg")
  * Types and broadcasting: values are scalars or tiles (rank 1..4, every dim a power of two). NumPy broadcasting
  *   (right-aligned; dims equal or 1; scalars broadcast anywhere). Integer promotion to the wider type; int with float
- *   -> float; f16 with bf16 -> f32. Literals are "weak": an int literal next to an f16 tile becomes f16, a float
+ *   -> float; f16 with bf16 -> f32; fp8 with a wider float -> that float; f8e4m3 with f8e5m2 -> f16. Literals are "weak": an int literal next to an f16 tile becomes f16, a float
  *   literal next to an f16 tile becomes f16; alone, int literals are i32 (i64 if they don't fit) and float literals f32.
  *   Comparisons give i1. ptr + int -> ptr (offset in elements). `&&`/`||` are elementwise on i1 (no short-circuit).
  *   x ? a : b: constexpr x folds; a runtime i1 x is a select.

@@ -664,8 +664,8 @@ bool ir_fold_cmp(const char *pred, double a, double b, bool is_int, int64_t ia, 
 }
 
 /* Rounds v to the nearest value representable with `mant` explicit mantissa
- * bits and the exponent range of IEEE half (min_exp -14) or f32/bf16
- * (-126), ties to even; overflow gives infinity. */
+ * bits and the exponent range of IEEE half (min_exp -14), f32/bf16 (-126)
+ * or an fp8 format, ties to even; overflow gives infinity. */
 static double round_to(double v, int mant, int min_exp, double max_finite) {
     if (isnan(v) || isinf(v) || v == 0)
         return v;
@@ -682,11 +682,52 @@ static double round_to(double v, int mant, int min_exp, double max_finite) {
     return v < 0 ? -r : r;
 }
 
+/* fp8: E4M3FN has 3 mantissa bits, min_exp -6 and max 448 (S.1111.110;
+ * S.1111.111 is NaN); E5M2 has 2, -14 and 57344. Conversions saturate:
+ * anything past the maximum, infinities included, becomes it. */
+static double round_f8(IrTypeKind k, double v) {
+    bool e4 = k == IR_F8E4M3;
+    double max = e4 ? 448.0 : 57344.0;
+    if (isnan(v))
+        return v;
+    double r = isinf(v) ? copysign(max, v) : round_to(v, e4 ? 3 : 2, e4 ? -6 : -14, INFINITY);
+    return fabs(r) > max ? copysign(max, v) : r;
+}
+
 double ir_float_round(IrTypeKind k, double v) {
     switch (k) {
     case IR_F16: return round_to(v, 10, -14, 65504.0);
     case IR_BF16: return round_to(v, 7, -126, 3.3895313892515355e38);
     case IR_F32: return round_to(v, 23, -126, 3.4028234663852886e38);
+    case IR_F8E4M3:
+    case IR_F8E5M2: return round_f8(k, v);
     default: return v;
     }
+}
+
+uint8_t ir_f8_bits(IrTypeKind k, double v) {
+    bool e4 = k == IR_F8E4M3;
+    if (isnan(v))
+        return 0x7F;
+    double a = fabs(round_f8(k, v));
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    int mant = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+    if (a < ldexp(1.0, 1 - bias)) /* zero or subnormal: a multiple of the quantum */
+        return sign | (uint8_t)ldexp(a, bias - 1 + mant);
+    int e;
+    double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+    int m = (int)ldexp(f * 2 - 1, mant);
+    return sign | (uint8_t)((e - 1 + bias) << mant | m);
+}
+
+double ir_f8_value(IrTypeKind k, uint8_t bits) {
+    bool e4 = k == IR_F8E4M3;
+    int mant = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+    int e = (bits & 0x7F) >> mant, m = bits & ((1 << mant) - 1);
+    double s = bits & 0x80 ? -1.0 : 1.0;
+    if (e4 ? (bits & 0x7F) == 0x7F : e == 31)
+        return e4 || m ? NAN : s * INFINITY;
+    if (e == 0)
+        return s * ldexp(m, 1 - bias - mant);
+    return s * ldexp(1.0 + ldexp(m, -mant), e - bias);
 }

@@ -183,6 +183,13 @@ typedef enum {
     IR_BF16,
     IR_F32,
     IR_F64,
+    /* 8-bit floats (docs/ir.md, "fp8"): OCP E4M3FN (no infinities, NaN
+     * S.1111.111, max 448) and E5M2 (IEEE-like: infinities, max 57344).
+     * Storage, conversion and dot operand types: no arithmetic op takes
+     * them. Conversions to them round to nearest even and saturate to the
+     * finite maximum; NaN stays NaN. */
+    IR_F8E4M3,
+    IR_F8E5M2,
     IR_PTR,  /* uses elem (the pointee, a scalar type) */
     IR_TILE, /* uses elem (scalar or PTR), rank, shape, layout (NULL = none yet) */
     IR_SMEM, /* a buffer in shared memory: elem, rank, shape, layout (#shared) */
@@ -208,7 +215,9 @@ const IrType *ir_type_with_elem(IrModule *m, const IrType *t, const IrType *elem
 const IrType *ir_type_with_layout(IrModule *m, const IrType *t, const Layout *layout);
 
 bool ir_type_is_int(const IrType *t);     /* i1..i64 (scalar only) */
-bool ir_type_is_float(const IrType *t);   /* f16, bf16, f32, f64 (scalar only) */
+bool ir_type_is_float(const IrType *t);   /* f16, bf16, f32, f64, f8e4m3, f8e5m2 (scalar only) */
+bool ir_type_is_fp8(const IrType *t);     /* f8e4m3, f8e5m2 (scalar only) */
+bool ir_kind_is_scalar_number(IrTypeKind k); /* i1 .. f8e5m2 */
 bool ir_type_is_scalar(const IrType *t);  /* int, float or ptr */
 bool ir_type_is_tile(const IrType *t);
 int ir_type_bits(const IrType *t);        /* scalar width; ptr = 64 */
@@ -505,7 +514,12 @@ IrValue *ir_build_cmp(IrBuilder *b, const char *pred, IrValue *x, IrValue *y); /
 bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *out);
 int64_t ir_int_wrap(int64_t v, int bits); /* sign-extends the low `bits` bits */
 bool ir_fold_cmp(const char *pred, double a, double b, bool is_int, int64_t ia, int64_t ib);
-double ir_float_round(IrTypeKind k, double v); /* rounds to f16/bf16/f32 precision */
+double ir_float_round(IrTypeKind k, double v); /* rounds to f16/bf16/f32/fp8 precision */
+/* The fp8 encoding of v (k is IR_F8E4M3 or IR_F8E5M2) as a conversion
+ * gives it: rounded to nearest even, saturated to the finite maximum
+ * (infinities too), NaN as 0x7F. ir_f8_value decodes a byte exactly. */
+uint8_t ir_f8_bits(IrTypeKind k, double v);
+double ir_f8_value(IrTypeKind k, uint8_t bits);
 
 /* ==== tensormap.c: what a `tensormap` kernel parameter describes ==== */
 

@@ -68,7 +68,7 @@ static const IrType *intern_type(IrModule *m, const IrType *proto) {
 }
 
 const IrType *ir_type_scalar(IrModule *m, IrTypeKind kind) {
-    tc_assert(kind <= IR_F64);
+    tc_assert(ir_kind_is_scalar_number(kind));
     IrType t;
     memset(&t, 0, sizeof t);
     t.kind = kind;
@@ -76,7 +76,7 @@ const IrType *ir_type_scalar(IrModule *m, IrTypeKind kind) {
 }
 
 const IrType *ir_type_ptr(IrModule *m, const IrType *pointee) {
-    tc_assert(pointee && pointee->kind <= IR_F64);
+    tc_assert(pointee && ir_kind_is_scalar_number(pointee->kind));
     IrType t;
     memset(&t, 0, sizeof t);
     t.kind = IR_PTR;
@@ -126,7 +126,9 @@ const IrType *ir_type_with_layout(IrModule *m, const IrType *t, const Layout *la
 }
 
 bool ir_type_is_int(const IrType *t) { return t->kind <= IR_I64; }
-bool ir_type_is_float(const IrType *t) { return t->kind >= IR_F16 && t->kind <= IR_F64; }
+bool ir_type_is_float(const IrType *t) { return (t->kind >= IR_F16 && t->kind <= IR_F64) || ir_type_is_fp8(t); }
+bool ir_type_is_fp8(const IrType *t) { return t->kind == IR_F8E4M3 || t->kind == IR_F8E5M2; }
+bool ir_kind_is_scalar_number(IrTypeKind k) { return (unsigned)k <= IR_F8E5M2; }
 bool ir_type_is_scalar(const IrType *t) { return t->kind <= IR_PTR; }
 bool ir_type_is_tile(const IrType *t) { return t->kind == IR_TILE; }
 
@@ -146,6 +148,8 @@ int ir_type_bits(const IrType *t) {
     case IR_BF16: return 16;
     case IR_F32: return 32;
     case IR_F64: return 64;
+    case IR_F8E4M3:
+    case IR_F8E5M2: return 8;
     case IR_PTR: return 64;
     default: return 0;
     }
@@ -162,12 +166,14 @@ int64_t ir_type_numel(const IrType *t) {
     return n;
 }
 
-static const char *const scalar_names[] = {"i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"};
+static const char *const scalar_names[] = {"i1",  "i8",  "i16", "i32",    "i64",   "f16",
+                                           "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+_Static_assert(sizeof scalar_names / sizeof scalar_names[0] == IR_F8E5M2 + 1, "a name for every scalar type");
 
-const char *ir_scalar_name(IrTypeKind k) { return k <= IR_F64 ? scalar_names[k] : "?"; }
+const char *ir_scalar_name(IrTypeKind k) { return ir_kind_is_scalar_number(k) ? scalar_names[k] : "?"; }
 
 bool ir_scalar_from_name(const char *s, size_t n, IrTypeKind *out) {
-    for (int k = 0; k <= IR_F64; k++) {
+    for (int k = 0; k <= IR_F8E5M2; k++) {
         if (strlen(scalar_names[k]) == n && memcmp(scalar_names[k], s, n) == 0) {
             *out = (IrTypeKind)k;
             return true;

@@ -116,8 +116,11 @@ static const char *shape_str(Verifier *v, const IrType *t) {
 static bool is_int(const IrType *t) {
     return t && t->kind <= IR_I64;
 }
+static bool is_fp8(const IrType *t) {
+    return t && (t->kind == IR_F8E4M3 || t->kind == IR_F8E5M2);
+}
 static bool is_float(const IrType *t) {
-    return t && t->kind >= IR_F16 && t->kind <= IR_F64;
+    return t && ((t->kind >= IR_F16 && t->kind <= IR_F64) || is_fp8(t));
 }
 static bool is_number(const IrType *t) {
     return is_int(t) || is_float(t);
@@ -221,7 +224,7 @@ static void check_type(Verifier *v, const IrOp *op, const char *what, const IrTy
                              what);
             }
         }
-    } else if (t->kind > IR_F64) {
+    } else if (t->kind > IR_F8E5M2) {
         snprintf(msg, sizeof msg, "%s has an invalid type", what);
     }
     if (!msg[0])
@@ -431,10 +434,20 @@ static void check_elem_eq(Verifier *v, const IrOp *op, int i, const IrType *want
         op_error(v, op, "operand %d has element type %s, expected %s", i, type_str(v, e), type_str(v, want));
 }
 
+/* fp8 values are converted, moved, selected and multiplied by dot, never
+ * computed on: an op that would is reported (the front end casts first). */
+static void check_not_fp8(Verifier *v, const IrOp *op, const IrType *e) {
+    if (is_fp8(e))
+        op_error(v, op, "has %s operands: fp8 values are not computed on (cast them to f16 or f32 first)",
+                 type_str(v, e));
+}
+
 static void verify_elementwise(Verifier *v, const IrOp *op) {
     check_elementwise_shape(v, op);
     const IrType *re = elem_of(RES(0));
     unsigned flags = ir_op_info[op->opc].flags;
+    if (op->opc != IR_OP_SELECT && op->opc != IR_OP_CAST && op->num_operands > 0)
+        check_not_fp8(v, op, elem_of(OPND(0)));
     switch (op->opc) {
     case IR_OP_CMP: {
         const IrType *e0 = elem_of(OPND(0));
@@ -638,6 +651,7 @@ static void verify_reduce(Verifier *v, const IrOp *op) {
         op_error(v, op, "operand must be a tile of numbers, got %s", type_str(v, s));
         return;
     }
+    check_not_fp8(v, op, s->elem);
     int64_t axis;
     if (!int_attr(op, "axis", &axis))
         return;
@@ -701,6 +715,8 @@ static void verify_dot(Verifier *v, const IrOp *op) {
     if (!is_float(a->elem) || a->elem != b->elem)
         op_error(v, op, "operands 0 and 1 must be floats of one type, got %s and %s", type_str(v, a->elem),
                  type_str(v, b->elem));
+    else if (is_fp8(a->elem))
+        op_error(v, op, "has %s operands: a dot of fp8 values takes them converted to f16", type_str(v, a->elem));
     if (c->elem->kind != IR_F32)
         op_error(v, op, "the accumulator (operand 2) must be f32, got %s", type_str(v, c->elem));
     if (r != c)
@@ -1202,6 +1218,7 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
             op_error(v, op, "result type %s differs from the value's %s", type_str(v, RES(0)), type_str(v, OPND(1)));
         if (!is_number(elem_of(OPND(1))))
             op_error(v, op, "value must be a number or a tile of numbers");
+        check_not_fp8(v, op, elem_of(OPND(1)));
         break;
     case IR_OP_REDUCE: verify_reduce(v, op); break;
     case IR_OP_DOT: verify_dot(v, op); break;

@@ -70,7 +70,7 @@ static bool is_int(const IrType *e) {
     return e->kind <= IR_I64;
 }
 static bool is_float(const IrType *e) {
-    return e->kind >= IR_F16 && e->kind <= IR_F64;
+    return ir_type_is_float(e); /* fp8 too: casts of fp8 constants fold (ir_float_round saturates) */
 }
 
 static int int_bits(const IrType *e) {

@@ -536,7 +536,7 @@ static tc_status check_descs(const char *fn, const tc_kernel_desc *kernels, size
             if (!q->name)
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kernels[%zu] (%s): params[%zu].name is NULL", fn, k,
                                d->name, p);
-            if ((int)q->dtype < (int)TC_DTYPE_I1 || (int)q->dtype > (int)TC_DTYPE_F64)
+            if ((int)q->dtype < (int)TC_DTYPE_I1 || (int)q->dtype > (int)TC_DTYPE_F8E5M2)
                 return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                                "%s: kernels[%zu] (%s): params[%zu] (%s): dtype %d is not a tc_dtype", fn, k, d->name,
                                p, q->name, (int)q->dtype);

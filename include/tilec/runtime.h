@@ -93,7 +93,7 @@ typedef struct tc_dim3 {
  * value of this C type: a pointer as CUdeviceptr (or a void * holding a
  * device address; never 0); i1 as uint8_t (0 or 1); i8..i64 as
  * int8_t..int64_t; f16 and bf16 as uint16_t (the bits); f32 float; f64
- * double. */
+ * double; f8e4m3 and f8e5m2 as uint8_t (the bits). */
 typedef struct tc_param_desc {
     const char *name; /* as written in the source (required; "" if unknown) */
     tc_dtype dtype;   /* the scalar type, or a pointer's element type: a tc_dtype value */
@@ -108,7 +108,7 @@ typedef struct tc_param_desc {
  * here, so a kernel whose loads the compiler turned into TMA copies takes
  * the same arguments as before. Parameter indices are runtime parameter
  * indices; the element type is the base pointer's (f16, bf16, f32, f64, i8,
- * i16, i32 or i64). At a launch:
+ * i16, i32, i64, f8e4m3 or f8e5m2: one-byte UINT8 to the TMA unit). At a launch:
  *  - an extent that is a constant 0 (unbounded: the kernel masks nothing
  *    along it), or a value above 2^31, becomes 2^31 (TMA coordinates are
  *    signed 32-bit, so nothing changes);

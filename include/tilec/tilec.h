@@ -99,10 +99,14 @@ typedef enum tc_constexpr_kind {
     TC_CONSTEXPR_DTYPE, /* for `constexpr dtype T`: i holds a tc_dtype */
 } tc_constexpr_kind;
 
-/* Scalar types, for type parameters. */
+/* Scalar types, for type parameters. F8E4M3 and F8E5M2 are the 8-bit
+ * floats f8e4m3 (OCP E4M3FN: no infinities, max 448; torch.float8_e4m3fn,
+ * Triton's tl.float8e4nv) and f8e5m2 (E5M2: torch.float8_e5m2, tl.float8e5),
+ * one byte each (docs/language.md, "fp8"). */
 typedef enum tc_dtype {
     TC_DTYPE_I1, TC_DTYPE_I8, TC_DTYPE_I16, TC_DTYPE_I32, TC_DTYPE_I64,
     TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32, TC_DTYPE_F64,
+    TC_DTYPE_F8E4M3, TC_DTYPE_F8E5M2,
 } tc_dtype;
 
 /* A value for a `constexpr` parameter. name is required; kind is one of

@@ -11,13 +11,14 @@
 #               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check), and
 #               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
-#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_fp8, test_matmul,
 #               test_attention, test_attention_bwd, test_attention_kvcache, test_lineinfo, examples, bench: every
 #               benchmark, bench_matmul:
 #               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too),
 #               bench_decode: bench/decode.py alone)
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
-# TILEC_ARCH=sm_90 (the mma.sync path); test_matmul and test_attention a third time with
+# TILEC_ARCH=sm_90 (the mma.sync path); test_fp8 a third time with TILEC_ARCH=sm_80 (fp8 conversions
+# in software), test_matmul and test_attention a third time with
 # TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies), and test_attention a fourth with
 # TILEC_PERSISTENT=1 too (persistent programs); test_lineinfo (compute-sanitizer must report a bad
 # store at its .tile line) runs once. A program whose log has a "tilec: ptxas:" line
@@ -134,13 +135,14 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd test_attention_kvcache \
-    test_lineinfo; do
+for t in test_features test_fp8 test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd \
+    test_attention_kvcache test_lineinfo; do
     wanted "$t" || continue
     log="$logs/$t.log"
-    # the backward's and the KV cache's share the forward's log, test_lineinfo test_features' (8 files at most)
+    # the backward's and the KV cache's share the forward's log, test_fp8 and test_lineinfo
+    # test_features' (8 files at most)
     [ "$t" = test_attention_bwd ] || [ "$t" = test_attention_kvcache ] && log="$logs/test_attention.log"
-    [ "$t" = test_lineinfo ] && log="$logs/test_features.log"
+    [ "$t" = test_fp8 ] || [ "$t" = test_lineinfo ] && log="$logs/test_features.log"
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
         results+=("$t|-|-|-|-|-|MISSING")
@@ -148,13 +150,18 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention test
         continue
     fi
     args=()
-    [ $quick = 1 ] && [ "$t" != test_features ] && args+=(--quick)
+    [ $quick = 1 ] && [ "$t" != test_features ] && [ "$t" != test_fp8 ] && args+=(--quick)
     echo "== $t ${args[*]:-}"
     run_one "$t" "$log" "$prog" "${args[@]}"
     # on Hopper the default is sm_90a (wgmma); the mma.sync path must stay correct too
     if [ "$hopper" = 1 ] && [ "$t" != test_lineinfo ]; then
         echo "== $t ${args[*]:-} (TILEC_ARCH=sm_90)"
         TILEC_ARCH=sm_90 run_one "$t sm_90" "$log" "$prog" "${args[@]}"
+    fi
+    # fp8 conversions without the fp8 instructions (sm_80's integer code), on this GPU
+    if [ "$hopper" = 1 ] && [ "$t" = test_fp8 ]; then
+        echo "== $t ${args[*]:-} (TILEC_ARCH=sm_80)"
+        TILEC_ARCH=sm_80 run_one "$t sm_80" "$log" "$prog" "${args[@]}"
     fi
     # and the dot kernels with a producer warpgroup (warp specialization), whatever the library picks
     if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then

@@ -563,6 +563,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(cx_bool_2, NOCTX, INV, "0 or 1", compile_cx("SINGLE_TILE", TC_CONSTEXPR_BOOL, 2))                                \
     X(cx_dtype_99, NOCTX, INV, "tc_dtype", compile_cx("T", TC_CONSTEXPR_DTYPE, 99))                                    \
     X(cx_dtype_min, NOCTX, INV, "tc_dtype", compile_cx("T", TC_CONSTEXPR_DTYPE, INT64_MIN))                            \
+    X(cx_dtype_past_fp8, NOCTX, INV, "tc_dtype", compile_cx("T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F8E5M2 + 1))             \
     /* tc_compile: options */                                                                                          \
     X(emit_99, NOCTX, INV, "opt->emit", compile_opt(O_EMIT, 99, NULL))                                                 \
     X(emit_neg, NOCTX, INV, "opt->emit", compile_opt(O_EMIT, -1, NULL))                                                \
@@ -649,6 +650,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(desc_param_name_null, CTX, INV, "params[0].name is NULL", load_desc(D_PNAME_NULL, 0, 0))                         \
     X(desc_dtype_99, CTX, INV, "dtype 99", load_desc(D_DTYPE, 99, 0))                                                  \
     X(desc_dtype_neg, CTX, INV, "dtype -1", load_desc(D_DTYPE, -1, 0))                                                 \
+    X(desc_dtype_past_fp8, CTX, INV, "dtype 11", load_desc(D_DTYPE, TC_DTYPE_F8E5M2 + 1, 0))                           \
     X(desc_good, CTX, TC_OK, "", load_desc(D_SHARED, 0, 1024))                                                         \
     X(desc_persistent_2, CTX, INV, "persistent 2 is not 0 or 1", load_desc(D_PERSISTENT, 2, 0))                        \
     X(desc_persistent_neg, CTX, INV, "persistent -1", load_desc(D_PERSISTENT, -1, 0))                                  \
@@ -737,6 +739,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(softmax_null_ctx, NOCTX, INV, "ctx", softmax(NULL, TC_DTYPE_F32, P, 4, 64, 64))                                  \
     X(softmax_dtype_99, NOCTX, INV, "dtype", softmax(SCTX, 99, P, 4, 64, 64))                                          \
     X(softmax_dtype_neg, NOCTX, INV, "dtype", softmax(SCTX, -1, P, 4, 64, 64))                                         \
+    X(softmax_dtype_fp8, NOCTX, INV, "dtype", softmax(SCTX, TC_DTYPE_F8E4M3, P, 4, 64, 64))                            \
     X(softmax_rows_0, NOCTX, INV, "rows", softmax(SCTX, TC_DTYPE_F32, P, 0, 64, 64))                                   \
     X(softmax_rows_min, NOCTX, INV, "rows", softmax(SCTX, TC_DTYPE_F32, P, INT64_MIN, 64, 64))                         \
     X(softmax_rows_max, NOCTX, INV, "rows", softmax(SCTX, TC_DTYPE_F32, P, INT64_MAX, 64, 64))                         \
@@ -765,6 +768,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     /* matrix multiplies */                                                                                            \
     X(matmul_null_ctx, NOCTX, INV, "ctx", matmul(NULL, TC_DTYPE_F16, P, 64, 64, 64, 64, 1, 0))                         \
     X(matmul_dtype_f32, NOCTX, INV, "dtype", matmul(SCTX, TC_DTYPE_F32, P, 64, 64, 64, 64, 1, 0))                      \
+    X(matmul_dtype_fp8, NOCTX, INV, "dtype", matmul(SCTX, TC_DTYPE_F8E5M2, P, 64, 64, 64, 64, 1, 0))                   \
     X(matmul_m_0, NOCTX, INV, "M", matmul(SCTX, TC_DTYPE_F16, P, 0, 64, 64, 64, 1, 0))                                 \
     X(matmul_m_max, NOCTX, INV, "M", matmul(SCTX, TC_DTYPE_F16, P, INT64_MAX, 64, 64, 64, 1, 0))                       \
     X(matmul_k_min, NOCTX, INV, "K", matmul(SCTX, TC_DTYPE_F16, P, 64, 64, INT64_MIN, 64, 1, 0))                       \

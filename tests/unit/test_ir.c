@@ -129,4 +129,55 @@ TEST(float_rounding) {
     CHECK(ir_float_round(IR_F64, 0.1) == 0.1);
 }
 
-UNIT_SUITE(ir, types_are_interned, layouts_are_interned, builder_and_uses, integer_folding, float_rounding)
+/* The value of fp8 code c, from the format's definition alone. */
+static double f8_ref_value(bool e4, unsigned c) {
+    unsigned e = (c & 0x7F) >> (e4 ? 3 : 2), m = c & (e4 ? 7 : 3);
+    double s = c & 0x80 ? -1 : 1;
+    if (e4 && (c & 0x7F) == 0x7F)
+        return NAN;
+    if (!e4 && e == 31)
+        return m ? NAN : s * INFINITY;
+    return e4 ? s * (e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9))
+              : s * (e ? ldexp(4 + m, (int)e - 17) : ldexp(m, -16));
+}
+
+/* fp8 constants: every code decodes to its value and encodes back (NaNs to
+ * 0x7F, e5m2's infinities to the saturated maximum); rounding is to the
+ * nearest code, ties to the even one, with saturation: checked against a
+ * search over every code for midpoints, neighbours of midpoints and
+ * values past the maximum. */
+TEST(fp8_rounding) {
+    for (int f = 0; f < 2; f++) {
+        bool e4 = f == 0;
+        IrTypeKind k = e4 ? IR_F8E4M3 : IR_F8E5M2;
+        double max = e4 ? 448 : 57344;
+        for (unsigned c = 0; c < 256; c++) {
+            double v = f8_ref_value(e4, c), got = ir_f8_value(k, (uint8_t)c);
+            CHECK(isnan(v) ? isnan(got) : got == v && !signbit(got) == !signbit(v));
+            unsigned want = isnan(v) ? 0x7F : isinf(v) ? (c & 0x80) | (e4 ? 0x7E : 0x7B) : c;
+            CHECK_EQ_INT(ir_f8_bits(k, v), want);
+        }
+        /* midpoints between neighbouring codes, and values just beside them */
+        for (unsigned c = 0; c < 0x7F; c++) {
+            double lo = f8_ref_value(e4, c), hi = f8_ref_value(e4, c + 1);
+            if (!isfinite(hi))
+                break;
+            double mid = (lo + hi) / 2;
+            unsigned even = (c & 1) ? c + 1 : c;
+            CHECK_EQ_INT(ir_f8_bits(k, mid), even);
+            CHECK_EQ_INT(ir_f8_bits(k, -mid), even | 0x80);
+            CHECK_EQ_INT(ir_f8_bits(k, nextafter(mid, 0)), c);
+            CHECK_EQ_INT(ir_f8_bits(k, nextafter(mid, INFINITY)), c + 1);
+            CHECK(ir_float_round(k, mid) == f8_ref_value(e4, even));
+        }
+        CHECK(ir_float_round(k, 1e30) == max);
+        CHECK(ir_float_round(k, -INFINITY) == -max);
+        CHECK(isnan(ir_float_round(k, NAN)));
+        CHECK_EQ_INT(ir_f8_bits(k, max * 1.07), e4 ? 0x7E : 0x7B); /* would round past the maximum */
+        CHECK_EQ_INT(ir_f8_bits(k, -0.0), 0x80);
+        CHECK_EQ_INT(ir_f8_bits(k, NAN), 0x7F);
+    }
+}
+
+UNIT_SUITE(ir, types_are_interned, layouts_are_interned, builder_and_uses, integer_folding, float_rounding,
+           fp8_rounding)
