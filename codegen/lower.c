@@ -610,23 +610,6 @@ static bool lower_warp_specialize(Cg *cg, IrOp *op) {
     return true;
 }
 
-/* assert: a thread where any element is false traps (kernels fail loudly). */
-static bool lower_assert(Cg *cg, IrOp *op) {
-    CgVal *c = cg_get(cg, op->operands[0]);
-    LLVMValueRef bad = NULL;
-    for (int r = 0; r < c->n; r++) {
-        LLVMValueRef nb = LLVMBuildNot(cg->b, c->v[r], "");
-        bad = bad ? LLVMBuildOr(cg->b, bad, nb, "") : nb;
-    }
-    LLVMBasicBlockRef trap = cg_block(cg, "assert.fail"), cont = cg_block(cg, "assert.ok");
-    LLVMBuildCondBr(cg->b, bad, trap, cont);
-    LLVMPositionBuilderAtEnd(cg->b, trap);
-    cg_intrinsic(cg, "llvm.trap", NULL, 0, NULL, 0);
-    LLVMBuildUnreachable(cg->b);
-    LLVMPositionBuilderAtEnd(cg->b, cont);
-    return true;
-}
-
 /*
  * Every register of a tile is a separate LLVM value (codegen unrolls tiles
  * per thread), and parts of LLVM's NVPTX back end are superlinear in the
@@ -714,7 +697,8 @@ static bool lower_op(Cg *cg, IrOp *op) {
                "r,n,~{memory}", args, 2, true);
         return true;
     }
-    case IR_OP_ASSERT: return lower_assert(cg, op);
+    case IR_OP_ASSERT: return cg_lower_assert(cg, op);
+    case IR_OP_PRINT: return cg_lower_print(cg, op);
     case IR_OP_BARRIER: cg_barrier(cg); return true;
     case IR_OP_LOCAL_ALLOC:
     case IR_OP_MEMDESC_INDEX:

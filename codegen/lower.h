@@ -1,7 +1,7 @@
 /*
  * lower.h — internals shared by the files of the lowering to LLVM IR
  * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c,
- * lower_shared.c, lower_dot.c). Not part of codegen.h: nothing outside codegen/ uses these.
+ * lower_shared.c, lower_dot.c, lower_debug.c). Not part of codegen.h: nothing outside codegen/ uses these.
  *
  * The model: every IR value becomes a CgVal, an array of LLVM values. A
  * scalar has one, the same in every thread (scalars are uniform: they come
@@ -217,5 +217,10 @@ CgVal *cg_deferred_val(CgDeferred *d);
 /* ---- lower_dot.c ---- */
 
 bool cg_lower_dot(Cg *cg, IrOp *op);
+
+/* ---- lower_debug.c: print (vprintf) and assert (__assertfail) ---- */
+
+bool cg_lower_print(Cg *cg, IrOp *op);
+bool cg_lower_assert(Cg *cg, IrOp *op);
 
 #endif
