@@ -139,6 +139,20 @@ LLVMBasicBlockRef cg_block(Cg *cg, const char *name) {
     return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
 }
 
+LLVMBasicBlockRef cg_begin_if(Cg *cg, LLVMValueRef pred, const char *name) {
+    char end[64];
+    snprintf(end, sizeof end, "%s.end", name);
+    LLVMBasicBlockRef then = cg_block(cg, name), cont = cg_block(cg, end);
+    LLVMBuildCondBr(cg->b, pred, then, cont);
+    LLVMPositionBuilderAtEnd(cg->b, then);
+    return cont;
+}
+
+void cg_end_if(Cg *cg, LLVMBasicBlockRef cont) {
+    LLVMBuildBr(cg->b, cont);
+    LLVMPositionBuilderAtEnd(cg->b, cont);
+}
+
 LLVMValueRef cg_contract(LLVMValueRef inst) {
     if (LLVMIsAInstruction(inst) && LLVMCanValueUseFastMathFlags(inst))
         LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);

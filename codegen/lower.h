@@ -156,6 +156,11 @@ LLVMValueRef cg_shfl_xor(Cg *cg, LLVMValueRef v, int mask);
 LLVMValueRef cg_contract(LLVMValueRef inst);
 /* A new basic block at the end of the kernel. */
 LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
+/* What is lowered after cg_begin_if and before cg_end_if runs where pred
+ * holds: a block `name` entered on pred, and `name`.end after it (which
+ * cg_begin_if returns for cg_end_if). */
+LLVMBasicBlockRef cg_begin_if(Cg *cg, LLVMValueRef pred, const char *name);
+void cg_end_if(Cg *cg, LLVMBasicBlockRef cont);
 
 /* ---- lower_math.c: elementwise ops, constants, casts ---- */
 

@@ -134,60 +134,50 @@ static void call_vprintf(Cg *cg, LLVMValueRef fmt, LLVMValueRef buf, LLVMTypeRef
     LLVMBuildCall2(cg->b, fty, extern_func(cg, "vprintf", fty), call_args, 2, "");
 }
 
-/* Runs the rest of the op's lowering where pred holds: returns the block to
- * continue in afterwards (the builder is positioned in the guarded one). */
-static LLVMBasicBlockRef guard(Cg *cg, LLVMValueRef pred, const char *name) {
-    LLVMBasicBlockRef body = cg_block(cg, name), cont = cg_block(cg, "print.end");
-    LLVMBuildCondBr(cg->b, pred, body, cont);
-    LLVMPositionBuilderAtEnd(cg->b, body);
-    return cont;
-}
-
-static void unguard(Cg *cg, LLVMBasicBlockRef cont) {
-    LLVMBuildBr(cg->b, cont);
-    LLVMPositionBuilderAtEnd(cg->b, cont);
-}
-
-/* Prints value operand k (operand 3 + k) of op. */
+/* Prints value operand k (operand 3 + k) of op or, with k < 0 (a print
+ * without values), the program ids and the prefix alone. */
 static bool print_value(Cg *cg, IrOp *op, int k, LLVMValueRef *pid, const char *prefix) {
-    const IrValue *x = op->operands[3 + k];
-    const IrType *t = x->type;
-    const IrType *elem = ir_type_elem(t);
-    CgVal *cv = cg_get(cg, x);
-    int rank = t->kind == IR_TILE ? t->rank : 0;
+    const IrValue *x = k >= 0 ? op->operands[3 + k] : NULL;
+    const IrType *t = x ? x->type : NULL;
+    int rank = t && t->kind == IR_TILE ? t->rank : 0;
     const LinearLayout *ll = NULL;
     if (rank && !(ll = cg_ll(cg, t, op)))
         return false;
 
-    /* the format, the same for every element */
+    /* the format, the same for every element, and the argument buffer */
+    LLVMTypeRef fields[3 + IR_MAX_RANK + 1];
+    int nf = 0;
     Buf f;
     buf_init(&f);
-    buf_puts(&f, "pid (%d, %d, %d) idx (");
-    for (int d = 0; d < rank; d++)
-        buf_printf(&f, "%s%%%dd", d ? ", " : "", index_width(t->shape[d]));
-    buf_puts(&f, ")");
+    buf_puts(&f, "pid (%d, %d, %d)");
+    while (nf < 3 + rank)
+        fields[nf++] = cg->t_i32;
+    if (x) {
+        buf_puts(&f, " idx (");
+        for (int d = 0; d < rank; d++)
+            buf_printf(&f, "%s%%%dd", d ? ", " : "", index_width(t->shape[d]));
+        buf_puts(&f, ")");
+    }
     append_literal(&f, prefix);
-    if (op->num_operands > 4)
+    if (x && op->num_operands > 4)
         buf_printf(&f, "(operand %d) ", k);
-    LLVMTypeRef vty;
-    buf_printf(&f, "%s\n", conversion(cg, elem, &vty));
+    if (x)
+        buf_puts(&f, conversion(cg, ir_type_elem(t), &fields[nf++]));
+    buf_puts(&f, "\n");
     LLVMValueRef fmt = global_string(cg, f.data, "printf_format");
     buf_free(&f);
-
-    LLVMTypeRef fields[3 + IR_MAX_RANK + 1];
-    for (int i = 0; i < 3 + rank; i++)
-        fields[i] = cg->t_i32;
-    fields[3 + rank] = vty;
-    LLVMTypeRef bty = LLVMStructTypeInContext(cg->ctx, fields, (unsigned)(4 + rank), 0);
+    LLVMTypeRef bty = LLVMStructTypeInContext(cg->ctx, fields, (unsigned)nf, 0);
     LLVMValueRef buf = LLVMBuildAlloca(cg->entry_b, bty, "printf.args");
     LLVMValueRef args[3 + IR_MAX_RANK + 1] = {pid[0], pid[1], pid[2]};
+    CgVal *cv = x ? cg_get(cg, x) : NULL;
 
     if (!rank) {
-        LLVMBasicBlockRef cont = guard(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), ""),
-                                       "print.scalar");
-        args[3] = promote(cg, cv->v[0], elem);
-        call_vprintf(cg, fmt, buf, bty, args, 4);
-        unguard(cg, cont);
+        LLVMValueRef issuer = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
+        LLVMBasicBlockRef cont = cg_begin_if(cg, issuer, "print.scalar");
+        if (x)
+            args[3] = promote(cg, cv->v[0], t);
+        call_vprintf(cg, fmt, buf, bty, args, nf);
+        cg_end_if(cg, cont);
         return true;
     }
     /* registers whose set bits all have nonzero bases: each element once */
@@ -199,45 +189,26 @@ static bool print_value(Cg *cg, IrOp *op, int k, LLVMValueRef *pid, const char *
         if (zero)
             dup |= 1u << b;
     }
-    LLVMBasicBlockRef cont = guard(cg, cg_owner(cg, ll), "print.tile");
+    LLVMBasicBlockRef cont = cg_begin_if(cg, cg_owner(cg, ll), "print.tile");
     for (int r = 0; r < ll_num_regs(ll); r++) {
         if ((unsigned)r & dup)
             continue;
         for (int d = 0; d < rank; d++)
             args[3 + d] = cg_coord(cg, ll, r, d);
-        args[3 + rank] = promote(cg, cg_reg(cv, r), elem);
-        call_vprintf(cg, fmt, buf, bty, args, 4 + rank);
+        args[3 + rank] = promote(cg, cg_reg(cv, r), t->elem);
+        call_vprintf(cg, fmt, buf, bty, args, nf);
     }
-    unguard(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 
 bool cg_lower_print(Cg *cg, IrOp *op) {
     const char *prefix = ir_op_get_string(op, "prefix");
-    if (!prefix)
-        prefix = "";
     LLVMValueRef pid[3];
     for (int i = 0; i < 3; i++)
         pid[i] = cg_get(cg, op->operands[i])->v[0];
-    if (op->num_operands == 3) {
-        Buf f;
-        buf_init(&f);
-        buf_puts(&f, "pid (%d, %d, %d)");
-        append_literal(&f, prefix);
-        buf_puts(&f, "\n");
-        LLVMValueRef fmt = global_string(cg, f.data, "printf_format");
-        buf_free(&f);
-        LLVMTypeRef fields[3] = {cg->t_i32, cg->t_i32, cg->t_i32};
-        LLVMTypeRef bty = LLVMStructTypeInContext(cg->ctx, fields, 3, 0);
-        LLVMValueRef buf = LLVMBuildAlloca(cg->entry_b, bty, "printf.args");
-        LLVMBasicBlockRef cont = guard(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), ""),
-                                       "print.scalar");
-        call_vprintf(cg, fmt, buf, bty, pid, 3);
-        unguard(cg, cont);
-        return true;
-    }
-    for (int k = 0; k + 3 < op->num_operands; k++)
-        if (!print_value(cg, op, k, pid, prefix))
+    for (int k = op->num_operands > 3 ? 0 : -1; k + 3 < op->num_operands; k++)
+        if (!print_value(cg, op, k, pid, prefix ? prefix : ""))
             return false;
     return true;
 }
