@@ -20,9 +20,9 @@
 /* ---- an evaluator of scalar IR ---- */
 
 typedef struct EvVal {
-    int64_t i;   /* ints; pointers: the offset in elements */
-    double f;    /* floats */
-    int param;   /* pointers: 1 + the pointer parameter's index */
+    int64_t i; /* ints; pointers: the offset in elements */
+    double f;  /* floats */
+    int param; /* pointers: 1 + the pointer parameter's index */
 } EvVal;
 
 /* What a run stored: at most 8 elements through each of 2 pointer
