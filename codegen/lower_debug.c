@@ -30,7 +30,11 @@
  * printed by one thread only: the owner of its copies (cg_owner: lanes and
  * warps whose layout bases are zero hold copies) and, among a thread's
  * registers, the first that holds it (a register bit with a zero basis
- * repeats the registers below it). A scalar operand, and a print without
+ * repeats the registers below it). A tile's owner copies those registers
+ * into a local array and prints them in a loop, their coordinates' register
+ * parts read from a constant table: one vprintf call site per value,
+ * however large the tile (unrolled calls make the NVPTX back end slow on
+ * large tiles). A scalar operand, and a print without
  * values ("pid (x, y, z)P"), print once per program, from the issuing
  * thread (thread 0, or the producer warps' first thread in a
  * warp_specialize region).
@@ -44,30 +48,33 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A private constant string in the global address space, as a generic
- * pointer: the global `base`_N that holds s, made if there is none yet
- * (PTX names hold no '.', which is how LLVM would make a name unique). */
-static LLVMValueRef global_string(Cg *cg, const char *s, const char *base) {
-    size_t n = strlen(s);
+/* A private constant global of value `init`, named `base`_N for the first
+ * N that names no global yet (PTX names hold no '.', which is how LLVM
+ * would make a name unique), or the existing one of that name that holds
+ * the same value when `reuse`. */
+static LLVMValueRef private_global(Cg *cg, LLVMValueRef init, const char *base, bool reuse) {
     char name[64];
     LLVMValueRef g;
     for (int k = 0;; k++) {
         snprintf(name, sizeof name, "%s_%d", base, k);
         if (!(g = LLVMGetNamedGlobal(cg->mod, name)))
             break;
-        size_t len = 0;
-        const char *have = LLVMGetAsString(LLVMGetInitializer(g), &len);
-        if (len == n + 1 && memcmp(have, s, n + 1) == 0)
-            return LLVMConstAddrSpaceCast(g, LLVMPointerTypeInContext(cg->ctx, 0));
+        if (reuse && LLVMGetInitializer(g) == init) /* constants are uniqued */
+            return g;
     }
-    LLVMTypeRef ty = LLVMArrayType2(cg->t_i8, n + 1);
-    g = LLVMAddGlobalInAddressSpace(cg->mod, ty, name, 1);
-    LLVMSetInitializer(g, LLVMConstStringInContext(cg->ctx, s, (unsigned)n, 0));
+    g = LLVMAddGlobalInAddressSpace(cg->mod, LLVMTypeOf(init), name, 1);
+    LLVMSetInitializer(g, init);
     LLVMSetGlobalConstant(g, 1);
     LLVMSetLinkage(g, LLVMPrivateLinkage);
     LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
-    LLVMSetAlignment(g, 1);
-    return LLVMConstAddrSpaceCast(g, LLVMPointerTypeInContext(cg->ctx, 0));
+    return g;
+}
+
+/* A constant string in the global address space, as a generic pointer;
+ * one global per distinct string. */
+static LLVMValueRef global_string(Cg *cg, const char *s, const char *base) {
+    LLVMValueRef init = LLVMConstStringInContext(cg->ctx, s, (unsigned)strlen(s), 0);
+    return LLVMConstAddrSpaceCast(private_global(cg, init, base, true), LLVMPointerTypeInContext(cg->ctx, 0));
 }
 
 /* The external function `name` of type fty, declared once per module. */
@@ -180,25 +187,66 @@ static bool print_value(Cg *cg, IrOp *op, int k, LLVMValueRef *pid, const char *
         cg_end_if(cg, cont);
         return true;
     }
-    /* registers whose set bits all have nonzero bases: each element once */
-    unsigned dup = 0;
-    for (int b = 0; b < ll->num_bits[LL_REG]; b++) {
-        bool zero = true;
-        for (int d = 0; d < rank; d++)
-            zero &= ll->bases[LL_REG][b][d] == 0;
-        if (zero)
-            dup |= 1u << b;
+    /* The registers that hold an element first (a register bit whose basis
+     * is zero repeats the registers below it), as a loop over a local copy
+     * of their values and a table of their coordinates' register parts
+     * (XORed with the thread's part: ir/linear_layout.c), so that the code
+     * does not grow with the tile. */
+    int nregs = ll_num_regs(ll), nuniq = 0;
+    int *uniq = ARENA_ARRAY(&cg->arena, int, nregs);
+    for (int r = 0; r < nregs; r++) {
+        bool repeat = false;
+        for (int b = 0; b < ll->num_bits[LL_REG]; b++) {
+            bool zero = true;
+            for (int d = 0; d < rank; d++)
+                zero &= ll->bases[LL_REG][b][d] == 0;
+            repeat |= zero && (r >> b & 1);
+        }
+        if (!repeat)
+            uniq[nuniq++] = r;
     }
+    LLVMValueRef *rows = ARENA_ARRAY(&cg->arena, LLVMValueRef, nuniq);
+    for (int u = 0; u < nuniq; u++) {
+        int64_t c[IR_MAX_RANK];
+        LLVMValueRef parts[IR_MAX_RANK];
+        ll_apply_in(ll, LL_REG, uniq[u], c);
+        for (int d = 0; d < rank; d++)
+            parts[d] = cg_i32(cg, c[d]);
+        rows[u] = LLVMConstArray2(cg->t_i32, parts, (uint64_t)rank);
+    }
+    LLVMTypeRef row_ty = LLVMArrayType2(cg->t_i32, (uint64_t)rank);
+    LLVMValueRef table = private_global(cg, LLVMConstArray2(row_ty, rows, (uint64_t)nuniq), "printf_index", true);
+    LLVMTypeRef vals_ty = LLVMArrayType2(fields[3 + rank], (uint64_t)nuniq);
+    LLVMValueRef vals = LLVMBuildAlloca(cg->entry_b, vals_ty, "printf.values");
+
     LLVMBasicBlockRef cont = cg_begin_if(cg, cg_owner(cg, ll), "print.tile");
-    for (int r = 0; r < ll_num_regs(ll); r++) {
-        if ((unsigned)r & dup)
-            continue;
-        for (int d = 0; d < rank; d++)
-            args[3 + d] = cg_coord(cg, ll, r, d);
-        args[3 + rank] = promote(cg, cg_reg(cv, r), t->elem);
-        call_vprintf(cg, fmt, buf, bty, args, nf);
+    for (int u = 0; u < nuniq; u++) {
+        LLVMValueRef at[2] = {cg_i32(cg, 0), cg_i32(cg, u)};
+        LLVMBuildStore(cg->b, promote(cg, cg_reg(cv, uniq[u]), t->elem),
+                       LLVMBuildInBoundsGEP2(cg->b, vals_ty, vals, at, 2, ""));
     }
-    cg_end_if(cg, cont);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(cg->b), loop = cg_block(cg, "print.loop");
+    LLVMBuildBr(cg->b, loop);
+    LLVMPositionBuilderAtEnd(cg->b, loop);
+    LLVMValueRef i = LLVMBuildPhi(cg->b, cg->t_i32, "");
+    for (int d = 0; d < rank; d++) {
+        LLVMValueRef at[3] = {cg_i32(cg, 0), i, cg_i32(cg, d)};
+        LLVMValueRef part =
+            LLVMBuildLoad2(cg->b, cg->t_i32,
+                           LLVMBuildInBoundsGEP2(cg->b, LLVMTypeOf(LLVMGetInitializer(table)), table, at, 3, ""), "");
+        args[3 + d] = LLVMBuildXor(cg->b, cg_thread_coord(cg, ll, d), part, "");
+    }
+    LLVMValueRef at[2] = {cg_i32(cg, 0), i};
+    args[3 + rank] =
+        LLVMBuildLoad2(cg->b, fields[3 + rank], LLVMBuildInBoundsGEP2(cg->b, vals_ty, vals, at, 2, ""), "");
+    call_vprintf(cg, fmt, buf, bty, args, nf);
+    LLVMValueRef next = LLVMBuildAdd(cg->b, i, cg_i32(cg, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(cg->b);
+    LLVMValueRef zero = cg_i32(cg, 0);
+    LLVMAddIncoming(i, &zero, &pre, 1);
+    LLVMAddIncoming(i, &next, &latch, 1);
+    LLVMBuildCondBr(cg->b, LLVMBuildICmp(cg->b, LLVMIntSLT, next, cg_i32(cg, nuniq), ""), loop, cont);
+    LLVMPositionBuilderAtEnd(cg->b, cont);
     return true;
 }
 
