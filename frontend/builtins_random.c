@@ -31,18 +31,18 @@
  * 2 atanh((1 - u1) / (1 + u1)) as a series (lg2.approx's absolute error,
  * 2^-22.6, would dominate -ln u1 near 1, and could even make it negative);
  * and cos takes 2 pi (u2 - 1) for u2 >= 0.5 (exact: the same cosine), which
- * stays in [-pi, pi), where cos.approx is specified. It agrees with Triton's
+ * keeps its argument in [-pi, pi), where cos.approx is specified. It agrees with Triton's
  * to about 1e-5 absolute, not bitwise.
  *
- * Why ordinary IR ops and not a `philox` op: the expansion is about 70
- * elementwise ops (umulhi, mul, xor, add on i32; the key schedule on
- * scalars), which every pass already understands: canonicalize folds a
- * constant seed's key schedule (and the whole draw when the offsets are
- * constant too), CSE shares one Philox between rand and randn of the same
- * seed and offsets, the layout passes place it like any arithmetic, and an
- * IR interpreter needs nothing new but umulhi. A dedicated op would have
- * to be taught to each of them, for a code size gain that LLVM's own
- * folding already gives.
+ * Why ordinary IR ops and not a `philox` op: the expansion is about a
+ * hundred elementwise ops (umulhi, mul and xor on i32 words of the
+ * offsets' shape; the key schedule on scalars), which every pass already
+ * understands. A constant seed's key schedule folds as it is built (the
+ * whole draw, when the offsets are constant too), CSE shares one Philox
+ * between rand and randn of the same seed and offsets, the layout passes
+ * place it like any arithmetic, codegen needs only umulhi (mul.hi.u32), and
+ * an IR interpreter nothing else. A `philox` op would be one op instead of
+ * a hundred in the IR, but each of them would have to learn it.
  */
 #include "ast_to_ir.h"
 
@@ -111,7 +111,9 @@ static Val op1(Rng *g, IrOpcode opc, Val x) {
     return val_ir(ir_build_unary(&g->L->b, opc, x.v->type, x.v));
 }
 
-/* The high 32 bits of a 64-bit value, as i32. */
+/* The high 32 bits of a 64-bit value, as i32: the IR's shr is arithmetic,
+ * but the bits it shifts in are cut off by the truncation, so no logical
+ * shift is needed. */
 static Val high_word(Rng *g, Val x64) {
     return lower_convert(g->L, op2(g, IR_OP_SHR, x64, val_int(lower_scalar(g->L, IR_I64), 32)),
                          lower_scalar(g->L, IR_I32), g->call);
