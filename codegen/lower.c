@@ -143,6 +143,20 @@ LLVMBasicBlockRef cg_block(Cg *cg, const char *name) {
     return LLVMAppendBasicBlockInContext(cg->ctx, cg->fn, name);
 }
 
+LLVMBasicBlockRef cg_begin_if(Cg *cg, LLVMValueRef pred, const char *name) {
+    char end[64];
+    snprintf(end, sizeof end, "%s.end", name);
+    LLVMBasicBlockRef then = cg_block(cg, name), cont = cg_block(cg, end);
+    LLVMBuildCondBr(cg->b, pred, then, cont);
+    LLVMPositionBuilderAtEnd(cg->b, then);
+    return cont;
+}
+
+void cg_end_if(Cg *cg, LLVMBasicBlockRef cont) {
+    LLVMBuildBr(cg->b, cont);
+    LLVMPositionBuilderAtEnd(cg->b, cont);
+}
+
 LLVMValueRef cg_contract(LLVMValueRef inst) {
     if (LLVMIsAInstruction(inst) && LLVMCanValueUseFastMathFlags(inst))
         LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);
@@ -669,23 +683,6 @@ static bool lower_warp_specialize(Cg *cg, IrOp *op) {
     return true;
 }
 
-/* assert: a thread where any element is false traps (kernels fail loudly). */
-static bool lower_assert(Cg *cg, IrOp *op) {
-    CgVal *c = cg_get(cg, op->operands[0]);
-    LLVMValueRef bad = NULL;
-    for (int r = 0; r < c->n; r++) {
-        LLVMValueRef nb = LLVMBuildNot(cg->b, c->v[r], "");
-        bad = bad ? LLVMBuildOr(cg->b, bad, nb, "") : nb;
-    }
-    LLVMBasicBlockRef trap = cg_block(cg, "assert.fail"), cont = cg_block(cg, "assert.ok");
-    LLVMBuildCondBr(cg->b, bad, trap, cont);
-    LLVMPositionBuilderAtEnd(cg->b, trap);
-    cg_intrinsic(cg, "llvm.trap", NULL, 0, NULL, 0);
-    LLVMBuildUnreachable(cg->b);
-    LLVMPositionBuilderAtEnd(cg->b, cont);
-    return true;
-}
-
 /*
  * Every register of a tile is a separate LLVM value (codegen unrolls tiles
  * per thread), and parts of LLVM's NVPTX back end are superlinear in the
@@ -774,7 +771,8 @@ static bool lower_op(Cg *cg, IrOp *op) {
                "r,n,~{memory}", args, 2, true);
         return true;
     }
-    case IR_OP_ASSERT: return lower_assert(cg, op);
+    case IR_OP_ASSERT: return cg_lower_assert(cg, op);
+    case IR_OP_PRINT: return cg_lower_print(cg, op);
     case IR_OP_BARRIER: cg_barrier(cg); return true;
     case IR_OP_LOCAL_ALLOC:
     case IR_OP_MEMDESC_INDEX:

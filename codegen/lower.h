@@ -1,7 +1,7 @@
 /*
  * lower.h — internals shared by the files of the lowering to LLVM IR
  * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c,
- * lower_shared.c, lower_dot.c). Not part of codegen.h: nothing outside codegen/ uses these.
+ * lower_shared.c, lower_dot.c, lower_debug.c). Not part of codegen.h: nothing outside codegen/ uses these.
  *
  * The model: every IR value becomes a CgVal, an array of LLVM values. A
  * scalar has one, the same in every thread (scalars are uniform: they come
@@ -160,6 +160,11 @@ LLVMValueRef cg_shfl_xor(Cg *cg, LLVMValueRef v, int mask);
 LLVMValueRef cg_contract(LLVMValueRef inst);
 /* A new basic block at the end of the kernel. */
 LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
+/* What is lowered after cg_begin_if and before cg_end_if runs where pred
+ * holds: a block `name` entered on pred, and `name`.end after it (which
+ * cg_begin_if returns for cg_end_if). */
+LLVMBasicBlockRef cg_begin_if(Cg *cg, LLVMValueRef pred, const char *name);
+void cg_end_if(Cg *cg, LLVMBasicBlockRef cont);
 
 /* ---- line_info.c: .file/.loc directives (TgTarget.line_info) ---- */
 
@@ -252,5 +257,10 @@ CgVal *cg_deferred_val(CgDeferred *d);
 /* ---- lower_dot.c ---- */
 
 bool cg_lower_dot(Cg *cg, IrOp *op);
+
+/* ---- lower_debug.c: print (vprintf) and assert (__assertfail) ---- */
+
+bool cg_lower_print(Cg *cg, IrOp *op);
+bool cg_lower_assert(Cg *cg, IrOp *op);
 
 #endif

@@ -175,6 +175,17 @@ static LLVMValueRef int_shift(Cg *cg, bool left, LLVMValueRef x, LLVMValueRef s)
     return LLVMBuildAShr(b, x, cg_intrinsic(cg, "llvm.umin", over, 1, args, 2), "");
 }
 
+/* The high half of the unsigned double-width product, computed in twice the
+ * width (at least 32 bits): NVPTX selects mul.hi.u32 / mul.hi.u64. */
+static LLVMValueRef int_umulhi(Cg *cg, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = cg->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    unsigned bits = LLVMGetIntTypeWidth(t);
+    LLVMTypeRef wide = LLVMIntTypeInContext(cg->ctx, bits < 16 ? 32 : 2 * bits);
+    LLVMValueRef p = LLVMBuildMul(b, LLVMBuildZExt(b, x, wide, ""), LLVMBuildZExt(b, y, wide, ""), "");
+    return LLVMBuildTrunc(b, LLVMBuildLShr(b, p, LLVMConstInt(wide, bits, 0), ""), t, "");
+}
+
 static LLVMValueRef call1(Cg *cg, const char *name, LLVMValueRef x, bool overloaded) {
     LLVMTypeRef over[1] = {LLVMTypeOf(x)};
     return cg_intrinsic(cg, name, over, overloaded ? 1 : 0, &x, 1);
@@ -363,6 +374,7 @@ static LLVMValueRef element(Cg *cg, const IrOp *op, LLVMValueRef *a, const IrTyp
     case IR_OP_NOT: return LLVMBuildNot(b, a[0], "");
     case IR_OP_SHL: return int_shift(cg, true, a[0], a[1]);
     case IR_OP_SHR: return int_shift(cg, false, a[0], a[1]);
+    case IR_OP_UMULHI: return int_umulhi(cg, a[0], a[1]);
     case IR_OP_CMP: {
         const char *p = ir_op_get_word(op, "pred");
         if (!p)

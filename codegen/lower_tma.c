@@ -46,15 +46,11 @@ static LLVMBasicBlockRef begin_thread0(Cg *cg, LLVMValueRef pred) {
     LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
     if (pred)
         c = LLVMBuildAnd(cg->b, c, pred, "");
-    LLVMBasicBlockRef then = cg_block(cg, "thread0"), cont = cg_block(cg, "thread0.end");
-    LLVMBuildCondBr(cg->b, c, then, cont);
-    LLVMPositionBuilderAtEnd(cg->b, then);
-    return cont;
+    return cg_begin_if(cg, c, "thread0");
 }
 
 static void end_thread0(Cg *cg, LLVMBasicBlockRef cont) {
-    LLVMBuildBr(cg->b, cont);
-    LLVMPositionBuilderAtEnd(cg->b, cont);
+    cg_end_if(cg, cont);
 }
 
 /* The shared pointer to barrier `index` (i32 value) of a buffer. */

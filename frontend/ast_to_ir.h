@@ -4,7 +4,8 @@
  *   ast_to_ir.c   the driver: kernels and their specialization, funcs and
  *                 their instantiation, scopes, statements, control flow;
  *   ast_to_ir_expr.c  values, types, promotion, broadcasting, operators;
- *   builtins.c    the type rule and the lowering of every builtin.
+ *   builtins.c    the type rule and the lowering of every builtin;
+ *   builtins_random.c  rand, randn and randint (Philox).
  *
  * The central type is Val, what lowering an expression produces: either a
  * compile-time scalar constant (folded in the front end, so that shapes,
@@ -231,5 +232,11 @@ Val lower_cast_call(Lower *L, const AstNode *call, const AstNode *type);
 /* n as a type name: an AST_TYPE node, or an identifier bound to a dtype
  * parameter (a type node is made for it). NULL if n names no type. */
 const AstNode *lower_as_type(Lower *L, const AstNode *n);
+
+/* ==== builtins_random.c ==== */
+
+/* rand, randn, randint (`name`) of a call (seed, offsets): Philox4x32-10
+ * expanded into IR ops, as Triton's tl.rand, tl.randn, tl.randint. */
+Val lower_random(Lower *L, const AstNode *call, const char *name);
 
 #endif

@@ -874,7 +874,7 @@ static Val lower_call(Lower *L, const AstNode *n) {
     if (!d) {
         lower_error(L, callee, "call to undeclared function '%s'", callee->name);
         for (int i = 0; i < n->num_items; i++)
-            if (n->items[i]->kind != AST_TYPE && n->items[i]->kind != AST_LIST)
+            if (n->items[i]->kind != AST_TYPE && n->items[i]->kind != AST_LIST && n->items[i]->kind != AST_STRING_LIT)
                 lower_expr_any(L, n->items[i]);
         return val_error();
     }
@@ -940,7 +940,8 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
                     ir_scalar_name(n->type.scalar));
         return val_error();
     case AST_STRING_LIT:
-        lower_error(L, n, "a string is only allowed as the message of static_assert");
+        lower_error(L, n, "a string is only allowed as the label of device_print or the message of device_assert or "
+                          "static_assert");
         return val_error();
     case AST_LIST:
         lower_error(L, n, "a list like [64, 32] is only allowed as a shape or permutation argument");

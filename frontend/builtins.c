@@ -396,6 +396,41 @@ static Val b_cdiv(Lower *L, const AstNode *call, const Builtin *bi) {
     return lower_arith(L, call, IR_OP_DIV, NULL, "cdiv", t, b);
 }
 
+/* Does the literal x fit `bits` bits, read as signed or as unsigned? */
+static bool literal_fits(const Val *x, int bits) {
+    return bits >= 64 || (x->i >= -((int64_t)1 << (bits - 1)) && x->i < (int64_t)1 << bits);
+}
+
+/* umulhi(a, b): the high half of the unsigned product of two integers. A
+ * literal takes the other operand's type when it fits its bits read as
+ * unsigned (0xD2511F53 with an i32); two literals are i32 when both fit 32
+ * bits so, else i64. */
+static Val b_umulhi(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val v[2] = {lower_expr(L, arg(call, 0)), lower_expr(L, arg(call, 1))};
+    if (!is_value(&v[0]) || !is_value(&v[1]))
+        return val_error();
+    const IrType *e[2] = {val_elem(&v[0]), val_elem(&v[1])};
+    if (!ir_type_is_int(e[0]) || !ir_type_is_int(e[1]) || e[0]->kind == IR_I1 || e[1]->kind == IR_I1) {
+        lower_error(L, call, "operands of 'umulhi' must be integers, got %s and %s", lower_val_str(L, &v[0]),
+                    lower_val_str(L, &v[1]));
+        return val_error();
+    }
+    bool weak[2] = {v[0].kind == VAL_CONST && v[0].weak, v[1].kind == VAL_CONST && v[1].weak};
+    if (weak[0] && weak[1]) {
+        const IrType *t = lower_scalar(L, literal_fits(&v[0], 32) && literal_fits(&v[1], 32) ? IR_I32 : IR_I64);
+        v[0] = val_int(t, v[0].i);
+        v[1] = val_int(t, v[1].i);
+    }
+    for (int i = 0; i < 2; i++)
+        if (weak[i] && !weak[1 - i] && literal_fits(&v[i], ir_type_bits(e[1 - i])))
+            v[i] = val_int(e[1 - i], v[i].i);
+    return lower_arith(L, call, IR_OP_UMULHI, NULL, bi->name, v[0], v[1]);
+}
+
+static Val b_random(Lower *L, const AstNode *call, const Builtin *bi) {
+    return lower_random(L, call, bi->name);
+}
+
 /* ---- reductions ---- */
 
 static Val reduce_axis(Lower *L, const AstNode *call, const Builtin *bi, Val x, int axis) {
@@ -625,6 +660,81 @@ static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
     return val_ir(old);
 }
 
+/* ---- debugging ---- */
+
+/* The string literal argument i of a call (NULL, with an error, if it is
+ * something else). */
+static const char *string_arg(Lower *L, const AstNode *call, int i, const char *what) {
+    const AstNode *n = arg(call, i);
+    if (n->kind != AST_STRING_LIT || !n->str) {
+        lower_error(L, n, "%s of '%s' must be a string literal", what, call->lhs->name);
+        return NULL;
+    }
+    return n->str;
+}
+
+/* device_print("label", values...): `print` with the program ids, the label
+ * as Triton makes it a prefix (" label: " when there are values). */
+static Val b_device_print(Lower *L, const AstNode *call, const Builtin *bi) {
+    const char *label = string_arg(L, call, 0, "label");
+    int n = call->num_items - 1;
+    IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, n + 3);
+    bool ok = label != NULL;
+    for (int i = 0; i < n; i++) {
+        Val x = lower_expr(L, arg(call, i + 1));
+        if (is_value(&x)) {
+            lower_at(L, call);
+            ops[3 + i] = lower_ir(L, &x);
+        } else {
+            ok = false;
+        }
+    }
+    if (!ok)
+        return val_error();
+    /* Triton's prefix: with values it ends in ": " (a final space becomes
+     * one), and one longer than two characters starts with a space */
+    size_t len = strlen(label);
+    char *prefix = (char *)arena_alloc(&L->tmp, len + 4) + 1; /* room for " " before, ": " after */
+    memcpy(prefix, label, len + 1);
+    if (n > 0 && (len == 0 || prefix[len - 1] != ' '))
+        prefix[len++] = ' ';
+    if (n > 0 && !(len >= 2 && prefix[len - 2] == ':')) {
+        prefix[len - 1] = ':';
+        prefix[len++] = ' ';
+    }
+    prefix[len] = 0;
+    if (len > 2 && prefix[0] != ' ')
+        *--prefix = ' ';
+    lower_at(L, call);
+    for (int axis = 0; axis < 3; axis++) {
+        ops[axis] = ir_build(&L->b, IR_OP_PROGRAM_ID, lower_scalar(L, IR_I32), 0, NULL);
+        ir_op_set_int(L->m, ops[axis]->def, "axis", axis);
+    }
+    IrOp *op = ir_build_op(&L->b, IR_OP_PRINT, n + 3, ops, 0, NULL);
+    ir_op_set_string(L->m, op, "prefix", prefix);
+    return val_void(bi->name);
+}
+
+/* device_assert(cond [, "message"]): `assert`; a constant true condition
+ * needs none. */
+static Val b_device_assert(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val c = lower_expr(L, arg(call, 0));
+    const char *msg = call->num_items > 1 ? string_arg(L, call, 1, "message") : bi->name;
+    if (!is_value(&c) || !msg)
+        return val_error();
+    if (val_elem(&c)->kind != IR_I1) {
+        lower_error(L, arg(call, 0), "condition of '%s' must be bool, got %s", bi->name, lower_val_str(L, &c));
+        return val_error();
+    }
+    if (c.kind == VAL_CONST && c.i)
+        return val_void(bi->name);
+    lower_at(L, call);
+    IrValue *v = lower_ir(L, &c);
+    IrOp *op = ir_build_op(&L->b, IR_OP_ASSERT, 1, &v, 0, NULL);
+    ir_op_set_string(L->m, op, "message", msg);
+    return val_void(bi->name);
+}
+
 /* ---- the table ---- */
 
 static const Builtin builtins[] = {
@@ -659,6 +769,10 @@ static const Builtin builtins[] = {
     {"cos", 1, 1, b_math, IR_OP_COS, NULL},
     {"fma", 3, 3, b_fma, IR_OP_FMA, NULL},
     {"cdiv", 2, 2, b_cdiv, IR_OP_DIV, NULL},
+    {"umulhi", 2, 2, b_umulhi, IR_OP_UMULHI, NULL},
+    {"rand", 2, 2, b_random, IR_OP_UMULHI, NULL},
+    {"randn", 2, 2, b_random, IR_OP_UMULHI, NULL},
+    {"randint", 2, 2, b_random, IR_OP_UMULHI, NULL},
     {"dot", 2, 3, b_dot, IR_OP_DOT, NULL},
     {"load", 1, 3, b_load, IR_OP_LOAD, NULL},
     {"store", 2, 3, b_store, IR_OP_STORE, NULL},
@@ -666,6 +780,8 @@ static const Builtin builtins[] = {
     {"atomic_max", 2, 3, b_store, IR_OP_ATOMIC, "max"},
     {"atomic_min", 2, 3, b_store, IR_OP_ATOMIC, "min"},
     {"atomic_xchg", 2, 3, b_store, IR_OP_ATOMIC, "xchg"},
+    {"device_print", 1, 64, b_device_print, IR_OP_PRINT, NULL},
+    {"device_assert", 1, 2, b_device_assert, IR_OP_ASSERT, NULL},
 };
 
 static const Builtin *find_builtin(const char *name) {

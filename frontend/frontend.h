@@ -37,7 +37,7 @@
  *   { stmts }                   block scope
  * Expressions, C precedence (lowest first): ?:  ||  &&  |  ^  &  == !=  < <= > >=  << >>  + -  * / %  unary(- + ! ~)  postfix(call, index)
  *   Literals: decimal ints (also 0x hex), floats (1.0, 1e-6, .5, 2.), true, false, inf (keyword, float),
- *   "strings" (only as static_assert message).
+ *   "strings" (only as the label of device_print, the message of device_assert and static_assert).
  *   Calls: NAME(args) — builtins, funcs, and casts when NAME is a scalar type name: f32(x), f16(x), i64(x).
  *   A scalar type name may also appear as a plain argument (dtype): full([BM], -inf, f32), zeros([BM, D], f32).
  *   List literal [a, b] (shapes, permutations) as call arguments.
@@ -60,6 +60,8 @@
  *   store(ptr, value) / store(ptr, value, mask)
  *   atomic_add(ptr, value [, mask]) atomic_max atomic_min atomic_xchg  -> old values
  *   static_assert(cond, "msg")
+ *   rand(seed, offsets) randn randint                Philox4x32-10 as Triton's (builtins_random.c); umulhi(a, b)
+ *   device_print("label", values...) device_assert(cond [, "msg"])   print / assert ops (always compiled in)
  * Types and broadcasting: values are scalars or tiles (rank 1..4, every dim a power of two). NumPy broadcasting
  *   (right-aligned; dims equal or 1; scalars broadcast anywhere). Integer promotion to the wider type; int with float
  *   -> float; f16 with bf16 -> f32; fp8 with a wider float -> that float; f8e4m3 with f8e5m2 -> f16. Literals are "weak": an int literal next to an f16 tile becomes f16, a float

@@ -646,7 +646,7 @@ index_item
     | NONE   { $$ = node(p, AST_NONE, @1); }
     ;
 
-/* primary ::= INT | FLOAT | 'true' | 'false' | 'inf' | IDENT | TYPE
+/* primary ::= INT | FLOAT | 'true' | 'false' | 'inf' | STRING | IDENT | TYPE
  *           | IDENT '(' args ')' | TYPE '(' args ')' | '(' expr ')' | '[' args ']' */
 primary
     : INT_LIT     { $$ = node(p, AST_INT_LIT, @1); $$->ival = $1; }
@@ -654,6 +654,9 @@ primary
     | TRUE        { $$ = node(p, AST_BOOL_LIT, @1); $$->ival = 1; }
     | FALSE       { $$ = node(p, AST_BOOL_LIT, @1); $$->ival = 0; }
     | INF         { $$ = node(p, AST_FLOAT_LIT, @1); $$->fval = __builtin_inf(); }
+    /* a string: only the label of device_print and the message of
+     * device_assert take one (the lowering says so elsewhere) */
+    | STRING_LIT  { $$ = node(p, AST_STRING_LIT, @1); $$->str = $1; }
     | IDENT       { $$ = ident(p, @1, $1); }
     | TYPE_NAME   { $$ = type_node(p, @1, $1); }
     /* IDENT '(' [expr (',' expr)* [',']] ')': a call of a builtin or func */
@@ -731,7 +734,7 @@ static void token_desc(FeParser *p, yysymbol_kind_t la, char *out, size_t n) {
 
 /* Token classes, by bison's name for them, for grouping expected tokens. */
 static const char *const expr_start_names[] = {
-    "identifier", "integer literal", "floating-point literal", "type name", "true",
+    "identifier", "integer literal", "floating-point literal", "string literal", "type name", "true",
     "false", "inf", "None", "'('", "'['", "'-'", "'+'", "'!'", "'~'", NULL};
 static const char *const stmt_start_names[] = {
     "let", "var", "if", "for", "while", "break", "continue", "return", "static_assert", "'{'", "';'", NULL};

@@ -391,6 +391,11 @@ const char *ir_op_get_word(const IrOp *op, const char *name) {
     return a && a->kind == IR_ATTR_WORD ? a->s : NULL;
 }
 
+const char *ir_op_get_string(const IrOp *op, const char *name) {
+    const IrAttr *a = ir_op_attr(op, name);
+    return a && a->kind == IR_ATTR_STRING ? a->s : NULL;
+}
+
 /* Copies an attribute's strings and lists into the module's arena. */
 static IrAttr attr_copy(IrModule *m, const IrAttr *a) {
     IrAttr c = *a;
@@ -455,6 +460,11 @@ void ir_op_set_word(IrModule *m, IrOp *op, const char *name, const char *w) {
 
 void ir_op_set_symbol(IrModule *m, IrOp *op, const char *name, const char *sym) {
     IrAttr a = {.name = name, .kind = IR_ATTR_SYMBOL, .s = sym};
+    ir_op_set_attr(m, op, &a);
+}
+
+void ir_op_set_string(IrModule *m, IrOp *op, const char *name, const char *str) {
+    IrAttr a = {.name = name, .kind = IR_ATTR_STRING, .s = str};
     ir_op_set_attr(m, op, &a);
 }
 
@@ -597,6 +607,19 @@ int64_t ir_int_wrap(int64_t v, int bits) {
     return (int64_t)((u ^ sign) - sign);
 }
 
+/* The high `bits` bits of the unsigned 2*bits-bit product of the low
+ * `bits` bits of a and b (umulhi). */
+static uint64_t umulhi(uint64_t a, uint64_t b, int bits) {
+    if (bits < 64) {
+        uint64_t mask = ((uint64_t)1 << bits) - 1;
+        return ((a & mask) * (b & mask)) >> bits; /* bits <= 32: the product fits */
+    }
+    uint64_t alo = a & 0xffffffffu, ahi = a >> 32, blo = b & 0xffffffffu, bhi = b >> 32;
+    uint64_t lo = alo * blo, mid1 = ahi * blo, mid2 = alo * bhi;
+    uint64_t carry = ((lo >> 32) + (mid1 & 0xffffffffu) + (mid2 & 0xffffffffu)) >> 32;
+    return ahi * bhi + (mid1 >> 32) + (mid2 >> 32) + carry;
+}
+
 bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *out) {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
     int64_t min = bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
@@ -632,6 +655,11 @@ bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *o
         if (b < 0 || b >= bits)
             return false;
         r = a >= 0 ? (int64_t)(ua >> b) : (int64_t)~(~ua >> b);
+        break;
+    case IR_OP_UMULHI:
+        if (bits > 32 && bits < 64) /* no such type */
+            return false;
+        r = (int64_t)umulhi(ua, ub, bits);
         break;
     default:
         return false;

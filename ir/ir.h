@@ -461,6 +461,7 @@ const IrAttr *ir_op_attr(const IrOp *op, const char *name);
 int64_t ir_op_get_int(const IrOp *op, const char *name, int64_t dflt);
 double ir_op_get_number(const IrOp *op, const char *name, double dflt); /* int or float */
 const char *ir_op_get_word(const IrOp *op, const char *name);           /* NULL if absent */
+const char *ir_op_get_string(const IrOp *op, const char *name);         /* a quoted string; NULL if absent */
 void ir_op_set_attr(IrModule *m, IrOp *op, const IrAttr *a);
 void ir_op_set_int(IrModule *m, IrOp *op, const char *name, int64_t v);
 /* Removes attribute `name` of op, if it has one. */
@@ -468,6 +469,7 @@ void ir_op_remove_attr(IrOp *op, const char *name);
 void ir_op_set_float(IrModule *m, IrOp *op, const char *name, double v);
 void ir_op_set_word(IrModule *m, IrOp *op, const char *name, const char *w);
 void ir_op_set_symbol(IrModule *m, IrOp *op, const char *name, const char *sym);
+void ir_op_set_string(IrModule *m, IrOp *op, const char *name, const char *s);
 void ir_op_set_ints(IrModule *m, IrOp *op, const char *name, int n, const int64_t *v);
 void ir_attrs_set(IrModule *m, int *num, IrAttr **attrs, const IrAttr *a); /* generic list setter */
 bool ir_attr_equal(const IrAttr *a, const IrAttr *b);

@@ -282,6 +282,10 @@ static void check_required_attrs(Verifier *v, const IrOp *op) {
             good = a->kind == IR_ATTR_SYMBOL;
             want = "a symbol (@name)";
             break;
+        case 't':
+            good = a->kind == IR_ATTR_STRING;
+            want = "a string";
+            break;
         default: tc_unreachable("bad attribute kind '%c' in ops.def", kind);
         }
         if (!good)
@@ -334,6 +338,7 @@ static bool check_counts(Verifier *v, const IrOp *op) {
     case IR_OP_ASYNC_TMA_STORE: lo = 4, hi = 3 + IR_MAX_TMAP_RANK; break;
     case IR_OP_ASYNC_TMA_STORE_WAIT: lo = 0, hi = -1; break;
     case IR_OP_WARP_GROUP_DOT_WAIT: lo = 1, hi = -1; break;
+    case IR_OP_PRINT: lo = 3, hi = -1; break;
     case IR_OP_YIELD:
     case IR_OP_RETURN:
     case IR_OP_CALL: lo = 0, hi = -1; break;
@@ -486,6 +491,10 @@ static void verify_elementwise(Verifier *v, const IrOp *op) {
     case IR_OP_SHR:
         if (!is_int(re))
             op_error(v, op, "operands must be integers, got %s", type_str(v, re));
+        break;
+    case IR_OP_UMULHI:
+        if (!is_int(re) || is_i1(re))
+            op_error(v, op, "operands must be integers wider than i1, got %s", type_str(v, re));
         break;
     case IR_OP_FMA:
         if (!is_float(re))
@@ -1160,6 +1169,19 @@ static void verify_tma_store_ops(Verifier *v, const IrOp *op) {
         op_error(v, op, "kind = add takes f32 or i32 elements, got %s", type_str(v, elem));
 }
 
+/* print: the program ids (three i32 scalars), then scalars or tiles of
+ * numbers or pointers. */
+static void verify_print(Verifier *v, const IrOp *op) {
+    for (int i = 0; i < 3; i++)
+        if (!is_scalar(OPND(i)) || OPND(i)->kind != IR_I32)
+            op_error(v, op, "operand %d (program id %c) must be i32, got %s", i, "xyz"[i], type_str(v, OPND(i)));
+    for (int i = 3; i < op->num_operands; i++) {
+        const IrType *t = OPND(i);
+        if (!(is_scalar(t) || (is_tile(t) && is_scalar(t->elem))))
+            op_error(v, op, "operand %d must be a scalar or a tile, got %s", i, type_str(v, t));
+    }
+}
+
 /* The op's own rule, once counts are known to be right. */
 static void verify_op_types(Verifier *v, const IrOp *op) {
     for (int i = 0; i < op->num_results; i++) {
@@ -1245,7 +1267,10 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
     case IR_OP_ASSERT:
         if (!is_i1(elem_of(OPND(0))) || is_smem(OPND(0)))
             op_error(v, op, "condition must be i1 or a tile of i1, got %s", type_str(v, OPND(0)));
+        if (ir_op_attr(op, "message") && ir_op_attr(op, "message")->kind != IR_ATTR_STRING)
+            op_error(v, op, "attribute 'message' must be a string");
         break;
+    case IR_OP_PRINT: verify_print(v, op); break;
     case IR_OP_LOCAL_ALLOC:
     case IR_OP_LOCAL_LOAD:
     case IR_OP_LOCAL_STORE:

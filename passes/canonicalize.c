@@ -248,6 +248,7 @@ static bool fold_elementwise(const IrOp *op, const Const *k, Const *out) {
     case IR_OP_XOR:
     case IR_OP_SHL:
     case IR_OP_SHR:
+    case IR_OP_UMULHI:
         if (is_float(e)) {
             out->is_float = true;
             if (!fold_float_binary(op->opc, k[0].f, k[1].f, &out->f))

@@ -398,7 +398,7 @@ TEST(malformed_ast_reports_errors) {
     CHECK(find_diag(&d, "unknown unary operator") != NULL);
     CHECK(find_diag(&d, "only constexpr parameters have default values") != NULL);
     CHECK(find_diag(&d, "':' and None are only allowed inside an index") != NULL);
-    CHECK(find_diag(&d, "a string is only allowed as the message of static_assert") != NULL);
+    CHECK(find_diag(&d, "a string is only allowed as the label of device_print") != NULL);
     CHECK(find_diag(&d, "expected an expression, found param") != NULL);
     CHECK(find_diag(&d, "cannot cast to a pointer type") != NULL);
     CHECK(find_diag(&d, "constexpr parameter 'P' must be an integer, float or bool, not a pointer") != NULL);
