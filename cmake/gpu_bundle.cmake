@@ -30,7 +30,8 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
 
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
-foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention test_attention_bwd test_attention_kvcache)
+foreach(t test_softmax test_rmsnorm test_features test_matmul test_attention test_attention_bwd test_attention_kvcache
+          test_scan)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
     list(APPEND _bundle_targets ${t})

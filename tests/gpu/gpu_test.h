@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "f16.h" /* examples/f16.h: f16 and bf16 conversions */
 
@@ -245,6 +246,155 @@ static inline bool gt_ok_(tc_status st, const char *what, const char *file, int 
         return true;
     printf("%s:%d: %s failed: %s\n  %s\n", file, line, what, tc_status_string(st), tc_last_error());
     return false;
+}
+
+/* ---- kernels from source, and a compile-only mode without a GPU ---- */
+
+/* A test program that compiles its kernels from source strings: with a GPU
+ * through tc_jit; without one (no driver, no device) every kernel is still
+ * compiled to PTX for sm_90a by tc_compile, and assembled by ptxas where
+ * $TILEC_PTXAS or /usr/local/cuda/bin/ptxas is found, so that a codegen
+ * failure shows on any machine. */
+typedef struct GtKernels {
+    tc_context *ctx;   /* the GPU; NULL: compile only */
+    tc_compiler *cc;   /* compile only */
+    const char *ptxas; /* compile only: assembles each PTX, if set */
+    int compiled, compile_failed, assembled;
+    char reason[512]; /* compile only: why there is no GPU */
+} GtKernels;
+
+/* Compile only: does ptxas accept the PTX? (True when it cannot be asked:
+ * not a failure of the kernel.) */
+static inline bool gt_ptxas_accepts(const char *ptxas, const char *ptx, size_t len, const char *label) {
+    char path[] = "/tmp/tilec-gpu-test-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return true;
+    bool wrote = write(fd, ptx, len) == (ssize_t)len;
+    close(fd);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
+    int rc = wrote ? system(cmd) : 0;
+    unlink(path);
+    if (rc != 0)
+        printf("%s: ptxas rejects the PTX (%s)\n", label, cmd);
+    return rc == 0;
+}
+
+/* The GPU (gt_start: the seed and the device printed), or compile-only mode
+ * when there is none; exits 1 on any other failure. */
+static inline void gt_kernels_start(GtKernels *g, const char *name) {
+    memset(g, 0, sizeof *g);
+    gt_summary.name = name;
+    tc_context *ctx = NULL;
+    tc_status st = tc_context_create(0, &ctx);
+    if (st == TC_ERROR_NO_DRIVER || st == TC_ERROR_NO_DEVICE) {
+        snprintf(g->reason, sizeof g->reason, "%s", tc_last_error());
+        tc_target target = {"sm_90a"};
+        if (tc_compiler_create(&target, &g->cc) != TC_OK) {
+            printf("%s: tc_compiler_create failed: %s\n", name, tc_last_error());
+            exit(1);
+        }
+        const char *env = getenv("TILEC_PTXAS");
+        g->ptxas = env && *env                                      ? env
+                   : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas"
+                                                                    : NULL;
+        return;
+    }
+    if (st != TC_OK) {
+        printf("%s: tc_context_create failed: %s: %s\n", name, tc_status_string(st), tc_last_error());
+        exit(1);
+    }
+    tc_context_destroy(ctx);
+    g->ctx = gt_start(name);
+}
+
+/* Kernel `kernel` of src (diagnostics name it `label`) with these
+ * constexprs and warps: tc_jit's with a GPU (specialized for the alignment
+ * of `args` when given); compile only, NULL after compiling (and
+ * assembling) it. A failure is printed and counted (with a GPU, NULL). */
+static inline tc_kernel *gt_kernel(GtKernels *g, const char *label, const char *src, const char *kernel,
+                                   const tc_constexpr *cx, size_t ncx, int num_warps, void **args, size_t nargs) {
+    tc_diagnostics *diags = NULL;
+    tc_diagnostics_create(&diags);
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.num_warps = num_warps;
+    tc_kernel *k = NULL;
+    tc_status st;
+    if (g->ctx) {
+        tc_jit_request req;
+        tc_jit_request_init(&req);
+        req.source = src;
+        req.path = label;
+        req.kernel = kernel;
+        req.constexprs = cx;
+        req.num_constexprs = ncx;
+        req.options = &opt;
+        req.diags = diags;
+        req.args = args;
+        req.num_args = nargs;
+        st = tc_jit(g->ctx, &req, &k);
+    } else {
+        opt.emit = TC_EMIT_PTX;
+        tc_source s = {label, src, strlen(src)};
+        tc_binary *bin = NULL;
+        st = tc_compile(g->cc, &s, kernel, cx, ncx, &opt, &bin, diags);
+        size_t len = 0;
+        const char *ptx = st == TC_OK ? tc_binary_text(bin, &len) : NULL;
+        if (ptx && g->ptxas) {
+            g->assembled++;
+            if (!gt_ptxas_accepts(g->ptxas, ptx, len, label))
+                st = TC_ERROR_COMPILE;
+        }
+        tc_binary_destroy(bin);
+    }
+    if (st == TC_OK) {
+        g->compiled++;
+    } else {
+        g->compile_failed++;
+        printf("%s: compile failed: %s\n%s%s\n", label, tc_status_string(st), tc_diagnostics_text(diags),
+               tc_last_error());
+    }
+    tc_diagnostics_destroy(diags);
+    return k;
+}
+
+/* One checked case, printed as "PREFIX LABEL err E (tol T) ok" (LABEL
+ * padded to `width`) and recorded: it passes when err < tol and no element
+ * past the outputs was written (`clobbered` counts them). */
+static inline void gt_report(const char *prefix, int width, const char *label, tc_dtype t, double err, double tol,
+                             size_t clobbered) {
+    bool ok = gt_record(t, err, tol) && clobbered == 0;
+    printf("%s %-*s err %.2e (tol %.0e)", prefix, width, label, err, tol);
+    if (clobbered)
+        printf(" wrote %zu elements past the outputs", clobbered);
+    printf(" %s\n", ok ? "ok" : "FAIL");
+    fflush(stdout);
+    gt_case_done(ok);
+}
+
+/* A case that could not be checked: "PREFIX LABEL WHY FAIL", recorded. */
+static inline void gt_fail(const char *prefix, int width, const char *label, const char *why) {
+    printf("%s %-*s %s FAIL\n", prefix, width, label, why);
+    fflush(stdout);
+    gt_case_done(false);
+}
+
+/* The exit status: gt_finish()'s with a GPU; compile only, 1 if a kernel
+ * failed to compile, else "SKIP: no GPU (reason)" and 77. */
+static inline int gt_kernels_finish(GtKernels *g, const char *name) {
+    if (g->ctx) {
+        tc_context_destroy(g->ctx);
+        return gt_finish();
+    }
+    tc_compiler_destroy(g->cc);
+    printf("%s: compiled %d kernels to PTX for sm_90a (%d assembled by ptxas), %d failed\n", name, g->compiled,
+           g->assembled, g->compile_failed);
+    if (g->compile_failed)
+        return 1;
+    printf("SKIP: no GPU (%s)\n", g->reason);
+    return 77;
 }
 
 /* ---- strided matrices for the row-wise kernels ---- */

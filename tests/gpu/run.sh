@@ -11,7 +11,7 @@
 #               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check), and
 #               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
-#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_matmul,
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_features, test_scan, test_matmul,
 #               test_attention, test_attention_bwd, test_attention_kvcache, examples, bench: every
 #               benchmark, bench_matmul:
 #               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too),
@@ -133,11 +133,13 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd test_attention_kvcache; do
+for t in test_features test_scan test_softmax test_rmsnorm test_matmul test_attention test_attention_bwd \
+    test_attention_kvcache; do
     wanted "$t" || continue
     log="$logs/$t.log"
-    # the backward's and the KV cache's share the forward's log (8 files at most)
+    # the backward's and the KV cache's share the forward's log, the scans the features' (8 files at most)
     [ "$t" = test_attention_bwd ] || [ "$t" = test_attention_kvcache ] && log="$logs/test_attention.log"
+    [ "$t" = test_scan ] && log="$logs/test_features.log"
     prog=$(find_prog "$t" tests/gpu .)
     if [ -z "$prog" ]; then
         results+=("$t|-|-|-|-|-|MISSING")
@@ -145,7 +147,7 @@ for t in test_features test_softmax test_rmsnorm test_matmul test_attention test
         continue
     fi
     args=()
-    [ $quick = 1 ] && [ "$t" != test_features ] && args+=(--quick)
+    [ $quick = 1 ] && [ "$t" != test_features ] && [ "$t" != test_scan ] && args+=(--quick)
     echo "== $t ${args[*]:-}"
     run_one "$t" "$log" "$prog" "${args[@]}"
     # on Hopper the default is sm_90a (wgmma); the mma.sync path must stay correct too

@@ -263,29 +263,7 @@ static const char SRC_MATMUL[] =
 
 enum { FGUARD = 64 }; /* poisoned elements after every output */
 
-typedef struct Ft {
-    tc_context *ctx;   /* NULL: compile-only (no GPU) */
-    tc_compiler *cc;   /* compile-only */
-    const char *ptxas; /* compile-only: assemble each PTX with this, if set */
-    int compiled, compile_failed, assembled;
-} Ft;
-
-/* Compile-only mode: does ptxas accept the PTX? */
-static bool ptxas_accepts(const char *ptxas, const char *ptx, size_t len, const char *label) {
-    char path[] = "/tmp/tilec-features-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return true; /* cannot check: not a failure of the kernel */
-    bool wrote = write(fd, ptx, len) == (ssize_t)len;
-    close(fd);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s --gpu-name=sm_90a -o /dev/null %s 2>&1", ptxas, path);
-    int rc = wrote ? system(cmd) : 0;
-    unlink(path);
-    if (rc != 0)
-        printf("%s: ptxas rejects the PTX (%s)\n", label, cmd);
-    return rc == 0;
-}
+typedef GtKernels Ft; /* gpu_test.h: tc_jit, or compile only without a GPU */
 
 static tc_constexpr cx_int(const char *name, int64_t v) {
     return (tc_constexpr){name, TC_CONSTEXPR_INT, v, 0};
@@ -298,19 +276,11 @@ static tc_constexpr cx_dtype(const char *name, tc_dtype t) {
 }
 
 static void report(const char *label, tc_dtype t, double err, double tol, size_t clobbered_elems) {
-    bool ok = gt_record(t, err, tol) && clobbered_elems == 0;
-    printf("features %-34s err %.2e (tol %.0e)", label, err, tol);
-    if (clobbered_elems)
-        printf(" wrote %zu elements past the outputs", clobbered_elems);
-    printf(" %s\n", ok ? "ok" : "FAIL");
-    fflush(stdout);
-    gt_case_done(ok);
+    gt_report("features", 34, label, t, err, tol, clobbered_elems);
 }
 
 static void fail_case(const char *label, const char *why) {
-    printf("features %-34s %s FAIL\n", label, why);
-    fflush(stdout);
-    gt_case_done(false);
+    gt_fail("features", 34, label, why);
 }
 
 /* The kernel: compiled by tc_jit with a GPU (specialized for the alignment
@@ -318,50 +288,9 @@ static void fail_case(const char *label, const char *why) {
  * NULL returned, so the caller skips the run). */
 static tc_kernel *get_for(Ft *f, const char *label, const char *src, const char *kernel, const tc_constexpr *cx,
                           size_t ncx, int num_warps, void **args, size_t nargs) {
-    tc_diagnostics *diags = NULL;
-    tc_diagnostics_create(&diags);
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.num_warps = num_warps;
-    tc_kernel *k = NULL;
-    tc_status st;
-    if (!f->ctx) {
-        tc_source s = {label, src, strlen(src)};
-        opt.emit = TC_EMIT_PTX;
-        tc_binary *bin = NULL;
-        st = tc_compile(f->cc, &s, kernel, cx, ncx, &opt, &bin, diags);
-        size_t len = 0;
-        const char *ptx = st == TC_OK ? tc_binary_text(bin, &len) : NULL;
-        if (ptx && f->ptxas) {
-            f->assembled++;
-            if (!ptxas_accepts(f->ptxas, ptx, len, label))
-                st = TC_ERROR_COMPILE;
-        }
-        tc_binary_destroy(bin);
-    } else {
-        tc_jit_request req;
-        tc_jit_request_init(&req);
-        req.source = src;
-        req.path = label;
-        req.kernel = kernel;
-        req.constexprs = cx;
-        req.num_constexprs = ncx;
-        req.options = &opt;
-        req.diags = diags;
-        req.args = args;
-        req.num_args = nargs;
-        st = tc_jit(f->ctx, &req, &k);
-    }
-    if (st == TC_OK) {
-        f->compiled++;
-    } else {
-        f->compile_failed++;
-        printf("%s: compile failed: %s\n%s%s\n", label, tc_status_string(st), tc_diagnostics_text(diags),
-               tc_last_error());
-        if (f->ctx)
-            fail_case(label, "does not compile");
-    }
-    tc_diagnostics_destroy(diags);
+    tc_kernel *k = gt_kernel(f, label, src, kernel, cx, ncx, num_warps, args, nargs);
+    if (f->ctx && !k)
+        fail_case(label, "does not compile");
     return k;
 }
 
@@ -1187,35 +1116,8 @@ static void run_all(Ft *f) {
 }
 
 int main(void) {
-    Ft f = {0};
-    gt_summary.name = "test_features";
-    tc_context *ctx = NULL;
-    tc_status st = tc_context_create(0, &ctx);
-    if (st == TC_ERROR_NO_DRIVER || st == TC_ERROR_NO_DEVICE) {
-        /* No GPU: compile every kernel to PTX, then skip (or fail). */
-        char reason[512];
-        snprintf(reason, sizeof reason, "%s", tc_last_error());
-        tc_target target = {"sm_90a"};
-        if (!GT_OK(tc_compiler_create(&target, &f.cc)))
-            return 1;
-        const char *env = getenv("TILEC_PTXAS");
-        f.ptxas = env && *env                                      ? env
-                  : access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas"
-                                                                   : NULL;
-        run_all(&f);
-        tc_compiler_destroy(f.cc);
-        printf("test_features: compiled %d kernels to PTX for sm_90a (%d assembled by ptxas), %d failed\n", f.compiled,
-               f.assembled, f.compile_failed);
-        if (f.compile_failed)
-            return 1;
-        printf("SKIP: no GPU (%s)\n", reason);
-        return 77;
-    }
-    if (!GT_OK(st))
-        return 1;
-    tc_context_destroy(ctx);
-    f.ctx = gt_start("test_features"); /* prints the seed and the device */
+    Ft f;
+    gt_kernels_start(&f, "test_features"); /* with a GPU: prints the seed and the device */
     run_all(&f);
-    tc_context_destroy(f.ctx);
-    return gt_finish();
+    return gt_kernels_finish(&f, "test_features");
 }
