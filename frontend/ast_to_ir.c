@@ -27,7 +27,9 @@
  *   funcs       instantiated per call signature (argument types, constness
  *               of pointers, constexpr values) into `func @name`, `@name.1`...
  *               and called with `call`; the inline pass inlines them later.
- *               The return type is that of the final `return`.
+ *               The return type is that of the final `return`. A func named
+ *               as the combine of a scan is instantiated for two scalars of
+ *               the element type and called from the scan's region.
  *
  * Errors are reported at the offending node and lowering continues with the
  * next statement; fe_lower returns NULL when any error was reported. A guard

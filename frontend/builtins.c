@@ -16,7 +16,11 @@
  *     that of zeros to f32.
  *   - min/max/sum of a tile reduce along an axis (negative counts from the
  *     end; no axis reduces every axis down to a scalar); min/max of a scalar
- *     first argument are elementwise, as minimum/maximum.
+ *     first argument are elementwise, as minimum/maximum. argmax/argmin are
+ *     reduce kinds with i32 results; without an axis, 1-D tiles only.
+ *   - cumsum/cumprod/scan build a `scan` op whose combine region adds,
+ *     multiplies, or calls the func that scan's third argument names
+ *     (lower_combine_func checks it); `reverse` is a constexpr flag.
  *   - float-only math on integers converts them to f32 first (as Triton);
  *     all-constant math folds with the C library.
  *   - load/store/atomics: mask and pointer broadcast against each other; the
@@ -706,8 +710,8 @@ static const Builtin builtins[] = {
     {"sum", 1, 2, b_reduce, IR_OP_REDUCE, "sum"},
     {"argmax", 1, 2, b_argreduce, IR_OP_REDUCE, "argmax"},
     {"argmin", 1, 2, b_argreduce, IR_OP_REDUCE, "argmin"},
-    {"cumsum", 2, 3, b_scan, IR_OP_ADD, "cumsum"},
-    {"cumprod", 2, 3, b_scan, IR_OP_MUL, "cumprod"},
+    {"cumsum", 2, 3, b_scan, IR_OP_ADD, NULL},
+    {"cumprod", 2, 3, b_scan, IR_OP_MUL, NULL},
     {"scan", 3, 4, b_scan, IR_OP_SCAN, NULL},
     {"exp", 1, 1, b_math, IR_OP_EXP, NULL},
     {"exp2", 1, 1, b_math, IR_OP_EXP2, NULL},
