@@ -21,7 +21,8 @@
  *   lane      shfl.sync.bfly with that lane bit as the mask;
  *   warp      through scratch: barrier, every thread stores its totals at
  *             [k][thread] (k counts the totals it holds), barrier, and loads
- *             the partner warp's (thread ^ 32 << bit).
+ *             the partner warp's (thread ^ 32 << bit); in rounds of at most
+ *             the plan's warp_slots totals, so that scratch stays small.
  *
  * Totals are per block, so a thread keeps one for each register whose axis
  * register bits done so far are clear (the others in its block share it):
@@ -54,7 +55,7 @@ bool cg_lower_scan(Cg *cg, IrOp *op) {
         return false;
     TgScanPlan plan;
     const char *why = "?";
-    if (axis < 0 || axis >= ll->rank || !tg_scan_plan(ll, axis, &plan, &why))
+    if (axis < 0 || axis >= ll->rank || !tg_scan_plan(ll, axis, cg->num_warps, ir_type_bytes(elem), &plan, &why))
         return cg_error(cg, op, "internal error: cannot scan along axis %d of this layout: %s", axis, why);
     CgVal *src = cg_get(cg, op->operands[0]);
     int n = src->n;
@@ -119,23 +120,33 @@ bool cg_lower_scan(Cg *cg, IrOp *op) {
                 if (!(r & done))
                     other[r] = cg_shfl_xor(cg, tot[r], 1 << bit);
         } else {
+            /* rounds of at most warp_slots totals: [k][thread] */
             LLVMValueRef tid = LLVMBuildOr(b, LLVMBuildShl(b, cg->warp, cg_i32(cg, 5), ""), cg->lane, "");
             LLVMValueRef mate = LLVMBuildXor(b, tid, cg_i32(cg, 32 << bit), "");
             int64_t base = cg_scratch_base(op);
-            cg_barrier(cg);
-            for (int r = 0, k = 0; r < n; r++)
-                if (!(r & done)) {
-                    LLVMValueRef slot = LLVMBuildAdd(b, tid, cg_i32(cg, (int64_t)k++ * threads), "");
-                    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
-                    cg_smem_store(cg, tot[r], elem, off);
-                }
-            cg_barrier(cg);
-            for (int r = 0, k = 0; r < n; r++)
-                if (!(r & done)) {
-                    LLVMValueRef slot = LLVMBuildAdd(b, mate, cg_i32(cg, (int64_t)k++ * threads), "");
-                    LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
-                    other[r] = cg_smem_load(cg, elem, off);
-                }
+            for (int first = 0, last = 0;; first = last) {
+                while (first < n && (first & done))
+                    first++;
+                if (first == n)
+                    break;
+                last = first;
+                cg_barrier(cg);
+                for (int k = 0; last < n && k < plan.warp_slots; last++)
+                    if (!(last & done)) {
+                        LLVMValueRef slot = LLVMBuildAdd(b, tid, cg_i32(cg, (int64_t)k++ * threads), "");
+                        LLVMValueRef off =
+                            LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
+                        cg_smem_store(cg, tot[last], elem, off);
+                    }
+                cg_barrier(cg);
+                for (int r = first, k = 0; r < last; r++)
+                    if (!(r & done)) {
+                        LLVMValueRef slot = LLVMBuildAdd(b, mate, cg_i32(cg, (int64_t)k++ * threads), "");
+                        LLVMValueRef off =
+                            LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
+                        other[r] = cg_smem_load(cg, elem, off);
+                    }
+            }
         }
         /* Is this thread's block the second in the scan's order? */
         LLVMValueRef id = in == LL_LANE ? cg->lane : cg->warp;

@@ -335,7 +335,8 @@ int64_t tg_value_regs(const IrType *t, int num_warps) {
     return (words + threads - 1) / threads;
 }
 
-bool tg_scan_plan(const LinearLayout *ll, int axis, TgScanPlan *out, const char **why) {
+bool tg_scan_plan(const LinearLayout *ll, int axis, int num_warps, int elem_bytes, TgScanPlan *out,
+                  const char **why) {
     memset(out, 0, sizeof *out);
     for (int j = 0; j < TG_MAX_SCAN_STEPS; j++)
         out->in[j] = -1;
@@ -369,6 +370,9 @@ bool tg_scan_plan(const LinearLayout *ll, int axis, TgScanPlan *out, const char 
         else if (out->in[j] == LL_WARP && !out->warp_slots)
             out->warp_slots = ll_num_regs(ll) >> done;
     }
+    int cap = TG_SCAN_SCRATCH_BYTES / (32 * num_warps * elem_bytes);
+    if (out->warp_slots > cap)
+        out->warp_slots = cap > 1 ? cap : 1;
     return true;
 }
 
@@ -396,7 +400,8 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
         TgScanPlan plan;
         const char *why;
         int64_t axis = ir_op_get_int(op, "axis", 0);
-        if (!ll_of(t, num_warps, &a) || axis < 0 || axis >= a.rank || !tg_scan_plan(&a, (int)axis, &plan, &why))
+        if (!ll_of(t, num_warps, &a) || axis < 0 || axis >= a.rank ||
+            !tg_scan_plan(&a, (int)axis, num_warps, ir_type_bytes(t->elem), &plan, &why))
             return 0;
         return round16((int64_t)plan.warp_slots * 32 * num_warps * ir_type_bytes(t->elem));
     }
