@@ -30,7 +30,7 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
 
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
-foreach(t test_softmax test_rmsnorm test_features test_fp8 test_matmul test_attention test_attention_bwd
+foreach(t test_softmax test_rmsnorm test_features test_fp8 test_scan test_matmul test_attention test_attention_bwd
           test_attention_kvcache test_lineinfo test_random_debug)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)

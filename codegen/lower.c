@@ -28,7 +28,9 @@
  * one phi per register of each loop-carried value (signed `iv < ub`, step
  * positive as the front end guarantees), `while` the same with its
  * condition region in the header, `if` a branch on a uniform i1 and a
- * phi per register of each result.
+ * phi per register of each result. A scan's combine region is lowered anew
+ * for every combination (cg_lower_combine), its arguments bound to that
+ * combination's values: there its scalars differ from thread to thread.
  *
  * Errors: IR that the passes should not have produced (a tile without a
  * layout, a call left after inlining, more shared memory than the target
@@ -640,6 +642,24 @@ static bool lower_if(Cg *cg, IrOp *op) {
     return true;
 }
 
+LLVMValueRef cg_lower_combine(Cg *cg, IrOp *op, LLVMValueRef a, LLVMValueRef b) {
+    IrBlock *region = op->regions[0];
+    LLVMValueRef in[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        CgVal *v = cg_new_val(cg, 1, NULL);
+        v->v[0] = in[i];
+        cg_set(cg, region->args[i], v);
+    }
+    IrOp *yield = NULL;
+    if (!lower_block(cg, region, &yield))
+        return NULL;
+    if (!yield || yield->opc != IR_OP_YIELD || yield->num_operands != 1) {
+        cg_error(cg, op, "internal error: a combine region must end with a yield of one value");
+        return NULL;
+    }
+    return cg_get(cg, yield->operands[0])->v[0];
+}
+
 static void find_setmaxnreg(IrOp *op, void *ctx) {
     if (op->opc == IR_OP_WARP_SPECIALIZE &&
         (ir_op_get_int(op, "producer_regs", 0) || ir_op_get_int(op, "consumer_regs", 0)))
@@ -740,6 +760,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_STORE: return cg_lower_store(cg, op);
     case IR_OP_ATOMIC: return cg_lower_atomic(cg, op);
     case IR_OP_REDUCE: return cg_lower_reduce(cg, op);
+    case IR_OP_SCAN: return cg_lower_scan(cg, op);
     case IR_OP_DOT: return cg_lower_dot(cg, op);
     case IR_OP_WARP_GROUP_DOT: return cg_lower_warp_group_dot(cg, op);
     case IR_OP_WARP_GROUP_DOT_WAIT: return cg_lower_warp_group_dot_wait(cg, op);

@@ -1,11 +1,12 @@
 /*
  * lower.h — internals shared by the files of the lowering to LLVM IR
- * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c,
+ * (lower.c, lower_math.c, lower_memory.c, lower_layout.c, lower_reduce.c, lower_scan.c,
  * lower_shared.c, lower_dot.c, lower_debug.c). Not part of codegen.h: nothing outside codegen/ uses these.
  *
  * The model: every IR value becomes a CgVal, an array of LLVM values. A
  * scalar has one, the same in every thread (scalars are uniform: they come
- * from parameters, program ids, constants and reductions to a scalar). A tile
+ * from parameters, program ids, constants and reductions to a scalar; the
+ * exception is a scan's combine region, lowered per combination). A tile
  * has one per register of its LinearLayout: register r of the thread (lane,
  * warp) holds the element at ll_apply(ll, r, lane, warp). Every op is lowered
  * register by register from that map; nothing below looks at layout kinds.
@@ -230,6 +231,14 @@ bool cg_lower_arange(Cg *cg, IrOp *op);
 /* ---- lower_reduce.c ---- */
 
 bool cg_lower_reduce(Cg *cg, IrOp *op);
+
+/* ---- lower_scan.c ---- */
+
+bool cg_lower_scan(Cg *cg, IrOp *op);
+/* lower.c: the value op's combine region (a scan's) yields for its block
+ * arguments bound to a and b, its ops lowered at the builder's position
+ * (once per call); NULL after an error. */
+LLVMValueRef cg_lower_combine(Cg *cg, IrOp *op, LLVMValueRef a, LLVMValueRef b);
 /* lower_dot.c: warp_group_dot (wgmma) and warp_group_dot_wait */
 bool cg_lower_warp_group_dot(Cg *cg, IrOp *op);
 bool cg_lower_warp_group_dot_wait(Cg *cg, IrOp *op);

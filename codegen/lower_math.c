@@ -197,13 +197,21 @@ static LLVMValueRef call2(Cg *cg, const char *name, LLVMValueRef x, LLVMValueRef
     return cg_intrinsic(cg, name, over, 1, args, 2);
 }
 
+/* max and min of integers: signed, except i1, whose true (1) is the larger
+ * (as a signed 1-bit value it would read as -1). */
+static LLVMValueRef int_minmax(Cg *cg, bool max, const IrType *elem, LLVMValueRef a, LLVMValueRef b) {
+    bool u = elem->kind == IR_I1;
+    return call2(cg, max ? (u ? "llvm.umax" : "llvm.smax") : (u ? "llvm.umin" : "llvm.smin"), a, b);
+}
+
 LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueRef a, LLVMValueRef b) {
     bool f = is_float_type(elem);
     if (strcmp(kind, "sum") == 0)
         return f ? LLVMBuildFAdd(cg->b, a, b, "") : LLVMBuildAdd(cg->b, a, b, "");
-    if (strcmp(kind, "max") == 0)
-        return call2(cg, f ? "llvm.maxnum" : "llvm.smax", a, b);
-    return call2(cg, f ? "llvm.minnum" : "llvm.smin", a, b);
+    bool max = strcmp(kind, "max") == 0;
+    if (f)
+        return call2(cg, max ? "llvm.maxnum" : "llvm.minnum", a, b);
+    return int_minmax(cg, max, elem, a, b);
 }
 
 /* ---- f32 math ---- */
@@ -366,8 +374,8 @@ static LLVMValueRef element(Cg *cg, const IrOp *op, LLVMValueRef *a, const IrTyp
     case IR_OP_DIV: return f ? LLVMBuildFDiv(b, a[0], a[1], "") : int_divrem(cg, false, a[0], a[1]);
     case IR_OP_REM: return f ? LLVMBuildFRem(b, a[0], a[1], "") : int_divrem(cg, true, a[0], a[1]);
     case IR_OP_NEG: return f ? LLVMBuildFNeg(b, a[0], "") : LLVMBuildNeg(b, a[0], "");
-    case IR_OP_MIN: return call2(cg, f ? "llvm.minnum" : "llvm.smin", a[0], a[1]);
-    case IR_OP_MAX: return call2(cg, f ? "llvm.maxnum" : "llvm.smax", a[0], a[1]);
+    case IR_OP_MIN: return f ? call2(cg, "llvm.minnum", a[0], a[1]) : int_minmax(cg, false, et, a[0], a[1]);
+    case IR_OP_MAX: return f ? call2(cg, "llvm.maxnum", a[0], a[1]) : int_minmax(cg, true, et, a[0], a[1]);
     case IR_OP_AND: return LLVMBuildAnd(b, a[0], a[1], "");
     case IR_OP_OR: return LLVMBuildOr(b, a[0], a[1], "");
     case IR_OP_XOR: return LLVMBuildXor(b, a[0], a[1], "");

@@ -1,6 +1,6 @@
 /*
- * lower_reduce.c — reduce {kind = sum|max|min, axis} on any distributed
- * layout, read off its LinearLayout.
+ * lower_reduce.c — reduce {kind = sum|max|min|argmax|argmin, axis} on any
+ * distributed layout, read off its LinearLayout.
  *
  * Each basis of the operand's layout either moves the element along the axis
  * (then the elements it pairs must be combined) or does not touch the axis
@@ -27,6 +27,14 @@
  * gives the register order of the result's layout. A 1-D operand reduces to
  * a scalar that every thread holds.
  *
+ * argmax and argmin carry (value, index) pairs through the same steps: each
+ * register starts with its coordinate along the axis (cg_coord), shuffles
+ * and scratch move both (the indices as i32 after the values), and a
+ * combination keeps the pair that wins: the larger (smaller) value, a NaN
+ * beating any number, and on a tie (equal values, or two NaNs) the smaller
+ * index. That order is total, so the result is the first extreme element
+ * whatever the order of the combinations.
+ *
  * Worked example: 64x64 f32, #blocked<spt = [1, 4], tpw = [2, 16],
  * wpc = [4, 1], order = [1, 0]>, sum over axis 1. Registers (0,1) (0,2)
  * (8,0) (16,0) (32,0): bits 0, 1 are along the axis, so 32 registers become
@@ -38,6 +46,39 @@
 #include "lower.h"
 
 #include <string.h>
+
+/* i1: does (b, ib) win over (a, ia) for argmax (max) or argmin? */
+static LLVMValueRef arg_wins(Cg *cg, bool max, const IrType *elem, LLVMValueRef a, LLVMValueRef ia, LLVMValueRef b,
+                             LLVMValueRef ib) {
+    LLVMBuilderRef bd = cg->b;
+    LLVMValueRef better, tie;
+    if (ir_type_is_float(elem)) {
+        LLVMValueRef a_nan = LLVMBuildFCmp(bd, LLVMRealUNO, a, a, "");
+        LLVMValueRef b_nan = LLVMBuildFCmp(bd, LLVMRealUNO, b, b, "");
+        /* unordered-or-greater: b is NaN or above a; a NaN a is beaten by nothing */
+        better = LLVMBuildFCmp(bd, max ? LLVMRealUGT : LLVMRealULT, b, a, "");
+        better = LLVMBuildAnd(bd, better, LLVMBuildNot(bd, a_nan, ""), "");
+        tie = LLVMBuildOr(bd, LLVMBuildFCmp(bd, LLVMRealOEQ, a, b, ""), LLVMBuildAnd(bd, a_nan, b_nan, ""), "");
+    } else {
+        bool u = elem->kind == IR_I1; /* true is 1 */
+        better = LLVMBuildICmp(bd, max ? (u ? LLVMIntUGT : LLVMIntSGT) : (u ? LLVMIntULT : LLVMIntSLT), b, a, "");
+        tie = LLVMBuildICmp(bd, LLVMIntEQ, a, b, "");
+    }
+    LLVMValueRef first = LLVMBuildICmp(bd, LLVMIntSLT, ib, ia, "");
+    return LLVMBuildOr(bd, better, LLVMBuildAnd(bd, tie, first, ""), "");
+}
+
+/* *a = *a kind b; for argmax and argmin (ia not NULL) the indices go along. */
+static void combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueRef *a, LLVMValueRef *ia, LLVMValueRef b,
+                    LLVMValueRef ib) {
+    if (!ia) {
+        *a = cg_combine(cg, kind, elem, *a, b);
+        return;
+    }
+    LLVMValueRef w = arg_wins(cg, strcmp(kind, "argmax") == 0, elem, *a, *ia, b, ib);
+    *a = LLVMBuildSelect(cg->b, w, b, *a, "");
+    *ia = LLVMBuildSelect(cg->b, w, ib, *ia, "");
+}
 
 static int32_t nonaxis(const LinearLayout *ll, int in, int b, int axis) {
     int32_t any = 0;
@@ -52,8 +93,10 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     const IrType *elem = st->elem;
     int axis = (int)ir_op_get_int(op, "axis", 0);
     const char *kind = ir_op_get_word(op, "kind");
-    if (!kind || (strcmp(kind, "sum") && strcmp(kind, "max") && strcmp(kind, "min")))
-        return cg_error(cg, op, "unknown reduce kind '%s' (sum, max, min)", kind ? kind : "?");
+    if (!kind || (strcmp(kind, "sum") && strcmp(kind, "max") && strcmp(kind, "min") && strcmp(kind, "argmax") &&
+                  strcmp(kind, "argmin")))
+        return cg_error(cg, op, "unknown reduce kind '%s' (sum, max, min, argmax, argmin)", kind ? kind : "?");
+    bool arg = strncmp(kind, "arg", 3) == 0;
     const LinearLayout *ll = cg_ll(cg, st, op);
     if (!ll)
         return false;
@@ -72,6 +115,12 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     int n = src->n;
     LLVMValueRef *vals = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     memcpy(vals, src->v, sizeof(LLVMValueRef) * (size_t)n);
+    LLVMValueRef *ivals = NULL; /* argmax, argmin: the index of each value along the axis */
+    if (arg) {
+        ivals = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+        for (int r = 0; r < n; r++)
+            ivals[r] = cg_coord(cg, ll, r, axis);
+    }
 
     /* 1. in-thread */
     unsigned done = 0;
@@ -80,7 +129,8 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
             continue;
         for (int r = 0; r < n; r++)
             if (!(r >> b & 1) && !(r & done))
-                vals[r] = cg_combine(cg, kind, elem, vals[r], vals[r | 1 << b]);
+                combine(cg, kind, elem, &vals[r], arg ? &ivals[r] : NULL, vals[r | 1 << b],
+                        arg ? ivals[r | 1 << b] : NULL);
         done |= 1u << b;
     }
     int np = 0;
@@ -89,14 +139,20 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
         if (!(r & along[LL_REG]))
             kept[np++] = r;
     LLVMValueRef *part = ARENA_ARRAY(&cg->arena, LLVMValueRef, np);
-    for (int i = 0; i < np; i++)
+    LLVMValueRef *ipart = ARENA_ARRAY(&cg->arena, LLVMValueRef, np);
+    for (int i = 0; i < np; i++) {
         part[i] = vals[kept[i]];
+        ipart[i] = arg ? ivals[kept[i]] : NULL;
+    }
 
     /* 2. across lanes */
     for (int b = 0; b < ll->num_bits[LL_LANE]; b++)
         if (along[LL_LANE] >> b & 1)
-            for (int i = 0; i < np; i++)
-                part[i] = cg_combine(cg, kind, elem, part[i], cg_shfl_xor(cg, part[i], 1 << b));
+            for (int i = 0; i < np; i++) {
+                LLVMValueRef o = cg_shfl_xor(cg, part[i], 1 << b);
+                LLVMValueRef io = arg ? cg_shfl_xor(cg, ipart[i], 1 << b) : NULL;
+                combine(cg, kind, elem, &part[i], arg ? &ipart[i] : NULL, o, io);
+            }
 
     /* 3. across warps, through scratch */
     int64_t num_out = rt->kind == IR_TILE ? ir_type_numel(rt) : 1;
@@ -126,25 +182,43 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
                     c[o++] = cg_coord(cg, ll, kept[i], d);
             lin[i] = cg_linear_index(cg, orank, oshape, c);
         }
+        /* argmax, argmin: the i32 indices after the values, from their
+         * bytes rounded up to 16 (tg_scratch_bytes) */
+        int64_t ibase = base + ((((int64_t)1 << nk) * num_out * eb + 15) & ~(int64_t)15);
         cg_barrier(cg);
         LLVMValueRef kbase = LLVMBuildMul(b, k, cg_i32(cg, num_out), "");
         for (int i = 0; i < np; i++) {
             LLVMValueRef idx = LLVMBuildAdd(b, kbase, lin[i], "");
             LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, idx, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
             cg_smem_store(cg, part[i], elem, off);
+            if (arg)
+                cg_smem_store(cg, ipart[i], ir_type_elem(rt),
+                              LLVMBuildAdd(b, LLVMBuildMul(b, idx, cg_i32(cg, 4), ""), cg_i32(cg, ibase), ""));
         }
         cg_barrier(cg);
         for (int i = 0; i < np; i++) {
-            LLVMValueRef acc = NULL;
+            LLVMValueRef acc = NULL, iacc = NULL;
             for (int kk = 0; kk < 1 << nk; kk++) {
                 LLVMValueRef idx = LLVMBuildAdd(b, cg_i32(cg, kk * num_out), lin[i], "");
                 LLVMValueRef off = LLVMBuildAdd(b, LLVMBuildMul(b, idx, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
                 LLVMValueRef v = cg_smem_load(cg, elem, off);
-                acc = acc ? cg_combine(cg, kind, elem, acc, v) : v;
+                LLVMValueRef iv = NULL;
+                if (arg)
+                    iv = cg_smem_load(cg, ir_type_elem(rt),
+                                      LLVMBuildAdd(b, LLVMBuildMul(b, idx, cg_i32(cg, 4), ""), cg_i32(cg, ibase), ""));
+                if (!acc) {
+                    acc = v;
+                    iacc = iv;
+                } else {
+                    combine(cg, kind, elem, &acc, arg ? &iacc : NULL, v, iv);
+                }
             }
             part[i] = acc;
+            ipart[i] = iacc;
         }
     }
+    if (arg) /* the result is the indices */
+        memcpy(part, ipart, sizeof(LLVMValueRef) * (size_t)np);
 
     /* 4. the result's register order */
     if (rt->kind != IR_TILE) {

@@ -40,7 +40,9 @@
  *   funcs       instantiated per call signature (argument types, constness
  *               of pointers, constexpr values) into `func @name`, `@name.1`...
  *               and called with `call`; the inline pass inlines them later.
- *               The return type is that of the final `return`.
+ *               The return type is that of the final `return`. A func named
+ *               as the combine of a scan is instantiated for two scalars of
+ *               the element type and called from the scan's region.
  *
  * Errors are reported at the offending node and lowering continues with the
  * next statement; fe_lower returns NULL when any error was reported. A guard
@@ -1105,6 +1107,28 @@ static bool bind_arg(Lower *L, const AstNode *call, const AstNode *f, int i, Val
     return a->kind != VAL_ERROR;
 }
 
+/* The instance of d for signature sig (np entries): an existing one, or a
+ * new one lowered now; NULL (error at `at`) when calls nest too deeply. */
+static FuncInst *instance_for(Lower *L, const AstNode *at, DeclInfo *d, ParamSig *sig, int np) {
+    FuncInst *inst = d->instances;
+    while (inst && !sig_equal(inst->sig, sig, np))
+        inst = inst->next;
+    if (inst)
+        return inst;
+    /* Instantiating lowers the callee's body here, recursively: the depth of
+     * calls is the depth of the lowering's recursion. */
+    if (L->call_depth >= LOWER_MAX_CALL_DEPTH) {
+        lower_error(L, at, "calls nested too deeply: more than %d nested calls", LOWER_MAX_CALL_DEPTH);
+        diag_note(L->diags, L->outer_call->loc, "the chain of calls starts here");
+        return NULL;
+    }
+    if (L->call_depth++ == 0)
+        L->outer_call = at;
+    inst = instantiate(L, d, sig);
+    L->call_depth--;
+    return inst;
+}
+
 Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
     const AstNode *f = d->decl;
     int np = f->num_items;
@@ -1128,23 +1152,8 @@ Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
         ok = bind_arg(L, call, f, i, &args[i], &sig[i]);
     if (!ok)
         return val_error();
-    FuncInst *inst = d->instances;
-    while (inst && !sig_equal(inst->sig, sig, np))
-        inst = inst->next;
-    if (!inst) {
-        /* Instantiating lowers the callee's body here, recursively: the
-         * depth of calls is the depth of the lowering's recursion. */
-        if (L->call_depth >= LOWER_MAX_CALL_DEPTH) {
-            lower_error(L, call, "calls nested too deeply: more than %d nested calls", LOWER_MAX_CALL_DEPTH);
-            diag_note(L->diags, L->outer_call->loc, "the chain of calls starts here");
-            return val_error();
-        }
-        if (L->call_depth++ == 0)
-            L->outer_call = call;
-        inst = instantiate(L, d, sig);
-        L->call_depth--;
-    }
-    if (inst->failed)
+    FuncInst *inst = instance_for(L, call, d, sig, np);
+    if (!inst || inst->failed)
         return val_error();
     IrValue **ops = ARENA_ARRAY(&L->tmp, IrValue *, np > 0 ? np : 1);
     int no = 0;
@@ -1159,6 +1168,89 @@ Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d) {
     Val r = val_ir(op->results[0]);
     r.const_param = inst->result_const;
     return r;
+}
+
+/* Does f, or a func it calls, hold an op with side effects (other than
+ * calls)? `seen` holds the funcs looked at. */
+static bool has_side_effects(Lower *L, const IrBlock *b, IrMap *seen) {
+    for (const IrOp *op = b->first; op; op = op->next) {
+        if (op->opc == IR_OP_CALL) {
+            const IrAttr *a = ir_op_attr(op, "callee");
+            IrFunc *g = a && a->kind == IR_ATTR_SYMBOL ? ir_module_find_func(L->m, a->s) : NULL;
+            if (g && !ir_map_get(seen, g)) {
+                ir_map_put(seen, g, g);
+                if (has_side_effects(L, g->body, seen))
+                    return true;
+            }
+        } else if (ir_op_info[op->opc].flags & OPF_SIDE_EFFECT) {
+            return true;
+        }
+        for (int r = 0; r < op->num_regions; r++)
+            if (has_side_effects(L, op->regions[r], seen))
+                return true;
+    }
+    return false;
+}
+
+FuncInst *lower_combine_func(Lower *L, const AstNode *n, const char *builtin, const IrType *elem, int arity) {
+    const char *ename = ir_scalar_name(elem->kind);
+    if (n->kind != AST_IDENT || !n->name) {
+        lower_error(L, n, "combine of '%s' must be the name of a func taking two %s and returning one", builtin,
+                    ename);
+        return NULL;
+    }
+    DeclInfo *d = lower_find_decl(L, n->name);
+    if (lower_lookup(L, n->name) || !d || d->decl->kind != AST_FUNC) {
+        const char *what = lower_lookup(L, n->name) ? "a value"
+                           : d                      ? "a kernel"
+                           : lower_is_builtin(n->name) ? "a builtin"
+                                                       : NULL;
+        if (what)
+            lower_error(L, n, "'%s' is %s; the combine of '%s' must be a func", n->name, what, builtin);
+        else
+            lower_error(L, n, "no func named '%s' (the combine of '%s')", n->name, builtin);
+        return NULL;
+    }
+    const AstNode *f = d->decl;
+    if (f->num_items != arity) {
+        lower_error(L, n, "combine func '%s' of '%s' must take %d parameters, it takes %d", f->name, builtin, arity,
+                    f->num_items);
+        diag_note(L->diags, f->loc, "'%s' declared here", f->name);
+        return NULL;
+    }
+    ParamSig *sig = ARENA_ARRAY(&L->tmp, ParamSig, arity);
+    for (int i = 0; i < arity; i++) {
+        const AstNode *p = f->items[i];
+        if (p->type.is_constexpr || p->type.is_pointer || p->type.type_param || p->type.is_dtype ||
+            lower_scalar(L, p->type.scalar) != elem) {
+            lower_error(L, n, "parameter '%s' of combine func '%s' must be %s: '%s' combines %s elements", p->name,
+                        f->name, ename, builtin, ename);
+            diag_note(L->diags, p->loc, "'%s' declared here", p->name);
+            return NULL;
+        }
+        sig[i].type = elem;
+    }
+    if (d->active) {
+        lower_error(L, n, "recursive use of '%s' as the combine of '%s'", f->name, builtin);
+        return NULL;
+    }
+    FuncInst *inst = instance_for(L, n, d, sig, arity);
+    if (!inst || inst->failed)
+        return NULL;
+    if (inst->result != elem) {
+        lower_error(L, n, "combine func '%s' of '%s' must return %s, it returns %s", f->name, builtin, ename,
+                    inst->result ? lower_type_str(L, inst->result) : "nothing");
+        diag_note(L->diags, f->loc, "'%s' declared here", f->name);
+        return NULL;
+    }
+    IrMap seen;
+    ir_map_init(&seen, &L->tmp);
+    if (has_side_effects(L, inst->ir->body, &seen)) {
+        lower_error(L, n, "combine func '%s' of '%s' must not have side effects", f->name, builtin);
+        diag_note(L->diags, f->loc, "'%s' declared here", f->name);
+        return NULL;
+    }
+    return inst;
 }
 
 /* ---- kernels ---- */

@@ -161,6 +161,11 @@ bool lower_stack_ok(Lower *L, const AstNode *n);
 Symbol *lower_lookup(Lower *L, const char *name);
 /* A call to a user func: instantiates it for the argument types if needed. */
 Val lower_call_func(Lower *L, const AstNode *call, DeclInfo *d);
+/* The func that identifier n names as the combine of builtin `builtin`,
+ * instantiated for `arity` scalars of type elem, returning elem, without
+ * side effects; NULL with an error at n otherwise (not a func, another
+ * arity or parameter type, another result, recursion). */
+FuncInst *lower_combine_func(Lower *L, const AstNode *n, const char *builtin, const IrType *elem, int arity);
 DeclInfo *lower_find_decl(Lower *L, const char *name);
 
 /* ==== ast_to_ir_expr.c ==== */

@@ -16,7 +16,11 @@
  *     that of zeros to f32.
  *   - min/max/sum of a tile reduce along an axis (negative counts from the
  *     end; no axis reduces every axis down to a scalar); min/max of a scalar
- *     first argument are elementwise, as minimum/maximum.
+ *     first argument are elementwise, as minimum/maximum. argmax/argmin are
+ *     reduce kinds with i32 results; without an axis, 1-D tiles only.
+ *   - cumsum/cumprod/scan build a `scan` op whose combine region adds,
+ *     multiplies, or calls the func that scan's third argument names
+ *     (lower_combine_func checks it); `reverse` is a constexpr flag.
  *   - float-only math on integers converts them to f32 first (as Triton);
  *     all-constant math folds with the C library.
  *   - load/store/atomics: mask and pointer broadcast against each other; the
@@ -433,12 +437,13 @@ static Val b_random(Lower *L, const AstNode *call, const Builtin *bi) {
 
 /* ---- reductions ---- */
 
-static Val reduce_axis(Lower *L, const AstNode *call, const Builtin *bi, Val x, int axis) {
+/* reduce {kind, axis} of x, giving elements of type relem. */
+static Val reduce_axis(Lower *L, const AstNode *call, const Builtin *bi, Val x, int axis, const IrType *relem) {
     Shape s = val_shape(&x);
     memmove(&s.dim[axis], &s.dim[axis + 1], sizeof(int64_t) * (size_t)(s.rank - axis - 1));
     s.rank--;
     lower_at(L, call);
-    IrValue *v = ir_build_unary(&L->b, IR_OP_REDUCE, lower_tile_type(L, val_elem(&x), &s), lower_ir(L, &x));
+    IrValue *v = ir_build_unary(&L->b, IR_OP_REDUCE, lower_tile_type(L, relem, &s), lower_ir(L, &x));
     ir_op_set_word(L->m, v->def, "kind", bi->kind);
     ir_op_set_int(L->m, v->def, "axis", axis);
     return val_ir(v);
@@ -467,11 +472,91 @@ static Val b_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
         int axis;
         if (!axis_arg(L, arg(call, 1), bi->name, s.rank, false, &axis))
             return val_error();
-        return reduce_axis(L, call, bi, x, axis);
+        return reduce_axis(L, call, bi, x, axis, val_elem(&x));
     }
     while (val_shape(&x).rank > 0)
-        x = reduce_axis(L, call, bi, x, 0);
+        x = reduce_axis(L, call, bi, x, 0, val_elem(&x));
     return x;
+}
+
+/* argmax(x [, axis]), argmin: the i32 index along the axis of the first
+ * largest (smallest) element, NaN counting as the extreme; the axis may be
+ * left out for a 1-D tile only. */
+static Val b_argreduce(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_tile(L, need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name), arg(call, 0), bi->name);
+    if (!is_value(&x))
+        return val_error();
+    Shape s = val_shape(&x);
+    int axis = 0;
+    if (call->num_items == 2 && !axis_arg(L, arg(call, 1), bi->name, s.rank, false, &axis))
+        return val_error();
+    if (call->num_items == 1 && s.rank > 1) {
+        lower_error(L, call, "'%s' of a tile of rank %d needs an axis: %s(x, axis)", bi->name, s.rank, bi->name);
+        return val_error();
+    }
+    return reduce_axis(L, call, bi, x, axis, lower_scalar(L, IR_I32));
+}
+
+/* ---- scans ---- */
+
+/* A constexpr flag argument (true, false, or an integer: nonzero is true). */
+static bool flag_arg(Lower *L, const AstNode *n, const char *what, const char *fname, bool *out) {
+    Val v = lower_expr(L, n);
+    if (v.kind == VAL_ERROR)
+        return false;
+    if (v.kind != VAL_CONST || !ir_type_is_int(v.type)) {
+        lower_error(L, n, "%s of '%s' must be a constant bool (true or false), got %s", what, fname,
+                    lower_val_str(L, &v));
+        return false;
+    }
+    *out = val_truthy(&v);
+    return true;
+}
+
+/* cumsum(x, axis [, reverse]), cumprod(x, axis [, reverse]) and
+ * scan(x, axis, f [, reverse]): an inclusive scan along the axis, as a
+ * `scan` op whose combine region adds, multiplies, or calls the func f
+ * (which inline then replaces by its body). cumsum and cumprod count bools
+ * in i32, as sum does; other element types stay. */
+static Val b_scan(Lower *L, const AstNode *call, const Builtin *bi) {
+    bool user = bi->opc == IR_OP_SCAN;
+    Val x = need_tile(L, need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name), arg(call, 0), bi->name);
+    if (!is_value(&x))
+        return val_error();
+    Shape s = val_shape(&x);
+    int axis;
+    bool reverse = false;
+    const AstNode *rev = arg(call, user ? 3 : 2);
+    if (!axis_arg(L, arg(call, 1), bi->name, s.rank, false, &axis) ||
+        (rev && !flag_arg(L, rev, "reverse", bi->name, &reverse)))
+        return val_error();
+    if (!user && val_elem(&x)->kind == IR_I1)
+        x = lower_convert(L, x, lower_scalar(L, IR_I32), call);
+    const IrType *elem = val_elem(&x);
+    FuncInst *inst = NULL;
+    if (user && !(inst = lower_combine_func(L, arg(call, 2), bi->name, elem, 2)))
+        return val_error();
+    lower_at(L, call);
+    IrValue *in = lower_ir(L, &x);
+    IrOp *op = ir_build_op(&L->b, IR_OP_SCAN, 1, &in, 1, &in->type);
+    ir_op_set_int(L->m, op, "axis", axis);
+    if (reverse)
+        ir_op_set_int(L->m, op, "reverse", 1);
+    IrBlock *body = op->regions[0];
+    IrValue *ab[2] = {ir_block_add_arg(L->m, body, elem, "a"), ir_block_add_arg(L->m, body, elem, "b")};
+    IrBuilder in_body;
+    ir_builder_at_end(&in_body, L->m, body);
+    in_body.loc = L->b.loc;
+    IrValue *r;
+    if (user) {
+        IrOp *c = ir_build_op(&in_body, IR_OP_CALL, 2, ab, 1, &elem);
+        ir_op_set_symbol(L->m, c, "callee", inst->ir->name);
+        r = c->results[0];
+    } else {
+        r = ir_build_binary(&in_body, bi->opc, elem, ab[0], ab[1]);
+    }
+    ir_build(&in_body, IR_OP_YIELD, NULL, 1, &r);
+    return val_ir(op->results[0]);
 }
 
 /* ---- dot ---- */
@@ -753,6 +838,11 @@ static const Builtin builtins[] = {
     {"min", 1, 2, b_reduce, IR_OP_MIN, "min"},
     {"max", 1, 2, b_reduce, IR_OP_MAX, "max"},
     {"sum", 1, 2, b_reduce, IR_OP_REDUCE, "sum"},
+    {"argmax", 1, 2, b_argreduce, IR_OP_REDUCE, "argmax"},
+    {"argmin", 1, 2, b_argreduce, IR_OP_REDUCE, "argmin"},
+    {"cumsum", 2, 3, b_scan, IR_OP_ADD, NULL},
+    {"cumprod", 2, 3, b_scan, IR_OP_MUL, NULL},
+    {"scan", 3, 4, b_scan, IR_OP_SCAN, NULL},
     {"exp", 1, 1, b_math, IR_OP_EXP, NULL},
     {"exp2", 1, 1, b_math, IR_OP_EXP2, NULL},
     {"log", 1, 1, b_math, IR_OP_LOG, NULL},

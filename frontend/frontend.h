@@ -53,6 +53,9 @@
  *   reshape(x, shape)  broadcast_to(x, shape)  trans(x) / trans(x, perm)  expand_dims(x, axis)
  *   where(cond, a, b)  minimum(a, b)  maximum(a, b)
  *   min(x, axis) max(x, axis) sum(x, axis)   reductions when x is a tile; for scalar x, min(a, b)/max(a, b) are elementwise
+ *   argmax(x [, axis]) argmin(x [, axis])    i32 index of the first extreme (NaN wins); no axis: 1-D x only
+ *   cumsum(x, axis [, reverse]) cumprod(x, axis [, reverse])   inclusive scans, x's shape (bools count in i32)
+ *   scan(x, axis, f [, reverse])             inclusive scan with func f (a name): f(two scalars of x's type) -> one
  *   exp exp2 log log2 sqrt rsqrt abs erf tanh sigmoid floor ceil sin cos (float), fma(a, b, c), cdiv(a, b)
  *   dot(a, b) / dot(a, b, acc)                       a [M,K], b [K,N] of f16/bf16/f32 (same dtype), M,N,K >= 16 -> f32 [M,N];
  *                                                    or both fp8 (e4m3 and e5m2 may mix): converted to f16 first

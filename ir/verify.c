@@ -24,8 +24,10 @@
  *     pointer, dot is MxK by KxN into MxN f32, ...). Where layouts are
  *     present, the ops that only reinterpret a tile keep data in place:
  *     broadcast keeps its operand's layout, expand_dims takes the #slice of
- *     its result's layout, reduce gives the #slice of its operand's; moving
- *     data between threads is convert_layout's job alone.
+ *     its result's layout, reduce gives the #slice of its operand's, scan
+ *     keeps its operand's type; moving data between threads is
+ *     convert_layout's job alone. The ops of a scan's combine region
+ *     compute scalars and have no side effects.
  *   - dominance: an operand must be defined earlier in its block or in an
  *     enclosing one, or be a parameter or an enclosing block argument.
  *     Control flow is structured, so this is a scope check: a map from
@@ -53,6 +55,7 @@ typedef struct Verifier {
     const IrValue **defined; /* values in the order they came into scope */
     size_t num_defined, cap_defined;
     int num_warp_specialize; /* warp_specialize ops of the function */
+    int in_combine;          /* scan combine regions the walk is inside */
     bool ok;
 } Verifier;
 
@@ -655,7 +658,9 @@ static void check_memory_access(Verifier *v, const IrOp *op, const IrType *value
 
 static void verify_reduce(Verifier *v, const IrOp *op) {
     const IrType *s = OPND(0), *r = RES(0);
-    check_word(v, op, "kind", "sum max min");
+    check_word(v, op, "kind", "sum max min argmax argmin");
+    const char *kind = ir_op_get_word(op, "kind");
+    bool arg = kind && (strcmp(kind, "argmax") == 0 || strcmp(kind, "argmin") == 0);
     if (!is_tile(s) || !is_number(s->elem)) {
         op_error(v, op, "operand must be a tile of numbers, got %s", type_str(v, s));
         return;
@@ -668,7 +673,11 @@ static void verify_reduce(Verifier *v, const IrOp *op) {
         op_error(v, op, "axis %lld is out of range for a rank-%d tile", (long long)axis, s->rank);
         return;
     }
-    if (elem_of(r) != s->elem) {
+    if (arg && !(elem_of(r) && elem_of(r)->kind == IR_I32)) {
+        op_error(v, op, "%s gives i32 indices, got %s", kind, type_str(v, elem_of(r)));
+        return;
+    }
+    if (!arg && elem_of(r) != s->elem) {
         op_error(v, op, "result element type %s differs from the operand's %s", type_str(v, elem_of(r)),
                  type_str(v, s->elem));
         return;
@@ -692,6 +701,52 @@ static void verify_reduce(Verifier *v, const IrOp *op) {
     const Layout *sl = s->layout, *rl = r->layout;
     if (sl && rl && !(rl->kind == LAYOUT_SLICE && rl->slice.parent == sl && rl->slice.dim == axis))
         op_error(v, op, "result layout must be #slice<dim = %lld> of the operand's layout", (long long)axis);
+}
+
+/* scan: a tile of numbers, the result of its type, a combine region of two
+ * scalar arguments of the element type yielding one (check_yield), and an
+ * optional reverse of 0 or 1. The region's own ops are checked as the walk
+ * reaches them (check_combine_op). */
+static void verify_scan(Verifier *v, const IrOp *op) {
+    const IrType *s = OPND(0), *r = RES(0);
+    if (!is_tile(s) || !is_number(s->elem)) {
+        op_error(v, op, "operand must be a tile of numbers, got %s", type_str(v, s));
+        return;
+    }
+    int64_t axis;
+    if (int_attr(op, "axis", &axis) && (axis < 0 || axis >= s->rank))
+        op_error(v, op, "axis %lld is out of range for a rank-%d tile", (long long)axis, s->rank);
+    const IrAttr *rev = ir_op_attr(op, "reverse");
+    if (rev && (rev->kind != IR_ATTR_INT || (rev->i != 0 && rev->i != 1)))
+        op_error(v, op, "attribute 'reverse' must be 0 or 1");
+    if (r != s)
+        op_error(v, op, "result type %s differs from the operand's %s", type_str(v, r), type_str(v, s));
+    const IrBlock *body = op->regions[0];
+    if (body->num_args != 2) {
+        op_error(v, op, "combine region has %d argument%s, expected 2", body->num_args,
+                 body->num_args == 1 ? "" : "s");
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        if (body->args[i] && body->args[i]->type != s->elem)
+            op_error(v, op, "combine region argument %d has type %s, expected %s (the element type)", i,
+                     type_str(v, body->args[i]->type), type_str(v, s->elem));
+}
+
+/* An op inside a scan's combine region runs once per combination in every
+ * thread: scalars only, and nothing that writes, synchronizes or would run
+ * a varying number of times (calls are allowed until inline removes them). */
+static void check_combine_op(Verifier *v, const IrOp *op) {
+    if ((ir_op_info[op->opc].flags & OPF_SIDE_EFFECT) && op->opc != IR_OP_CALL)
+        op_error(v, op, "has side effects and cannot be in the combine region of a 'scan'");
+    for (int i = 0; i < op->num_results; i++)
+        if (RES(i) && !is_scalar(RES(i)))
+            op_error(v, op, "result %d has type %s; the combine region of a 'scan' computes scalars", i,
+                     type_str(v, RES(i)));
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i] && OPND(i) && !is_scalar(OPND(i)))
+            op_error(v, op, "operand %d has type %s; the combine region of a 'scan' computes scalars", i,
+                     type_str(v, OPND(i)));
 }
 
 static void verify_dot(Verifier *v, const IrOp *op) {
@@ -799,11 +854,20 @@ static void verify_warp_group_dot(Verifier *v, const IrOp *op) {
 static void check_yield(Verifier *v, const IrOp *op) {
     const IrOp *parent = op->parent ? op->parent->parent_op : NULL;
     if (!parent || (parent->opc != IR_OP_FOR && parent->opc != IR_OP_IF && parent->opc != IR_OP_WARP_SPECIALIZE &&
-                    !(parent->opc == IR_OP_WHILE && parent->regions[1] == op->parent))) {
-        op_error(v, op, "must be in the region of a 'for', 'if' or 'warp_specialize', or the body of a 'while'");
+                    parent->opc != IR_OP_SCAN && !(parent->opc == IR_OP_WHILE && parent->regions[1] == op->parent))) {
+        op_error(v, op, "must be in the region of a 'for', 'if', 'scan' or 'warp_specialize', or the body of a 'while'");
         return;
     }
     const char *pname = ir_op_info[parent->opc].name;
+    if (parent->opc == IR_OP_SCAN) {
+        const IrType *want = elem_of(parent->operands[0]->type);
+        if (op->num_operands != 1)
+            op_error(v, op, "yields %d values, but a 'scan' combine region yields 1", op->num_operands);
+        else if (OPND(0) != want)
+            op_error(v, op, "operand 0 has type %s, but the enclosing 'scan' combines %s", type_str(v, OPND(0)),
+                     type_str(v, want));
+        return;
+    }
     if (op->num_operands != parent->num_results) {
         op_error(v, op, "yields %d value%s, but the enclosing '%s' has %d result%s", op->num_operands,
                  op->num_operands == 1 ? "" : "s", pname, parent->num_results, parent->num_results == 1 ? "" : "s");
@@ -1243,6 +1307,7 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
         check_not_fp8(v, op, elem_of(OPND(1)));
         break;
     case IR_OP_REDUCE: verify_reduce(v, op); break;
+    case IR_OP_SCAN: verify_scan(v, op); break;
     case IR_OP_DOT: verify_dot(v, op); break;
     case IR_OP_FOR: verify_for(v, op); break;
     case IR_OP_WHILE: verify_while(v, op); break;
@@ -1401,9 +1466,13 @@ static void verify_block(Verifier *v, const IrBlock *b) {
         bool counts_ok = check_counts(v, op);
         if (counts_ok)
             verify_op_types(v, op);
+        if (counts_ok && v->in_combine)
+            check_combine_op(v, op);
+        v->in_combine += op->opc == IR_OP_SCAN;
         for (int r = 0; r < op->num_regions; r++)
             if (op->regions && op->regions[r])
                 verify_block(v, op->regions[r]);
+        v->in_combine -= op->opc == IR_OP_SCAN;
         for (int i = 0; i < op->num_results; i++)
             if (op->results && op->results[i])
                 define(v, op->results[i]);

@@ -16,6 +16,7 @@
  *                            (so `sum(x, 1)[:, None]` needs no conversion)
  *   trans                    the operand's #blocked layout, permuted
  *   load, atomic             the pointer's layout
+ *   scan                     its operand's layout
  *   dot                      the accumulator's layout
  *   elementwise ops          their operands' layout; when they disagree, the
  *                            first that is not the default for the shape
@@ -87,7 +88,8 @@ static const Layout *pick(Assign *a, IrOp *op, IrValue *res) {
         return l ? l : dflt;
     }
     case IR_OP_LOAD:
-    case IR_OP_ATOMIC: return src ? src : dflt;
+    case IR_OP_ATOMIC:
+    case IR_OP_SCAN: return src ? src : dflt;
     case IR_OP_DOT: {
         const Layout *acc = lay(a, op->operands[2]);
         return acc ? acc : dflt;

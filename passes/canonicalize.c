@@ -22,7 +22,8 @@
  *     with ir_float_round (an f16 sum is an f16 value). i1 is 0 or 1.
  *   - splat, broadcast, expand_dims, reshape, trans and convert_layout of a
  *     constant: a constant of the result type. reduce min/max of a constant
- *     is the constant, an integer sum is value * extent.
+ *     is the constant, an integer sum is value * extent, argmax and
+ *     argmin of a constant are 0 (every element ties: the first wins).
  *   - identities: x+0, x-0, x*1, x/1, x<<0, x>>0, x|0, x^0, x&-1, and/or/
  *     min/max of x with itself; for integers also x*0, x-x, x^x, x&0,
  *     x rem 1. Floats only where the identity is exact in IEEE arithmetic:
@@ -442,6 +443,8 @@ static IrValue *simplify(Canon *c, IrOp *op) {
             return NULL;
         if (strcmp(kind, "min") == 0 || strcmp(kind, "max") == 0)
             return make_const(c, op, rt, k[0], name);
+        if (strcmp(kind, "argmin") == 0 || strcmp(kind, "argmax") == 0) /* all equal: the first */
+            return make_const(c, op, rt, (Const){false, 0, 0}, name);
         const IrType *e = elem_of(rt);
         int64_t axis = ir_op_get_int(op, "axis", 0);
         Const sum = {false, 0, 0};

@@ -26,7 +26,9 @@
  *   - a live value makes its defining op live; a live result or body
  *     argument of a `for` makes the iteration's slot live: its init value
  *     and the yield operand that feeds it; a live `if` result makes both
- *     regions' yield operands in that position live.
+ *     regions' yield operands in that position live, a live `scan` result
+ *     its combine region's yield operand (a `scan` is pure, so an unused
+ *     one goes, combine region and all).
  *
  * The sweep removes every op not marked (only pure ops and dead control
  * flow can be unmarked), then compacts each live `for` (a slot whose result
@@ -111,6 +113,8 @@ static void process(Dce *d, IrValue *v) {
         else if (def->opc == IR_OP_IF)
             for (int r = 0; r < 2; r++)
                 mark_value(d, yield_of(def->regions[r])->operands[v->index]);
+        else if (def->opc == IR_OP_SCAN)
+            mark_value(d, yield_of(def->regions[0])->operands[0]);
         return;
     }
     IrOp *owner = v->block ? v->block->parent_op : NULL;
@@ -126,7 +130,8 @@ static void process(Dce *d, IrValue *v) {
 static void mark_roots(Dce *d, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
         IrOpcode opc = op->opc;
-        if (!pass_op_is_droppable(op) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD)
+        if (!pass_op_is_droppable(op) && opc != IR_OP_FOR && opc != IR_OP_IF && opc != IR_OP_YIELD &&
+            opc != IR_OP_SCAN)
             mark_op(d, op);
         for (int r = 0; r < op->num_regions; r++)
             mark_roots(d, op->regions[r]);

@@ -116,7 +116,8 @@ const Layout *pass_operand_layout(IrModule *m, const IrOp *op, int i) {
     switch (op->opc) {
     case IR_OP_LOAD:
     case IR_OP_ATOMIC:
-    case IR_OP_BROADCAST: return res;
+    case IR_OP_BROADCAST:
+    case IR_OP_SCAN: return res;
     case IR_OP_STORE: return i > 0 ? layout_of(op->operands[0]) : NULL;
     case IR_OP_ASYNC_COPY: return i >= 2 ? layout_of(op->operands[0]) : NULL;
     case IR_OP_EXPAND_DIMS: return res ? pass_slice_layout(m, (int)ir_op_get_int(op, "axis", 0), res) : NULL;

@@ -136,8 +136,8 @@ void axis_info_print(Buf *out, const AxisInfo *info);
 /*
  * The layout passes decide a layout per tile value and then make the IR
  * agree: every op's operands must have the layouts its result layouts imply
- * (elementwise: the same; expand_dims: a slice of the result's; reduce: the
- * parent of the result's slice; load/store/atomic: the pointer's; yield: the
+ * (elementwise and scan: the same; expand_dims: a slice of the result's;
+ * reduce: the parent of the result's slice; load/store/atomic: the pointer's; yield: the
  * loop's...). Where an operand differs, a convert_layout is inserted right
  * after the operand's definition (at the top of its block for a block
  * argument), once per (value, layout): so a conversion of a loop-invariant

@@ -24,7 +24,7 @@
  *    from (`p = p + BLOCK`) take the access's layout. An atomic add of an
  *    #mma dot's 4- or 8-byte values whose old values nothing reads takes
  *    the #mma instead (atomic_takes_mma). Layouts flow to users
- *    through elementwise ops, broadcast, convert_layout (a conversion whose
+ *    through elementwise ops, broadcast, scan, convert_layout (a conversion whose
  *    result takes its source's layout disappears), reduce (as a #slice),
  *    expand_dims (a #slice operand gives its parent), trans, and
  *    loop-carried values (a `for` init or yield gives the body argument and
@@ -265,7 +265,8 @@ static void propagate_use(Rlc *r, const Use *u, const Layout *l) {
         return;
     }
     switch (op->opc) {
-    case IR_OP_BROADCAST: set_cand(r, op->results[0], l); break;
+    case IR_OP_BROADCAST:
+    case IR_OP_SCAN: set_cand(r, op->results[0], l); break;
     case IR_OP_CONVERT_LAYOUT:
         /* A conversion to a dot operand is the dot's, not the kernel's:
          * it stays (stage-shared or codegen decides how). */

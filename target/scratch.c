@@ -335,6 +335,47 @@ int64_t tg_value_regs(const IrType *t, int num_warps) {
     return (words + threads - 1) / threads;
 }
 
+bool tg_scan_plan(const LinearLayout *ll, int axis, int num_warps, int elem_bytes, TgScanPlan *out,
+                  const char **why) {
+    memset(out, 0, sizeof *out);
+    for (int j = 0; j < TG_MAX_SCAN_STEPS; j++)
+        out->in[j] = -1;
+    out->steps = tc_log2i(ll->shape[axis]);
+    for (int in = 0; in < LL_NUM_IN; in++)
+        for (int b = 0; b < ll->num_bits[in]; b++) {
+            int64_t c = ll->bases[in][b][axis];
+            if (!c)
+                continue;
+            for (int d = 0; d < ll->rank; d++)
+                if (d != axis && ll->bases[in][b][d]) {
+                    *why = "a basis moves the axis and another dimension at once";
+                    return false;
+                }
+            int j = tc_is_pow2(c) ? tc_log2i(c) : -1;
+            if (j < 0 || j >= out->steps || out->in[j] >= 0) {
+                *why = "a basis moves more than one bit of the axis, or one another basis moves";
+                return false;
+            }
+            out->in[j] = in;
+            out->bit[j] = b;
+        }
+    int done = 0; /* register bits of the axis done before the step */
+    for (int j = 0; j < out->steps; j++) {
+        if (out->in[j] < 0) {
+            *why = "no basis moves some bit of the axis";
+            return false;
+        }
+        if (out->in[j] == LL_REG)
+            done++;
+        else if (out->in[j] == LL_WARP && !out->warp_slots)
+            out->warp_slots = ll_num_regs(ll) >> done;
+    }
+    int cap = TG_SCAN_SCRATCH_BYTES / (32 * num_warps * elem_bytes);
+    if (out->warp_slots > cap)
+        out->warp_slots = cap > 1 ? cap : 1;
+    return true;
+}
+
 int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
     LinearLayout a, b;
     switch (op->opc) {
@@ -349,7 +390,20 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
         if (!along)
             return 0;
         int64_t out = ir_type_numel(t) / t->shape[axis];
-        return round16(((int64_t)1 << along) * out * ir_type_bytes(t->elem));
+        int64_t values = round16(((int64_t)1 << along) * out * ir_type_bytes(t->elem));
+        const char *kind = ir_op_get_word(op, "kind");
+        bool arg = kind && strncmp(kind, "arg", 3) == 0;
+        return arg ? values + round16(((int64_t)1 << along) * out * 4) : values;
+    }
+    case IR_OP_SCAN: {
+        const IrType *t = op->operands[0]->type;
+        TgScanPlan plan;
+        const char *why;
+        int64_t axis = ir_op_get_int(op, "axis", 0);
+        if (!ll_of(t, num_warps, &a) || axis < 0 || axis >= a.rank ||
+            !tg_scan_plan(&a, (int)axis, num_warps, ir_type_bytes(t->elem), &plan, &why))
+            return 0;
+        return round16((int64_t)plan.warp_slots * 32 * num_warps * ir_type_bytes(t->elem));
     }
     case IR_OP_CONVERT_LAYOUT:
     case IR_OP_BROADCAST:

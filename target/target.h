@@ -49,7 +49,12 @@ void tg_target_set_options(TgTarget *t, int num_warps, int num_stages, bool llvm
  * pointers; pad(...) below):
  *
  *   reduce          with w warp bits along the axis: 2^w * (elements of the
- *                   result) * T; 0 when no warp moves along the axis
+ *                   result) * T; 0 when no warp moves along the axis;
+ *                   argmax and argmin add as many i32 indices after the
+ *                   values (from the values' bytes rounded up to 16)
+ *   scan            with a warp bit along the axis: warp_slots of its plan
+ *                   (tg_scan_plan) * 32 * num_warps * T, at most
+ *                   TG_SCAN_SCRATCH_BYTES unless one slot is more; else 0
  *   convert_layout, the same with shape ops (broadcast, expand_dims,
  *   reshape, trans) 0 when every thread already holds the elements it needs
  *                   (a register permutation); else pad(operand's bytes) with
@@ -64,6 +69,31 @@ void tg_target_set_options(TgTarget *t, int num_warps, int num_stages, bool llvm
  * max(128, row bytes) and pad = max(4, T) (tg_scratch_padding).
  */
 int64_t tg_scratch_bytes(const IrOp *op, int num_warps);
+
+/*
+ * How a scan along `axis` walks a distributed layout (codegen/lower_scan.c):
+ * step j, for each bit j of the axis coordinate from the lowest, combines
+ * the aligned blocks of 2^j elements that bit j tells apart; the basis that
+ * flips exactly that bit (a register, lane or warp bit) says where the
+ * partner block is. A warp step goes through scratch: each thread stores
+ * the block totals of its registers then (registers whose axis bits done so
+ * far are clear; the most at the first warp step), warp_slots of them at a
+ * time, so that the scratch stays within TG_SCAN_SCRATCH_BYTES (a thread
+ * with more totals exchanges them in several rounds).
+ */
+#define TG_MAX_SCAN_STEPS 32
+#define TG_SCAN_SCRATCH_BYTES 16384
+typedef struct TgScanPlan {
+    int steps;                     /* log2 of the axis extent */
+    int in[TG_MAX_SCAN_STEPS];     /* step j: LL_REG, LL_LANE or LL_WARP */
+    int bit[TG_MAX_SCAN_STEPS];    /* ... and which bit of it flips axis bit j */
+    int warp_slots;                /* values a thread stores in one round of a warp step; 0 without one */
+} TgScanPlan;
+/* The plan for elements of elem_bytes with num_warps warps; false (with
+ * *why) when some basis that moves the axis moves another dimension too, or
+ * more than one bit of it. */
+bool tg_scan_plan(const LinearLayout *ll, int axis, int num_warps, int elem_bytes, TgScanPlan *out,
+                  const char **why);
 
 /* 32-bit registers per thread that a value of type t takes with num_warps
  * warps, its elements spread evenly (a tile's elements * bits / 32 over the
