@@ -288,6 +288,68 @@ static void feat_dropout(Ft *f) {
     buf_free(f, &dx);
 }
 
+/* ---- the kernel author's tools together ---- */
+
+/* Early return, while/break, rand, cumsum, device_assert and device_print in
+ * one kernel: dropout applied twice (two seeds), then a running sum per
+ * block. Programs past the data return at once. */
+static const char SRC_TOOLS[] =
+    "kernel dropout_cumsum(f32* out, const f32* x, i32 n, i32 seed, f32 p, constexpr i32 B = 256) {\n"
+    "    let pid = program_id(0);\n"
+    "    if (pid * B >= n) { return; }\n"
+    "    let offs = pid * B + arange(0, B);\n"
+    "    let mask = offs < n;\n"
+    "    var v = load(x + offs, mask, 0.0);\n"
+    "    var rounds = 0;\n"
+    "    while (true) {\n"
+    "        let keep = rand(seed + rounds, offs) > p;\n"
+    "        v = where(keep, v / (1.0 - p), 0.0);\n"
+    "        rounds += 1;\n"
+    "        if (rounds >= 2) { break; }\n"
+    "    }\n"
+    "    let c = cumsum(v, 0);\n"
+    "    device_assert(c == c, \"cumsum produced a NaN\");\n"
+    "    if (pid == 0) { device_print(\"first block's sum\", sum(v, 0)); }\n"
+    "    store(out + offs, c, mask);\n"
+    "}\n";
+
+static void feat_tools(Ft *f) {
+    const int block = 256, n = 1000, programs = (n + block - 1) / block + 2;
+    const char *label = "return, while, rand, cumsum, assert, print";
+    tc_kernel *k = get(f, label, SRC_TOOLS, "dropout_cumsum", NULL, 0, 4);
+    if (!k)
+        return;
+    Buf x, out;
+    if (!buf_new(f, &x, (size_t)n * 4) || !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4)) {
+        fail_case(label, "allocation failed");
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        F32(x)[i] = (float)gt_normal();
+    int32_t nn = n, seed = (int32_t)(gt_next() >> 40);
+    float p = 0.25f;
+    void *args[] = {&out.d, &x.d, &nn, &seed, &p};
+    if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) &&
+        buf_down(f, &out)) {
+        GtErr e = {0};
+        for (int b0 = 0; b0 < n; b0 += block) {
+            double run = 0;
+            for (int i = b0; i < b0 + block && i < n; i++) {
+                float v = F32(x)[i];
+                for (int r = 0; r < 2; r++)
+                    v = ref_rand((int32_t)(seed + r), i, 32) > p ? v / (1.0f - p) : 0.0f;
+                run += v;
+                gt_err_add(&e, F32(out)[i], run);
+            }
+        }
+        report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)n * 4, 4));
+    } else {
+        fail_case(label, "launch failed");
+    }
+    buf_free(f, &x);
+    buf_free(f, &out);
+}
+
 /* ---- device_print ---- */
 
 static int cmp_str(const void *a, const void *b) {
@@ -556,6 +618,7 @@ static void run_all(Ft *f) {
     feat_rng2d(f);
     feat_rng_stats(f);
     feat_dropout(f);
+    feat_tools(f);
     feat_print(f);
     feat_assert_passes(f);
     feat_assert_fails(f);
