@@ -303,6 +303,24 @@ static const char SRC_EXITS[] =
     "    store(iters + p, i);\n"
     "}\n";
 
+/* A K loop of tensor-core dots that breaks early (a `while` carrying the
+ * accumulator, not pipelined): only the blocks before kmax count. */
+static const char SRC_DOT_BREAK[] =
+    "kernel mm_break(f32* c, const f16* a, const f16* b, i32 M, i32 N, i32 K, i32 kmax,\n"
+    "                constexpr i32 BM = 64, constexpr i32 BN = 64, constexpr i32 BK = 32) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rn = program_id(1) * BN + arange(0, BN);\n"
+    "    let rk = arange(0, BK);\n"
+    "    var acc = zeros([BM, BN], f32);\n"
+    "    for (k in range(0, K, BK)) {\n"
+    "        if (k >= kmax) { break; }\n"
+    "        let x = load(a + rm[:, None] * K + (k + rk)[None, :], (rm[:, None] < M) & ((k + rk)[None, :] < K), 0.0);\n"
+    "        let y = load(b + (k + rk)[:, None] * N + rn[None, :], ((k + rk)[:, None] < K) & (rn[None, :] < N), 0.0);\n"
+    "        acc = dot(x, y, acc);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) & (rn[None, :] < N));\n"
+    "}\n";
+
 static const char SRC_GRID2D[] =
     "kernel grid2d(i32* out, i32 M, i32 N, constexpr i32 BM = 16, constexpr i32 BN = 32) {\n"
     "    let r = program_id(0) * BM + arange(0, BM);\n"
@@ -1156,6 +1174,50 @@ static void feat_exit_tiles(Ft *f) {
     }
 }
 
+static void feat_dot_break(Ft *f) {
+    static const int shapes[][4] = {{64, 64, 96, 50}, {70, 130, 200, 1000}, {100, 33, 77, 0}};
+    for (int si = 0; si < 3; si++) {
+        int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], kmax = shapes[si][3];
+        char label[64];
+        snprintf(label, sizeof label, "dot loop with break %dx%dx%d kmax %d", M, N, K, kmax);
+        tc_kernel *k = get(f, label, SRC_DOT_BREAK, "mm_break", NULL, 0, 4);
+        if (!k)
+            continue;
+        Buf a, b, out;
+        if (!buf_new(f, &a, (size_t)M * K * 2) || !buf_new(f, &b, (size_t)K * N * 2) ||
+            !buf_new(f, &out, (size_t)(M * N + FGUARD) * 4)) {
+            fail_case(label, "allocation failed");
+            continue;
+        }
+        for (int i = 0; i < M * K; i++)
+            gt_put(TC_DTYPE_F16, a.h, (size_t)i, gt_uniform_in(-1, 1));
+        for (int i = 0; i < K * N; i++)
+            gt_put(TC_DTYPE_F16, b.h, (size_t)i, gt_uniform_in(-1, 1));
+        int32_t mm = M, nn = N, kk = K, km = kmax;
+        void *args[] = {&out.d, &a.d, &b.d, &mm, &nn, &kk, &km};
+        tc_dim3 grid = {(unsigned)((M + 63) / 64), (unsigned)((N + 63) / 64), 1};
+        if (buf_up(f, &a) && buf_up(f, &b) && buf_poison(f, &out) && launch(f, k, grid, args, 7) &&
+            buf_down(f, &out)) {
+            int kend = (kmax + 31) / 32 * 32; /* the blocks that start below kmax */
+            kend = kend < K ? kend : K;
+            GtErr e = {0};
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double ref = 0;
+                    for (int x = 0; x < kend; x++)
+                        ref += gt_get(TC_DTYPE_F16, a.h, (size_t)i * K + x) * gt_get(TC_DTYPE_F16, b.h, (size_t)x * N + j);
+                    gt_err_add(&e, F32(out)[i * N + j], ref);
+                }
+            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)M * N * 4, 4));
+        } else {
+            fail_case(label, "launch failed");
+        }
+        buf_free(f, &a);
+        buf_free(f, &b);
+        buf_free(f, &out);
+    }
+}
+
 static void feat_grid2d(Ft *f) {
     const char *label = "program_id/num_programs on 2 axes";
     tc_kernel *k = get(f, label, SRC_GRID2D, "grid2d", NULL, 0, 4);
@@ -1264,6 +1326,7 @@ static void run_all(Ft *f) {
     feat_exit_guard(f);
     feat_exit_loops(f);
     feat_exit_tiles(f);
+    feat_dot_break(f);
     feat_grid2d(f);
     feat_dot(f);
 }
