@@ -159,6 +159,13 @@ void cg_end_if(Cg *cg, LLVMBasicBlockRef cont) {
     LLVMPositionBuilderAtEnd(cg->b, cont);
 }
 
+LLVMBasicBlockRef cg_begin_issuer(Cg *cg, LLVMValueRef pred, const char *name) {
+    LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
+    if (pred)
+        c = LLVMBuildAnd(cg->b, c, pred, "");
+    return cg_begin_if(cg, c, name);
+}
+
 LLVMValueRef cg_contract(LLVMValueRef inst) {
     if (LLVMIsAInstruction(inst) && LLVMCanValueUseFastMathFlags(inst))
         LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);

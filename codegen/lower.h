@@ -166,6 +166,9 @@ LLVMBasicBlockRef cg_block(Cg *cg, const char *name);
  * cg_begin_if returns for cg_end_if). */
 LLVMBasicBlockRef cg_begin_if(Cg *cg, LLVMValueRef pred, const char *name);
 void cg_end_if(Cg *cg, LLVMBasicBlockRef cont);
+/* cg_begin_if for the issuing thread alone (thread 0, or the first producer
+ * thread in a warp_specialize region), where pred holds (NULL: always). */
+LLVMBasicBlockRef cg_begin_issuer(Cg *cg, LLVMValueRef pred, const char *name);
 
 /* ---- line_info.c: .file/.loc directives (TgTarget.line_info) ---- */
 

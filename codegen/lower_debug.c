@@ -179,8 +179,7 @@ static bool print_value(Cg *cg, IrOp *op, int k, LLVMValueRef *pid, const char *
     CgVal *cv = x ? cg_get(cg, x) : NULL;
 
     if (!rank) {
-        LLVMValueRef issuer = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
-        LLVMBasicBlockRef cont = cg_begin_if(cg, issuer, "print.scalar");
+        LLVMBasicBlockRef cont = cg_begin_issuer(cg, NULL, "print.scalar");
         if (x)
             args[3] = promote(cg, cv->v[0], t);
         call_vprintf(cg, fmt, buf, bty, args, nf);
@@ -194,17 +193,10 @@ static bool print_value(Cg *cg, IrOp *op, int k, LLVMValueRef *pid, const char *
      * does not grow with the tile. */
     int nregs = ll_num_regs(ll), nuniq = 0;
     int *uniq = ARENA_ARRAY(&cg->arena, int, nregs);
-    for (int r = 0; r < nregs; r++) {
-        bool repeat = false;
-        for (int b = 0; b < ll->num_bits[LL_REG]; b++) {
-            bool zero = true;
-            for (int d = 0; d < rank; d++)
-                zero &= ll->bases[LL_REG][b][d] == 0;
-            repeat |= zero && (r >> b & 1);
-        }
-        if (!repeat)
+    unsigned repeats = ll_broadcast_mask(ll, LL_REG);
+    for (int r = 0; r < nregs; r++)
+        if (!(r & repeats))
             uniq[nuniq++] = r;
-    }
     LLVMValueRef *rows = ARENA_ARRAY(&cg->arena, LLVMValueRef, nuniq);
     for (int u = 0; u < nuniq; u++) {
         int64_t c[IR_MAX_RANK];

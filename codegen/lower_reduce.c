@@ -96,7 +96,7 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     if (!kind || (strcmp(kind, "sum") && strcmp(kind, "max") && strcmp(kind, "min") && strcmp(kind, "argmax") &&
                   strcmp(kind, "argmin")))
         return cg_error(cg, op, "unknown reduce kind '%s' (sum, max, min, argmax, argmin)", kind ? kind : "?");
-    bool arg = strncmp(kind, "arg", 3) == 0;
+    bool arg = ir_reduce_is_arg(op);
     const LinearLayout *ll = cg_ll(cg, st, op);
     if (!ll)
         return false;
@@ -182,9 +182,8 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
                     c[o++] = cg_coord(cg, ll, kept[i], d);
             lin[i] = cg_linear_index(cg, orank, oshape, c);
         }
-        /* argmax, argmin: the i32 indices after the values, from their
-         * bytes rounded up to 16 (tg_scratch_bytes) */
-        int64_t ibase = base + ((((int64_t)1 << nk) * num_out * eb + 15) & ~(int64_t)15);
+        /* argmax, argmin: the i32 indices after the values */
+        int64_t ibase = base + tg_reduce_index_offset(((int64_t)1 << nk) * num_out, eb);
         cg_barrier(cg);
         LLVMValueRef kbase = LLVMBuildMul(b, k, cg_i32(cg, num_out), "");
         for (int i = 0; i < np; i++) {

@@ -121,9 +121,11 @@ bool cg_lower_scan(Cg *cg, IrOp *op) {
                     other[r] = cg_shfl_xor(cg, tot[r], 1 << bit);
         } else {
             /* rounds of at most warp_slots totals: [k][thread] */
-            LLVMValueRef tid = LLVMBuildOr(b, LLVMBuildShl(b, cg->warp, cg_i32(cg, 5), ""), cg->lane, "");
-            LLVMValueRef mate = LLVMBuildXor(b, tid, cg_i32(cg, 32 << bit), "");
+            /* this thread's slot and its mate's (the warp bit flipped), in bytes */
             int64_t base = cg_scratch_base(op);
+            LLVMValueRef mine = LLVMBuildAdd(b, LLVMBuildMul(b, cg->tid, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
+            LLVMValueRef mate = LLVMBuildXor(b, cg->tid, cg_i32(cg, 32 << bit), "");
+            LLVMValueRef theirs = LLVMBuildAdd(b, LLVMBuildMul(b, mate, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
             for (int first = 0, last = 0;; first = last) {
                 while (first < n && (first & done))
                     first++;
@@ -133,17 +135,13 @@ bool cg_lower_scan(Cg *cg, IrOp *op) {
                 cg_barrier(cg);
                 for (int k = 0; last < n && k < plan.warp_slots; last++)
                     if (!(last & done)) {
-                        LLVMValueRef slot = LLVMBuildAdd(b, tid, cg_i32(cg, (int64_t)k++ * threads), "");
-                        LLVMValueRef off =
-                            LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
+                        LLVMValueRef off = LLVMBuildAdd(b, mine, cg_i32(cg, (int64_t)k++ * threads * eb), "");
                         cg_smem_store(cg, tot[last], elem, off);
                     }
                 cg_barrier(cg);
                 for (int r = first, k = 0; r < last; r++)
                     if (!(r & done)) {
-                        LLVMValueRef slot = LLVMBuildAdd(b, mate, cg_i32(cg, (int64_t)k++ * threads), "");
-                        LLVMValueRef off =
-                            LLVMBuildAdd(b, LLVMBuildMul(b, slot, cg_i32(cg, eb), ""), cg_i32(cg, base), "");
+                        LLVMValueRef off = LLVMBuildAdd(b, theirs, cg_i32(cg, (int64_t)k++ * threads * eb), "");
                         other[r] = cg_smem_load(cg, elem, off);
                     }
             }

@@ -40,19 +40,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Starts `if (tid == issuer && pred)` (thread 0, or the first producer
- * thread in a warp_specialize region): returns the block to continue in. */
-static LLVMBasicBlockRef begin_thread0(Cg *cg, LLVMValueRef pred) {
-    LLVMValueRef c = LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, cg->issuer), "");
-    if (pred)
-        c = LLVMBuildAnd(cg->b, c, pred, "");
-    return cg_begin_if(cg, c, "thread0");
-}
-
-static void end_thread0(Cg *cg, LLVMBasicBlockRef cont) {
-    cg_end_if(cg, cont);
-}
-
 /* The shared pointer to barrier `index` (i32 value) of a buffer. */
 static LLVMValueRef barrier_ptr(Cg *cg, const IrValue *bars, LLVMValueRef index) {
     LLVMValueRef base = cg_get(cg, bars)->v[0];
@@ -62,14 +49,14 @@ static LLVMValueRef barrier_ptr(Cg *cg, const IrValue *bars, LLVMValueRef index)
 
 static bool lower_each_barrier(Cg *cg, IrOp *op, const char *text) {
     const IrType *t = op->operands[0]->type;
-    LLVMBasicBlockRef cont = begin_thread0(cg, NULL);
+    LLVMBasicBlockRef cont = cg_begin_issuer(cg, NULL, "thread0");
     for (int64_t i = 0; i < t->shape[0]; i++) {
         LLVMValueRef bar = barrier_ptr(cg, op->operands[0], cg_i32(cg, i));
         cg_asm(cg, cg->t_void, text, "r,~{memory}", &bar, 1, true);
     }
     if (op->opc == IR_OP_MBARRIER_INIT)
         cg_asm(cg, cg->t_void, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0, true);
-    end_thread0(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 
@@ -92,12 +79,12 @@ static bool lower_wait(Cg *cg, IrOp *op) {
 static bool lower_expect(Cg *cg, IrOp *op) {
     int64_t bytes = ir_op_get_int(op, "bytes", 0);
     LLVMValueRef pred = cg_get(cg, op->operands[2])->v[0];
-    LLVMBasicBlockRef cont = begin_thread0(cg, pred);
+    LLVMBasicBlockRef cont = cg_begin_issuer(cg, pred, "thread0");
     LLVMValueRef bar = barrier_ptr(cg, op->operands[0], cg_get(cg, op->operands[1])->v[0]);
     char text[96];
     snprintf(text, sizeof text, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], %lld;", (long long)bytes);
     cg_asm(cg, cg->t_void, text, "r,~{memory}", &bar, 1, true);
-    end_thread0(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 
@@ -172,36 +159,36 @@ static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValue
 
 static bool lower_tma_copy(Cg *cg, IrOp *op) {
     LLVMValueRef pred = cg_get(cg, op->operands[4])->v[0];
-    LLVMBasicBlockRef cont = begin_thread0(cg, pred);
+    LLVMBasicBlockRef cont = cg_begin_issuer(cg, pred, "thread0");
     LLVMValueRef bar = barrier_ptr(cg, op->operands[2], cg_get(cg, op->operands[3])->v[0]);
     /* cp.async.bulk.tensor.Nd...: [dst], [map, {coords}], [bar] (the destination first) */
     if (!issue_boxes(cg, op, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0],",
                      5, bar))
         return false;
-    end_thread0(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 
 static bool lower_tma_store(Cg *cg, IrOp *op) {
     const char *kind = ir_op_get_word(op, "kind");
     bool add = kind && strcmp(kind, "add") == 0;
-    LLVMBasicBlockRef cont = begin_thread0(cg, cg_get(cg, op->operands[2])->v[0]);
+    LLVMBasicBlockRef cont = cg_begin_issuer(cg, cg_get(cg, op->operands[2])->v[0], "thread0");
     if (!issue_boxes(cg, op,
                      add ? "cp.reduce.async.bulk.tensor.%dd.global.shared::cta.add.tile.bulk_group"
                          : "cp.async.bulk.tensor.%dd.global.shared::cta.tile.bulk_group",
                      3, NULL))
         return false;
     cg_asm(cg, cg->t_void, "cp.async.bulk.commit_group;", "~{memory}", NULL, 0, true);
-    end_thread0(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 
 static bool lower_tma_store_wait(Cg *cg, IrOp *op) {
-    LLVMBasicBlockRef cont = begin_thread0(cg, NULL);
+    LLVMBasicBlockRef cont = cg_begin_issuer(cg, NULL, "thread0");
     char text[64];
     snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %lld;", (long long)ir_op_get_int(op, "pending", 0));
     cg_asm(cg, cg->t_void, text, "~{memory}", NULL, 0, true);
-    end_thread0(cg, cont);
+    cg_end_if(cg, cont);
     return true;
 }
 

@@ -171,14 +171,9 @@ Val lower_random(Lower *L, const AstNode *call, const char *name) {
     if (!int_arg(&g, 1, false, "offsets", &off) || !ok_seed)
         return val_error();
     const IrType *i32 = lower_scalar(L, IR_I32);
-    Val k0, k1; /* the seed's words, sign-extended to 64 bits */
-    if (ir_type_bits(val_elem(&seed)) <= 32) {
-        k0 = lower_convert(L, seed, i32, call);
-        k1 = op2(&g, IR_OP_SHR, k0, i32c(&g, 31));
-    } else {
-        k0 = lower_convert(L, seed, i32, call);
-        k1 = high_word(&g, seed);
-    }
+    /* the seed's words, sign-extended to 64 bits */
+    Val k0 = lower_convert(L, seed, i32, call);
+    Val k1 = ir_type_bits(val_elem(&seed)) <= 32 ? op2(&g, IR_OP_SHR, k0, i32c(&g, 31)) : high_word(&g, seed);
     bool wide = val_elem(&off)->kind == IR_I64;
     Val c[4] = {lower_convert(L, off, i32, call), wide ? high_word(&g, off) : i32c(&g, 0), i32c(&g, 0), i32c(&g, 0)};
     Val A = i32c(&g, PHILOX_ROUND_A), B = i32c(&g, PHILOX_ROUND_B);

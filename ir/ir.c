@@ -391,6 +391,11 @@ const char *ir_op_get_word(const IrOp *op, const char *name) {
     return a && a->kind == IR_ATTR_WORD ? a->s : NULL;
 }
 
+bool ir_reduce_is_arg(const IrOp *op) {
+    const char *kind = op->opc == IR_OP_REDUCE ? ir_op_get_word(op, "kind") : NULL;
+    return kind && (strcmp(kind, "argmax") == 0 || strcmp(kind, "argmin") == 0);
+}
+
 const char *ir_op_get_string(const IrOp *op, const char *name) {
     const IrAttr *a = ir_op_attr(op, name);
     return a && a->kind == IR_ATTR_STRING ? a->s : NULL;

@@ -461,6 +461,7 @@ const IrAttr *ir_op_attr(const IrOp *op, const char *name);
 int64_t ir_op_get_int(const IrOp *op, const char *name, int64_t dflt);
 double ir_op_get_number(const IrOp *op, const char *name, double dflt); /* int or float */
 const char *ir_op_get_word(const IrOp *op, const char *name);           /* NULL if absent */
+bool ir_reduce_is_arg(const IrOp *op); /* a reduce of kind argmax or argmin (its result: i32 indices) */
 const char *ir_op_get_string(const IrOp *op, const char *name);         /* a quoted string; NULL if absent */
 void ir_op_set_attr(IrModule *m, IrOp *op, const IrAttr *a);
 void ir_op_set_int(IrModule *m, IrOp *op, const char *name, int64_t v);

@@ -659,8 +659,7 @@ static void check_memory_access(Verifier *v, const IrOp *op, const IrType *value
 static void verify_reduce(Verifier *v, const IrOp *op) {
     const IrType *s = OPND(0), *r = RES(0);
     check_word(v, op, "kind", "sum max min argmax argmin");
-    const char *kind = ir_op_get_word(op, "kind");
-    bool arg = kind && (strcmp(kind, "argmax") == 0 || strcmp(kind, "argmin") == 0);
+    bool arg = ir_reduce_is_arg(op);
     if (!is_tile(s) || !is_number(s->elem)) {
         op_error(v, op, "operand must be a tile of numbers, got %s", type_str(v, s));
         return;
@@ -674,7 +673,7 @@ static void verify_reduce(Verifier *v, const IrOp *op) {
         return;
     }
     if (arg && !(elem_of(r) && elem_of(r)->kind == IR_I32)) {
-        op_error(v, op, "%s gives i32 indices, got %s", kind, type_str(v, elem_of(r)));
+        op_error(v, op, "%s gives i32 indices, got %s", ir_op_get_word(op, "kind"), type_str(v, elem_of(r)));
         return;
     }
     if (!arg && elem_of(r) != s->elem) {

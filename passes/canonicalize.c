@@ -443,7 +443,7 @@ static IrValue *simplify(Canon *c, IrOp *op) {
             return NULL;
         if (strcmp(kind, "min") == 0 || strcmp(kind, "max") == 0)
             return make_const(c, op, rt, k[0], name);
-        if (strcmp(kind, "argmin") == 0 || strcmp(kind, "argmax") == 0) /* all equal: the first */
+        if (ir_reduce_is_arg(op)) /* all equal: the first */
             return make_const(c, op, rt, (Const){false, 0, 0}, name);
         const IrType *e = elem_of(rt);
         int64_t axis = ir_op_get_int(op, "axis", 0);

@@ -31,6 +31,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int64_t round16(int64_t v);
+
+int64_t tg_reduce_index_offset(int64_t partials, int value_bytes) {
+    return round16(partials * value_bytes);
+}
+
 static int64_t round16(int64_t v) {
     return (v + 15) & ~(int64_t)15;
 }
@@ -389,11 +395,9 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
             along += a.bases[LL_WARP][k][axis] != 0;
         if (!along)
             return 0;
-        int64_t out = ir_type_numel(t) / t->shape[axis];
-        int64_t values = round16(((int64_t)1 << along) * out * ir_type_bytes(t->elem));
-        const char *kind = ir_op_get_word(op, "kind");
-        bool arg = kind && strncmp(kind, "arg", 3) == 0;
-        return arg ? values + round16(((int64_t)1 << along) * out * 4) : values;
+        int64_t partials = ((int64_t)1 << along) * (ir_type_numel(t) / t->shape[axis]);
+        int64_t values = tg_reduce_index_offset(partials, ir_type_bytes(t->elem));
+        return ir_reduce_is_arg(op) ? values + round16(partials * 4) : values;
     }
     case IR_OP_SCAN: {
         const IrType *t = op->operands[0]->type;

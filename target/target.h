@@ -69,6 +69,10 @@ void tg_target_set_options(TgTarget *t, int num_warps, int num_stages, bool llvm
  * max(128, row bytes) and pad = max(4, T) (tg_scratch_padding).
  */
 int64_t tg_scratch_bytes(const IrOp *op, int num_warps);
+/* In a reduce's scratch across warps, where an argmax / argmin keeps its
+ * i32 indices: after the `partials` values of `value_bytes` each, rounded
+ * up to 16 bytes. */
+int64_t tg_reduce_index_offset(int64_t partials, int value_bytes);
 
 /*
  * How a scan along `axis` walks a distributed layout (codegen/lower_scan.c):

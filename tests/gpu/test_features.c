@@ -371,6 +371,14 @@ static bool run_x_out(Ft *f, const char *label, tc_kernel *k, Buf *x, Buf *out, 
     return false;
 }
 
+/* The end of a run_x_out case: the error against the reference (the first
+ * `written` outputs checked for clobbering after them), then the buffers go. */
+static void done_x_out(Ft *f, const char *label, const GtErr *e, double tol, Buf *x, Buf *out, size_t written) {
+    report(label, TC_DTYPE_F32, gt_err_value(e), tol, buf_clobbered(out, written * 4, 4));
+    buf_free(f, x);
+    buf_free(f, out);
+}
+
 /* ---- elementwise ---- */
 
 static double ref_unary(int op, double v) {
@@ -954,17 +962,10 @@ static void feat_loops(Ft *f) {
         if (!k)
             continue;
         Buf x, out;
-        size_t nx = (size_t)programs * (size_t)(iters ? iters : 1) * block;
-        if (!buf_new(f, &x, nx * 4) || !buf_new(f, &out, (size_t)(programs * block + FGUARD) * 4)) {
-            fail_case(label, "allocation failed");
-            continue;
-        }
-        for (size_t i = 0; i < nx; i++)
-            F32(x)[i] = (float)gt_normal();
+        size_t nx = (size_t)programs * (size_t)(iters ? iters : 1) * block, n = (size_t)programs * block;
         int32_t it = iters;
         void *args[] = {&out.d, &x.d, &it};
-        if (buf_up(f, &x) && buf_poison(f, &out) && launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 3) &&
-            buf_down(f, &out)) {
+        if (run_x_out(f, label, k, &x, &out, nx, n, (unsigned)programs, args, 3)) {
             GtErr e = {0};
             for (int p = 0; p < programs; p++)
                 for (int c = 0; c < block; c++) {
@@ -978,12 +979,8 @@ static void feat_loops(Ft *f) {
                     acc += 0 + 1 + 2 + 3;
                     gt_err_add(&e, F32(out)[p * block + c], acc * s + kk);
                 }
-            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-5, buf_clobbered(&out, (size_t)programs * block * 4, 4));
-        } else {
-            fail_case(label, "launch failed");
+            done_x_out(f, label, &e, 1e-5, &x, &out, n);
         }
-        buf_free(f, &x);
-        buf_free(f, &out);
     }
 }
 
@@ -1010,9 +1007,7 @@ static void feat_branches(Ft *f) {
                     double want = p == 3 ? -7.0 : v * (flag ? 0.5 : 0.25);
                     gt_err_add(&e, F32(out)[p * block + c], want);
                 }
-            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, n * 4, 4));
-            buf_free(f, &x);
-            buf_free(f, &out);
+            done_x_out(f, label, &e, 1e-6, &x, &out, n);
         }
     }
 }
@@ -1034,9 +1029,7 @@ static void feat_exit_guard(Ft *f) {
             GtErr e = {0};
             for (int i = 0; i < n; i++)
                 gt_err_add(&e, F32(out)[i], F32(x)[i] * 2.0 + 1.0);
-            report(label, TC_DTYPE_F32, gt_err_value(&e), 1e-6, buf_clobbered(&out, (size_t)n * 4, 4));
-            buf_free(f, &x);
-            buf_free(f, &out);
+            done_x_out(f, label, &e, 1e-6, &x, &out, (size_t)n);
         }
     }
 }

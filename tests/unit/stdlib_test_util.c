@@ -23,6 +23,23 @@ int64_t constexpr_value(const tc_constexpr *cx, size_t n, const char *name) {
     return -1;
 }
 
+void stdlib_jit_key(const tc_jit_request *req, uint8_t key[32]) {
+    tc_source src = {req->path, req->source, req->source_len};
+    RtJitInputs in = {0};
+    in.source = &src;
+    in.kernel = req->kernel;
+    in.constexprs = req->constexprs;
+    in.num_constexprs = req->num_constexprs;
+    in.options = req->options;
+    in.arch = "sm_90a";
+    uint8_t base[32], div16[64];
+    rt_jit_base_key(&in, base);
+    size_t n = req->num_divisibility < 64 ? req->num_divisibility : 64;
+    for (size_t i = 0; i < n; i++)
+        div16[i] = req->divisibility[i] != 0 && req->divisibility[i] % 16 == 0;
+    rt_jit_ptx_key(base, div16, n, key);
+}
+
 bool has_fact(const tc_options *options, const char *name, int64_t div) {
     for (size_t i = 0; i < options->num_params; i++)
         if (strcmp(options->params[i].name, name) == 0 && options->params[i].divisibility == div)

@@ -1,6 +1,6 @@
 /*
  * stdlib_test_util.h — what the standard-library suites (test_stdlib.c,
- * test_stdlib_matmul.c, test_stdlib_attention.c) share to
+ * test_stdlib_matmul.c, test_stdlib_attention.c, test_stdlib_kvcache.c) share to
  * check the standard library's launches without a GPU: a fake context, the
  * facts a launch carries, the kernel's runtime signature, and compiling
  * each distinct specialization to PTX once (and through ptxas where found).
@@ -25,6 +25,10 @@ bool has_fact(const tc_options *options, const char *name, int64_t div);
 /* The runtime signature of req's kernel (of its embedded source) into sig;
  * false, with the diagnostics printed, if there is not exactly one kernel. */
 bool launch_signature(const tc_jit_request *req, int num_warps, RtMeta *sig, tc_diagnostics *diags);
+
+/* The key tc_jit gives req's PTX on a device whose target is sm_90a (the
+ * arguments' 16-byte alignment from req's divisibility). */
+void stdlib_jit_key(const tc_jit_request *req, uint8_t key[32]);
 
 /* ---- compiling specializations to PTX (stdlib_test_util.c) ---- */
 

@@ -344,20 +344,7 @@ static tc_status keying_hook(const RtStdlibLaunch *l) {
         return TC_ERROR_INTERNAL;
     Keyed *e = &keyed[num_keyed++];
     CHECK(rt_stdlib_key(&l->req, &e->memo));
-    /* as tc_jit keys the request on a device whose target is sm_90a */
-    tc_source src = {l->req.path, l->req.source, l->req.source_len};
-    RtJitInputs in = {0};
-    in.source = &src;
-    in.kernel = l->req.kernel;
-    in.constexprs = l->req.constexprs;
-    in.num_constexprs = l->req.num_constexprs;
-    in.options = l->req.options;
-    in.arch = "sm_90a";
-    uint8_t base[32], div16[RT_STDLIB_MAX_PARAMS];
-    rt_jit_base_key(&in, base);
-    for (size_t i = 0; i < l->req.num_divisibility; i++)
-        div16[i] = l->req.divisibility[i] != 0 && l->req.divisibility[i] % 16 == 0;
-    rt_jit_ptx_key(base, div16, l->req.num_divisibility, e->jit);
+    stdlib_jit_key(&l->req, e->jit);
     return TC_OK;
 }
 

@@ -653,19 +653,7 @@ static tc_status checking_hook(const RtAttentionLaunch *l) {
     /* memoizable: the memo's key, and tc_jit's for an sm_90a device */
     CHECK(rt_stdlib_key(&l->req, &s->memo));
     CHECK(s->memo.len > 0);
-    tc_source src = {l->req.path, l->req.source, l->req.source_len};
-    RtJitInputs in = {0};
-    in.source = &src;
-    in.kernel = l->req.kernel;
-    in.constexprs = l->req.constexprs;
-    in.num_constexprs = l->req.num_constexprs;
-    in.options = l->req.options;
-    in.arch = "sm_90a";
-    uint8_t base[32], div16[RT_ATTN_MAX_PARAMS];
-    rt_jit_base_key(&in, base);
-    for (size_t i = 0; i < l->req.num_divisibility && i < RT_ATTN_MAX_PARAMS; i++)
-        div16[i] = l->req.divisibility[i] != 0 && l->req.divisibility[i] % 16 == 0;
-    rt_jit_ptx_key(base, div16, l->req.num_divisibility, s->jit);
+    stdlib_jit_key(&l->req, s->jit);
 
     if (compiling) {
         char key[640];
