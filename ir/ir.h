@@ -88,7 +88,7 @@ void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * and may contain any bytes (including NUL and invalid UTF-8). */
 struct Source {
     const char *name; /* file name as given by the user, or "<string>" */
-    const char *text; /* contents */
+    const char *text; /* contents; NULL (len 0) for a file named by loc(...) in IR text */
     size_t len;       /* length of text in bytes */
 };
 
@@ -566,6 +566,10 @@ bool ir_tensormap_equal(const IrTensorMap *a, const IrTensorMap *b);
 /* ==== print.c: the text form ==== */
 
 void ir_print_module(const IrModule *m, Buf *out);
+/* ir_print_module with every op's and function's location, ` loc("file":
+ * line:col)` or ` loc(unknown)` (tilec -g, docs/ir.md); ir_parse reads
+ * them back. */
+void ir_print_module_locs(const IrModule *m, Buf *out);
 void ir_print_func(const IrFunc *f, Buf *out);
 void ir_print_op(const IrOp *op, Buf *out); /* one op (and its regions), for debugging */
 void ir_print_type(Buf *out, const IrType *t);

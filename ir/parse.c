@@ -46,10 +46,18 @@
  *
  * Tile shapes (`64x32xf16`) are scanned byte by byte, since the general
  * lexer would read `x32xf16` as one identifier.
+ *
+ * Locations. An op or a function written with `loc("file":line:col)` gets
+ * that location, in a Source of that name that the module's arena holds
+ * (one per distinct name, with no text); with `loc(unknown)` it gets none
+ * (line 0); without either, its own position in the IR text. So IR printed
+ * with locations (ir_print_module_locs) keeps pointing at the .tile source
+ * through any number of tilec-opt runs.
  */
 #include "ir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +132,15 @@ typedef struct {
 
 /* ==== parser state ==== */
 
+/* A function's loc(...). Until the parse is over, a function's loc is its
+ * place in the IR text: a "previous definition" note may point at it, and a
+ * note must not name a Source in the arena of a module that a later error
+ * destroys. */
+typedef struct {
+    IrFunc *f;
+    SrcLoc loc;
+} FuncLoc;
+
 typedef struct Parser {
     const Source *src;
     DiagList *diags;
@@ -138,6 +155,7 @@ typedef struct Parser {
     int errors;
     NameTable values;  /* visible values: IrValue * */
     NameTable aliases; /* layout aliases: const Layout * */
+    NameTable files;   /* file names of loc(...): Source *, in the module arena */
     /* scratch stacks, reused; nested ops push above their parent's marks */
     IrValue **vals;
     size_t nvals, cap_vals;
@@ -151,6 +169,8 @@ typedef struct Parser {
     size_t nints, cap_ints;
     char *str; /* decoded string or NUL-terminated copy of a name */
     size_t cap_str;
+    FuncLoc *func_locs; /* the functions' loc(...), set when the parse succeeds */
+    size_t nfunc_locs, cap_func_locs;
 } Parser;
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
@@ -571,9 +591,10 @@ static int hexval(char c) {
     return -1;
 }
 
-/* Decodes the quoted string starting at t->s + skip into the module arena:
- * escapes \\ \" \n \t \XX (two hex digits, not 00). */
-static const char *decode_string(Parser *p, const Tok *t, size_t skip) {
+/* Decodes the quoted string starting at t->s + skip into the scratch
+ * string, its length in *len: escapes \\ \" \n \t \XX (two hex digits,
+ * not 00, so the result holds no NUL). */
+static const char *decode_string_scratch(Parser *p, const Tok *t, size_t skip, size_t *len) {
     const char *s = t->s + skip + 1, *end = t->s + t->n - 1;
     char *d = scratch(p, (size_t)(end - s));
     size_t j = 0;
@@ -598,7 +619,16 @@ static const char *decode_string(Parser *p, const Tok *t, size_t skip) {
             d[j++] = (char)(h * 16 + l);
         }
     }
-    return arena_strndup(&p->m->arena, d, j);
+    d[j] = 0;
+    *len = j;
+    return d;
+}
+
+/* The decoded string of t (see decode_string_scratch) in the module arena. */
+static const char *decode_string(Parser *p, const Tok *t, size_t skip) {
+    size_t n;
+    const char *d = decode_string_scratch(p, t, skip, &n);
+    return arena_strndup(&p->m->arena, d, n);
 }
 
 /* The name of a T_SYMBOL token, in the module arena. */
@@ -1099,6 +1129,72 @@ static IrValue *use_value(Parser *p) {
     return e->val;
 }
 
+/* ==== locations ==== */
+
+/* The Source of file `name` (n bytes, no NUL) for loc(...): one per distinct
+ * name, in the module arena, so that the ops of one file share it as the
+ * front end's do (codegen makes one DIFile per Source). It has no text:
+ * diagnostics at it print no source line. */
+static const Source *file_source(Parser *p, const char *name, size_t n) {
+    Entry *e = table_find(&p->files, name, n);
+    if (e)
+        return e->val;
+    Source *src = ARENA_NEW(&p->m->arena, Source);
+    src->name = arena_strndup(&p->m->arena, name, n);
+    table_add(&p->files, src->name, n, src, srcloc_none());
+    return src;
+}
+
+/* A line or column of loc(...): an INT in 1..INT_MAX, checked digit by digit
+ * so that any length of digits is an error and not an overflow. */
+static int loc_number(Parser *p, const char *what) {
+    Tok t = p->tok;
+    if (t.kind != T_INT) {
+        char buf[48];
+        snprintf(buf, sizeof buf, "a %s number in 'loc'", what);
+        expected(p, buf);
+    }
+    bool ok = t.s[0] != '-';
+    int64_t v = 0;
+    for (size_t i = 0; ok && i < t.n; i++) {
+        v = v * 10 + (t.s[i] - '0');
+        ok = v <= INT_MAX;
+    }
+    if (!ok || v < 1)
+        ERROR_AT(p, &t, "%s number in 'loc' must be in 1..%d, got %.*s%s", what, INT_MAX, (int)(t.n > 24 ? 24 : t.n),
+                 t.s, t.n > 24 ? "..." : "");
+    advance(p);
+    return (int)v;
+}
+
+/* loc ::= 'loc' '(' STRING ':' INT ':' INT ')' | 'loc' '(' 'unknown' ')'
+ * (at the 'loc'). `unknown` is an op without a location (line 0), which
+ * codegen's line info treats as part of the enclosing op. */
+static SrcLoc parse_loc(Parser *p) {
+    advance(p);
+    Tok open = p->tok;
+    expect(p, T_LPAREN, "'(' after 'loc'");
+    if (tok_is(&p->tok, T_IDENT, "unknown")) {
+        advance(p);
+        expect_close(p, T_RPAREN, ")", &open);
+        return srcloc_none();
+    }
+    Tok file = p->tok;
+    if (file.kind != T_STRING)
+        expected(p, "a file name (a string) or 'unknown' in 'loc'");
+    size_t n;
+    const char *name = decode_string_scratch(p, &file, 0, &n);
+    const Source *src = file_source(p, name, n);
+    advance(p);
+    expect(p, T_COLON, "':' after the file name in 'loc'");
+    int line = loc_number(p, "line");
+    expect(p, T_COLON, "':' after the line number in 'loc'");
+    int col = loc_number(p, "column");
+    expect_close(p, T_RPAREN, ")", &open);
+    SrcLoc l = {src, line, col};
+    return l;
+}
+
 /* ==== operations and regions ==== */
 
 static void parse_region(Parser *p, IrBlock *b, bool allow_head);
@@ -1129,7 +1225,9 @@ static bool at_func_start(Parser *p) {
 }
 
 /* op ::= [VALUE (',' VALUE)* '='] OPNAME [VALUE (',' VALUE)*] [attr-dict]
- *        [':' type-list] region* */
+ *        [':' type-list] [loc] region*
+ * No op is named `loc`, so an IDENT `loc` where the location may stand
+ * cannot be the next op's name: it always starts the location. */
 static void parse_op(Parser *p, IrBlock *b) {
     Tok first = p->tok;
     size_t name_mark = p->nnames;
@@ -1150,6 +1248,8 @@ static void parse_op(Parser *p, IrBlock *b) {
     IrOpcode opc;
     if (opname.kind != T_IDENT)
         expected(p, "an operation name");
+    if (tok_is(&opname, T_IDENT, "loc"))
+        ERROR_AT(p, &opname, "unexpected 'loc': an op has one location, after its result types");
     if (!ir_opcode_from_name(opname.s, opname.n, &opc))
         ERROR_AT(p, &opname, "unknown operation '%.*s'", (int)opname.n, opname.s);
     const IrOpInfo *info = &ir_op_info[opc];
@@ -1192,10 +1292,12 @@ static void parse_op(Parser *p, IrBlock *b) {
     }
     if (p->nvals - val_mark > (size_t)INT32_MAX || num_types > (size_t)INT32_MAX)
         ERROR_AT(p, &first, "too many operands or results");
+    /* Without loc(...), the op is where it stands in the IR text. */
+    SrcLoc loc = tok_is(&p->tok, T_IDENT, "loc") ? parse_loc(p) : loc_of(p, &first);
     size_t num_vals = p->nvals - val_mark;
     IrOp *op = ir_op_create(p->m, opc, (int)num_vals, num_vals ? p->vals + val_mark : NULL, (int)num_types,
                             num_types ? p->types + type_mark : NULL);
-    op->loc = loc_of(p, &first);
+    op->loc = loc;
     op->num_attrs = num_attrs;
     op->attrs = attrs;
     ir_block_append(b, op);
@@ -1278,7 +1380,7 @@ static void parse_region(Parser *p, IrBlock *b, bool allow_head) {
 /* ==== functions and the module ==== */
 
 /* func ::= ('kernel' | 'func') SYMBOL '(' [param (',' param)*] ')'
- *          ['->' '(' [type-list] ')'] ['attrs' attr-dict] region
+ *          ['->' '(' [type-list] ')'] ['attrs' attr-dict] [loc] region
  * param ::= typed-value [attr-dict] */
 static void parse_func(Parser *p) {
     Tok kw = p->tok;
@@ -1330,6 +1432,10 @@ static void parse_func(Parser *p) {
     if (tok_is(&p->tok, T_IDENT, "attrs")) {
         advance(p);
         parse_attr_dict(p, &f->num_attrs, &f->attrs);
+    }
+    if (tok_is(&p->tok, T_IDENT, "loc")) {
+        FuncLoc fl = {f, parse_loc(p)};
+        PUSH(p, func_locs, nfunc_locs, cap_func_locs, fl);
     }
     if (p->tok.kind != T_LBRACE)
         expected(p, "'{' to begin the function body");
@@ -1399,12 +1505,14 @@ static void parse_module(Parser *p) {
 static void parser_free(Parser *p) {
     table_free(&p->values);
     table_free(&p->aliases);
+    table_free(&p->files);
     free(p->vals);
     free(p->types);
     free(p->names);
     free(p->attrs);
     free(p->ints);
     free(p->str);
+    free(p->func_locs);
     free(p);
 }
 
@@ -1432,6 +1540,9 @@ IrModule *ir_parse(const Source *src, DiagList *diags) {
     if (p->errors) {
         ir_module_destroy(m);
         m = NULL;
+    } else {
+        for (size_t i = 0; i < p->nfunc_locs; i++)
+            p->func_locs[i].f->loc = p->func_locs[i].loc;
     }
     parser_free(p);
     return m;

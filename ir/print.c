@@ -29,6 +29,13 @@
  * print layouts inline (no alias table), which makes their output
  * self-contained.
  *
+ * Locations. ir_print_module_locs also prints each op's and each
+ * function's SrcLoc, as ` loc("file":line:col)` or ` loc(unknown)` after
+ * the result types (an op) or the attributes (a function); ir_print_module
+ * prints none, so that its text does not depend on where the IR came from.
+ * Since the parser takes a printed location as the op's location,
+ * print(parse(print(m))) == print(m) holds with locations too.
+ *
  * Numbers. Integer attributes print as plain integers; floats as the
  * shortest of %.15g, %.16g, %.17g that strtod reads back to the same double,
  * with ".0" appended when the text would otherwise look like an integer.
@@ -116,6 +123,7 @@ typedef struct Printer {
     StrMap suffix;                     /* hint -> next suffix to try for it */
     int next_number;                   /* next number for a value without a hint */
     bool aliases;                      /* print layouts by alias (module printing) */
+    bool locs;                         /* print loc(...) on ops and functions */
     IrMap layouts;                     /* Layout * -> alias name, without '#' */
     int kind_count[LAYOUT_NVMMA_SHARED + 1]; /* aliases made per layout kind */
     const Layout **alias_order;        /* layouts in definition order */
@@ -275,6 +283,23 @@ static void print_symbol(Buf *out, const char *name) {
         buf_puts(out, name);
     else
         print_string(out, name ? name : "");
+}
+
+/* ` loc("file":line:col)` when p prints locations and l names a file and a
+ * line, ` loc(unknown)` for any other location: printing nothing would give
+ * the op its place in the IR text when the text is parsed again. A column
+ * the parser would refuse (0: none known) prints as 1, so that what is
+ * printed always reads back. */
+static void print_loc(Printer *p, SrcLoc l) {
+    if (!p->locs)
+        return;
+    if (!l.src || !l.src->name || l.line <= 0) {
+        buf_puts(p->out, " loc(unknown)");
+        return;
+    }
+    buf_puts(p->out, " loc(");
+    print_string(p->out, l.src->name);
+    buf_printf(p->out, ":%d:%d)", l.line, l.col > 0 ? l.col : 1);
 }
 
 /* ---- layouts and types ---- */
@@ -437,7 +462,7 @@ static void print_region(Printer *p, const IrBlock *b, int level) {
     buf_puts(out, "}");
 }
 
-/* [results =] name [operands] [attrs] [: result types] [regions] */
+/* [results =] name [operands] [attrs] [: result types] [loc] [regions] */
 static void print_op_at(Printer *p, const IrOp *op, int level) {
     Buf *out = p->out;
     indent(p, level);
@@ -458,6 +483,7 @@ static void print_op_at(Printer *p, const IrOp *op, int level) {
         buf_puts(out, i ? ", " : " : ");
         print_type_to(p, out, op->results[i] ? op->results[i]->type : NULL);
     }
+    print_loc(p, op->loc);
     for (int r = 0; r < op->num_regions; r++)
         print_region(p, op->regions[r], level);
     buf_puts(out, "\n");
@@ -493,16 +519,18 @@ static void print_func_in(Printer *p, const IrFunc *f) {
         buf_puts(out, " attrs");
         print_attr_dict(out, f->num_attrs, f->attrs);
     }
+    print_loc(p, f->loc);
     buf_puts(out, " {\n");
     for (const IrOp *op = body->first; op; op = op->next)
         print_op_at(p, op, 1);
     buf_puts(out, "}\n");
 }
 
-void ir_print_module(const IrModule *m, Buf *out) {
+static void print_module(const IrModule *m, Buf *out, bool locs) {
     Printer p;
     printer_init(&p, out);
     p.aliases = true;
+    p.locs = locs;
     for (const IrFunc *f = m->first; f; f = f->next)
         collect_func(&p, f);
     for (size_t i = 0; i < p.num_aliases; i++) {
@@ -519,6 +547,14 @@ void ir_print_module(const IrModule *m, Buf *out) {
     if (!out->data)
         buf_append(out, "", 0); /* an empty module still gives a NUL-terminated text */
     printer_done(&p);
+}
+
+void ir_print_module(const IrModule *m, Buf *out) {
+    print_module(m, out, false);
+}
+
+void ir_print_module_locs(const IrModule *m, Buf *out) {
+    print_module(m, out, true);
 }
 
 void ir_print_func(const IrFunc *f, Buf *out) {

@@ -2,7 +2,7 @@
  * test_print_parse.c — the IR text form: print(parse(print(m))) == print(m)
  * for modules built with the builder, exact text for a small module, parse
  * errors with their line:col, robustness against truncated and corrupted
- * input, and float printing.
+ * input, float printing, and locations (loc(...)).
  */
 #include "ir/ir.h"
 #include "unit.h"
@@ -754,6 +754,141 @@ TEST(symbols_and_strings) {
     free(a);
 }
 
+static char *print_module_locs(const IrModule *m) {
+    Buf b;
+    buf_init(&b);
+    ir_print_module_locs(m, &b);
+    return b.data; /* malloc-owned */
+}
+
+/* Locations: ir_print_module_locs prints every op's and function's, the
+ * parser reads them back into one text-less Source per file name, and
+ * printing again (with or without locations) gives the same text. */
+TEST(locations) {
+    TcGuard g;
+    if (TC_GUARD(g)) {
+        fprintf(stderr, "guard: %s\n", g.message);
+        CHECK(false);
+        return;
+    }
+    Source a = {"a.tile", "", 0}, q = {"dir/b \"q\"\t\xc3\xa9.tile", "", 0}, unnamed = {NULL, "", 0};
+    IrModule *m = ir_module_create();
+    const IrType *i32 = ir_type_scalar(m, IR_I32);
+    IrFunc *f = ir_func_create(m, IR_FUNC_KERNEL, "k");
+    f->loc = (SrcLoc){&a, 1, 1};
+    IrValue *x = ir_func_add_param(f, i32, "x");
+    IrBuilder b;
+    ir_builder_at_end(&b, m, f->body);
+    b.loc = (SrcLoc){&a, 2, 5};
+    IrValue *y = ir_build_binary(&b, IR_OP_ADD, i32, x, x);
+    b.loc = (SrcLoc){&q, 3, 9};
+    IrValue *z = ir_build_binary(&b, IR_OP_MUL, i32, y, y);
+    b.loc = (SrcLoc){&a, 4, 0}; /* no column: printed as 1 */
+    ir_build_binary(&b, IR_OP_SUB, i32, z, y);
+    b.loc = (SrcLoc){&unnamed, 5, 5}; /* a Source without a name: unknown */
+    ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
+    b.loc = srcloc_none();
+    ir_build_op(&b, IR_OP_RETURN, 0, NULL, 0, NULL);
+    const char *want = "kernel @k(%x: i32) loc(\"a.tile\":1:1) {\n"
+                       "  %0 = add %x, %x : i32 loc(\"a.tile\":2:5)\n"
+                       "  %1 = mul %0, %0 : i32 loc(\"dir/b \\\"q\\\"\\t\\C3\\A9.tile\":3:9)\n"
+                       "  %2 = sub %1, %0 : i32 loc(\"a.tile\":4:1)\n"
+                       "  barrier loc(unknown)\n"
+                       "  return loc(unknown)\n"
+                       "}\n";
+    char *text = print_module_locs(m);
+    CHECK_EQ_STR(text, want);
+    char *plain = print_module(m);
+    DiagList d;
+    diag_init(&d);
+    IrModule *m2 = parse_text(text, strlen(text), &d);
+    CHECK(m2 != NULL);
+    if (m2) {
+        char *again = print_module_locs(m2);
+        CHECK_EQ_STR(again, text);
+        free(again);
+        again = print_module(m2);
+        CHECK_EQ_STR(again, plain);
+        free(again);
+        const IrFunc *f2 = m2->first;
+        const IrOp *add = f2->body->first, *mul = add->next, *sub = mul->next, *bar = sub->next, *ret = bar->next;
+        CHECK(f2->loc.src && f2->loc.src == add->loc.src && add->loc.src == sub->loc.src);
+        CHECK(mul->loc.src && mul->loc.src != add->loc.src);
+        if (add->loc.src && mul->loc.src) {
+            CHECK_EQ_STR(add->loc.src->name, "a.tile");
+            CHECK_EQ_STR(mul->loc.src->name, q.name);
+            CHECK(add->loc.src->text == NULL && add->loc.src->len == 0);
+        }
+        CHECK_EQ_INT(mul->loc.line, 3);
+        CHECK_EQ_INT(mul->loc.col, 9);
+        CHECK_EQ_INT(sub->loc.col, 1);
+        CHECK(bar->loc.src == NULL && bar->loc.line == 0 && ret->loc.src == NULL && ret->loc.line == 0);
+        ir_module_destroy(m2);
+    }
+    diag_free(&d);
+    free(plain);
+    free(text);
+    ir_module_destroy(m);
+
+    /* Without loc(...), an op is where it stands in the IR text. */
+    diag_init(&d);
+    const char *src =
+        "kernel @k(%x: i32) {\n  %0 = add %x, %x : i32 loc(\"k.tile\":7:3)\n    %1 = neg %0 : i32\n  return\n}\n";
+    m2 = parse_text(src, strlen(src), &d);
+    CHECK(m2 != NULL);
+    if (m2) {
+        const IrOp *neg = m2->first->body->first->next;
+        CHECK(neg->loc.src && neg->loc.src->text == src);
+        CHECK_EQ_INT(neg->loc.line, 3);
+        CHECK_EQ_INT(neg->loc.col, 5);
+        text = print_module_locs(m2);
+        CHECK(strstr(text, "kernel @k(%x: i32) loc(\"t.tir\":1:1) {\n  %0 = add %x, %x : i32 loc(\"k.tile\":7:3)\n"
+                           "  %1 = neg %0 : i32 loc(\"t.tir\":3:5)\n") == text);
+        free(text);
+        ir_module_destroy(m2);
+    }
+    diag_free(&d);
+
+    /* A diagnostic at a location read from loc(...) names the file and has
+     * no source line to show. */
+    diag_init(&d);
+    src = "kernel @k(%x: i32, %y: f32) {\n  %0 = add %x, %y : i32 loc(\"k.tile\":12:5)\n  return\n}\n";
+    m2 = parse_text(src, strlen(src), &d);
+    CHECK(m2 != NULL);
+    if (m2) {
+        CHECK(!ir_verify(m2, &d));
+        Buf r;
+        buf_init(&r);
+        diag_render(&d, &r);
+        CHECK(r.data && strncmp(r.data, "k.tile:12:5: error: ", 20) == 0 && strchr(r.data, '\n') == r.data + r.len - 1);
+        if (r.data && strncmp(r.data, "k.tile:12:5: error: ", 20) != 0)
+            fprintf(stderr, "rendered: %s\n", r.data);
+        buf_free(&r);
+        ir_module_destroy(m2);
+    }
+    diag_free(&d);
+
+    /* The note of a redefinition points at the IR text, never at a Source
+     * of the module that the failed parse destroyed. */
+    diag_init(&d);
+    src = "kernel @k() loc(\"k.tile\":1:1) {\n  return\n}\nkernel @k() {\n  return\n}\n";
+    CHECK(parse_text(src, strlen(src), &d) == NULL);
+    CHECK(d.head && d.head->next && d.head->next->level == DIAG_NOTE);
+    if (d.head && d.head->next) {
+        CHECK(d.head->next->loc.src && d.head->next->loc.src->text == src);
+        CHECK_EQ_INT(d.head->next->loc.line, 1);
+    }
+    diag_free(&d);
+
+    check_error("kernel @k() {\n  return loc(\"k.tile\":0:1)\n}\n", 2, 23, "line number in 'loc' must be in 1..");
+    check_error("kernel @k() {\n  return loc(\"k.tile\":1:99999999999999999999)\n}\n", 2, 25,
+                "column number in 'loc' must be in 1..2147483647, got 99999999999999999999");
+    check_error("kernel @k() {\n  return loc(k:1:1)\n}\n", 2, 14, "expected a file name (a string) or 'unknown'");
+    check_error("kernel @k() {\n  return loc \"k\":1:1)\n}\n", 2, 14, "expected '(' after 'loc'");
+    check_error("kernel @k() {\n  return loc(\"k\":1:1\n}\n", 3, 1, "expected ')' to close '(' at 2:13");
+    tc_guard_pop(&g);
+}
+
 UNIT_SUITE(print_parse, builder_roundtrip, exact_text, normalize, result_list_lookahead, scoping, parse_errors,
            error_recovery, truncation_and_corruption, nesting_limits, large_function, float_printing,
-           type_and_op_printing, symbols_and_strings)
+           type_and_op_printing, symbols_and_strings, locations)
