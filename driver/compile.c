@@ -736,6 +736,16 @@ static void pass_options_from(PassOptions *po, const tc_compiler *cc, const tc_o
     po->print_after = opt->print_after;
     po->print_after_all = opt->print_after_all != 0 || opt->emit == TC_EMIT_IR_AFTER_ALL;
     po->print_out = opt->emit == TC_EMIT_IR_AFTER_ALL ? &j->bin->text : &j->bin->log;
+    po->print_locs = opt->line_info != 0;
+}
+
+/* The IR as an emit prints it: with -g, with the ops' locations, which
+ * tilec-opt reads back (docs/ir.md). */
+static void print_ir(const IrModule *m, const tc_options *opt, Buf *out) {
+    if (opt->line_info)
+        ir_print_module_locs(m, out);
+    else
+        ir_print_module(m, out);
 }
 
 static double clock_ms(void) {
@@ -864,7 +874,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_OK, diags, out);
     }
     if (opt.emit == TC_EMIT_IR_RAW) {
-        ir_print_module(j.module, &j.bin->text);
+        print_ir(j.module, &opt, &j.bin->text);
         tc_guard_pop(&g);
         return finish(&j, TC_OK, diags, out);
     }
@@ -874,7 +884,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
     pass_options_from(&po, cc, &opt, &j);
     if (opt.emit == TC_EMIT_IR_AFTER_ALL) {
         buf_puts(&j.bin->text, "// -----// IR after lower //----- //\n");
-        ir_print_module(j.module, &j.bin->text);
+        print_ir(j.module, &opt, &j.bin->text);
     }
     bool gpu = opt.emit != TC_EMIT_IR;
     if (!(gpu ? drv_run_gpu_passes(j.module, &po) : drv_run_cleanup_passes(j.module, &po))) {
@@ -888,7 +898,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_INTERNAL, diags, out);
     }
     if (opt.emit == TC_EMIT_IR || opt.emit == TC_EMIT_IR_GPU)
-        ir_print_module(j.module, &j.bin->text);
+        print_ir(j.module, &opt, &j.bin->text);
     if ((opt.emit == TC_EMIT_LLVM || opt.emit == TC_EMIT_PTX) && !emit_code(&j, cc, &opt)) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
@@ -937,7 +947,7 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
     if (opt.emit == TC_EMIT_IR) {
-        ir_print_module(j.module, &j.bin->text);
+        print_ir(j.module, &opt, &j.bin->text);
     } else if (!emit_code(&j, cc, &opt)) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);

@@ -138,7 +138,10 @@ bool pass_run_one(IrModule *m, const PassInfo *pass, const PassOptions *opts) {
         Buf b;
         buf_init(&b);
         buf_printf(&b, "// -----// IR after %s //----- //\n", pass->name);
-        ir_print_module(m, &b);
+        if (opts->print_locs)
+            ir_print_module_locs(m, &b);
+        else
+            ir_print_module(m, &b);
         emit(opts, &b);
         buf_free(&b);
     }

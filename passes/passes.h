@@ -31,6 +31,7 @@ struct PassOptions {
     const char *print_after; /* comma-separated pass names to dump the IR after, or NULL */
     bool print_after_all;    /* dump the IR after every pass */
     Buf *print_out;          /* where dumps and timings go; NULL = stderr */
+    bool print_locs;         /* dumps carry the ops' loc(...) (ir_print_module_locs) */
     bool time_passes;        /* report each pass's wall time to print_out */
     TgTarget target;         /* the GPU, num_warps and num_stages of kernels without those attributes */
 };

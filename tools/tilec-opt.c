@@ -7,7 +7,8 @@
  *
  * Parses and verifies the IR, runs the passes in order and prints the
  * result (with --emit=llvm or ptx, lowers it: tiles must carry layouts);
- * with no --pass it prints what it parsed. A thin driver over tc_opt.
+ * with no --pass it prints what it parsed. With -g the printed IR carries
+ * the ops' locations (loc(...), docs/ir.md). A thin driver over tc_opt.
  */
 #include "tilec/tilec.h"
 #include "tool_output.h"
@@ -31,7 +32,9 @@ static void usage(FILE *out) {
           "  --persistent          `persistent`: kernels without the attribute loop over their grid's tiles\n"
           "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
           "                        instruction selection instead of tilec's short pipeline\n"
-          "  -g                    with --emit=llvm|ptx: line info (.file/.loc) pointing at FILE.tir's ops\n"
+          "  -g                    with --emit=llvm|ptx: line info (.file/.loc) at each op's loc(...), or\n"
+          "                        at its line of FILE.tir where it has none; with --emit=ir and\n"
+          "                        --print-after: print each op's loc(\"FILE\":LINE:COL)\n"
           "  --print-after=PASS    print the IR after PASS to stderr\n"
           "  --print-after-all     print the IR after every pass to stderr\n"
           "  --verify-each         verify the IR after every pass\n"

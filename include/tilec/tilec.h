@@ -207,7 +207,9 @@ typedef struct tc_options {
                                     to the line and column of the source op it came from, in the file the
                                     tc_source names (tilec -g; docs/codegen.md, "Line info"), for profilers and
                                     compute-sanitizer. The code is the same; 0 = off. tc_jit also turns it on
-                                    for every compile when $TILEC_LINE_INFO is 1 (include/tilec/runtime.h) */
+                                    for every compile when $TILEC_LINE_INFO is 1 (include/tilec/runtime.h).
+                                    The IR emits and IR dumps then print each op's location,
+                                    loc("FILE":LINE:COL), which tc_opt reads back (docs/ir.md) */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);
