@@ -19,6 +19,7 @@
 #include "tilec/runtime.h"
 
 #include "codegen/codegen.h"
+#include "interp/interp.h"
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "driver/driver.h"
@@ -84,6 +85,7 @@ const char *tc_status_string(tc_status s) {
     case TC_ERROR_NO_DRIVER: return "no CUDA driver";
     case TC_ERROR_NO_DEVICE: return "no CUDA device";
     case TC_ERROR_CUDA: return "CUDA driver error";
+    case TC_ERROR_LAUNCH: return "kernel stopped by the interpreter";
     }
     return "unknown status";
 }
@@ -954,6 +956,52 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
     }
     tc_guard_pop(&g);
     return finish(&j, TC_OK, diags, out);
+}
+
+/* The interpreter's load: tc_opt's parse and verify, the inline pass when
+ * the IR still has calls, then interp/ checks every op and numbers the
+ * values. The module keeps its own copy of the text, which the locations
+ * point into. */
+tc_status tc_interp_load(const tc_source *ir, tc_interp_module **out, tc_diagnostics *diags) {
+    if (out)
+        *out = NULL;
+    if (!out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_interp_load: out is NULL");
+    tc_status st = check_source("tc_interp_load", "ir", ir);
+    if (st != TC_OK)
+        return st;
+    tc_interp_module *m = interp_module_new(ir);
+    Job j;
+    if (!m || !job_init(&j, "tc_interp_load", ir)) {
+        tc_interp_unload(m);
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_interp_load: out of memory");
+    }
+    TcGuard g;
+    if (TC_GUARD(g)) { /* the diagnostics point into m: rendered before it goes */
+        st = finish(&j, guard_status(&g, &j), diags, NULL);
+        tc_interp_unload(m);
+        return st;
+    }
+    j.module = ir_parse(interp_module_source(m), &j.diags);
+    bool ok = j.module && !diag_has_errors(&j.diags) && ir_verify(j.module, &j.diags);
+    if (ok && interp_module_has_calls(j.module)) {
+        PassOptions po;
+        pass_options_init(&po, &j.diags);
+        ok = pass_run(j.module, "inline", &po);
+    }
+    if (ok) {
+        IrModule *ir_module = j.module;
+        j.module = NULL; /* the interpreter's now, freed with m */
+        ok = interp_module_init(m, ir_module, &j.diags);
+    }
+    tc_guard_pop(&g);
+    if (!ok) {
+        st = finish(&j, TC_ERROR_COMPILE, diags, NULL);
+        tc_interp_unload(m);
+        return st;
+    }
+    *out = m;
+    return finish(&j, TC_OK, diags, NULL);
 }
 
 tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc_diagnostics *diags) {

@@ -564,23 +564,39 @@ tc_status rt_signature(const tc_source *src, const char *kernel, const tc_conste
     return st;
 }
 
-tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
-    (void)user;
+/* One compile of the request to `emit`, its text into *text and the
+ * kernels' metadata into *meta. */
+static tc_status compile_text(const RtCompileRequest *req, tc_emit emit, RtBytes *text, RtMeta *meta,
+                              tc_diagnostics *diags) {
     memset(meta, 0, sizeof *meta);
     SpecializeBridge bridge = {req, false, false};
     tc_binary *bin;
-    tc_status st = compile_request(req, TC_EMIT_PTX, req->specialize ? &bridge : NULL, &bin, diags);
+    tc_status st = compile_request(req, emit, req->specialize ? &bridge : NULL, &bin, diags);
     if (st != TC_OK || bridge.stopped) {
         tc_binary_destroy(bin);
         return st;
     }
     size_t len;
-    const char *text = tc_binary_text(bin, &len);
-    if (!rt_bytes_append(ptx, text, len)) {
+    const char *out = tc_binary_text(bin, &len);
+    if (!rt_bytes_append(text, out, len)) {
         tc_binary_destroy(bin);
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory copying PTX");
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory copying the compiled text");
     }
     st = rt_meta_from_binary(bin, meta);
     tc_binary_destroy(bin);
     return st;
+}
+
+tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags) {
+    (void)user;
+    return compile_text(req, TC_EMIT_PTX, ptx, meta, diags);
+}
+
+tc_status rt_compile_ir(void *user, const RtCompileRequest *req, RtBytes *ir, RtMeta *meta, tc_diagnostics *diags) {
+    (void)user;
+    tc_options opt = *req->options;
+    opt.line_info = 1; /* loc(...) on every op: the interpreter's messages name .tile lines */
+    RtCompileRequest with_locs = *req;
+    with_locs.options = &opt;
+    return compile_text(&with_locs, TC_EMIT_IR, ir, meta, diags);
 }

@@ -107,6 +107,9 @@ typedef tc_status (*RtCompileFn)(void *user, const RtCompileRequest *req, RtByte
                                  tc_diagnostics *diags);
 /* tc_compile with emit = PTX, and the kernel metadata of the result. */
 tc_status rt_compile_ptx(void *user, const RtCompileRequest *req, RtBytes *ptx, RtMeta *meta, tc_diagnostics *diags);
+/* The same compile to TC_EMIT_IR with line info (ops carry loc(...)): what
+ * the interpreter runs (TILEC_INTERPRET=1, runtime/host_driver.c). */
+tc_status rt_compile_ir(void *user, const RtCompileRequest *req, RtBytes *ir, RtMeta *meta, tc_diagnostics *diags);
 /* The metadata a tc_binary carries, read through tilec.h's accessors. */
 tc_status rt_meta_from_binary(const tc_binary *bin, RtMeta *out);
 

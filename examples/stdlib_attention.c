@@ -158,5 +158,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tc_mem_free(ctx, all[i]);
     tc_context_destroy(ctx);
+    void *host[] = {hq, hk, hv, hdo, ho, hdq, hdk, hdv, q, k, v, dout, o, dq, dk, dv, p};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        free(host[i]);
     return ok ? 0 : 1;
 }

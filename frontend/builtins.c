@@ -314,26 +314,6 @@ static Val b_minmax2(Lower *L, const AstNode *call, const Builtin *bi) {
     return lower_arith(L, call, bi->opc, NULL, bi->name, a, b);
 }
 
-static double fold_math(IrOpcode opc, double x) {
-    switch (opc) {
-    case IR_OP_EXP: return exp(x);
-    case IR_OP_EXP2: return exp2(x);
-    case IR_OP_LOG: return log(x);
-    case IR_OP_LOG2: return log2(x);
-    case IR_OP_SQRT: return sqrt(x);
-    case IR_OP_RSQRT: return 1.0 / sqrt(x);
-    case IR_OP_ABS: return fabs(x);
-    case IR_OP_ERF: return erf(x);
-    case IR_OP_TANH: return tanh(x);
-    case IR_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case IR_OP_FLOOR: return floor(x);
-    case IR_OP_CEIL: return ceil(x);
-    case IR_OP_SIN: return sin(x);
-    case IR_OP_COS: return cos(x);
-    default: return x;
-    }
-}
-
 /* exp, log, sqrt... (float only: integers become f32) and abs (any number). */
 static Val b_math(Lower *L, const AstNode *call, const Builtin *bi) {
     Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
@@ -354,7 +334,8 @@ static Val b_math(Lower *L, const AstNode *call, const Builtin *bi) {
     if (ir_type_is_int(e))
         x = lower_convert(L, x, lower_scalar(L, IR_F32), call);
     if (x.kind == VAL_CONST) {
-        double r = fold_math(bi->opc, x.f);
+        double r = x.f;
+        ir_fold_math(bi->opc, x.f, &r);
         return weak ? val_weak_float(L, r) : val_float(x.type, r);
     }
     lower_at(L, call);

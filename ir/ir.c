@@ -673,6 +673,27 @@ bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *o
     return true;
 }
 
+bool ir_fold_math(IrOpcode opc, double a, double *out) {
+    switch (opc) {
+    case IR_OP_EXP: *out = exp(a); return true;
+    case IR_OP_EXP2: *out = exp2(a); return true;
+    case IR_OP_LOG: *out = log(a); return true;
+    case IR_OP_LOG2: *out = log2(a); return true;
+    case IR_OP_SQRT: *out = sqrt(a); return true;
+    case IR_OP_RSQRT: *out = 1.0 / sqrt(a); return true;
+    case IR_OP_ERF: *out = erf(a); return true;
+    case IR_OP_TANH: *out = tanh(a); return true;
+    case IR_OP_SIGMOID: *out = 1.0 / (1.0 + exp(-a)); return true;
+    case IR_OP_FLOOR: *out = floor(a); return true;
+    case IR_OP_CEIL: *out = ceil(a); return true;
+    case IR_OP_SIN: *out = sin(a); return true;
+    case IR_OP_COS: *out = cos(a); return true;
+    case IR_OP_ABS: *out = fabs(a); return true;
+    case IR_OP_NEG: *out = -a; return true;
+    default: return false;
+    }
+}
+
 bool ir_fold_cmp(const char *pred, double a, double b, bool is_int, int64_t ia, int64_t ib) {
     int c; /* -1, 0, 1, or 2 for unordered */
     if (is_int)

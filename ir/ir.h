@@ -517,6 +517,10 @@ IrValue *ir_build_cmp(IrBuilder *b, const char *pred, IrValue *x, IrValue *y); /
 bool ir_fold_int_binary(IrOpcode opc, int bits, int64_t a, int64_t b, int64_t *out);
 int64_t ir_int_wrap(int64_t v, int bits); /* sign-extends the low `bits` bits */
 bool ir_fold_cmp(const char *pred, double a, double b, bool is_int, int64_t ia, int64_t ib);
+/* A math op (exp ... cos, abs, neg) of a float, in double with libm: the
+ * constant folders' value and the interpreter's before rounding to the
+ * type. False for other opcodes. */
+bool ir_fold_math(IrOpcode opc, double a, double *out);
 double ir_float_round(IrTypeKind k, double v); /* rounds to f16/bf16/f32/fp8 precision */
 /* The fp8 encoding of v (k is IR_F8E4M3 or IR_F8E5M2) as a conversion
  * gives it: rounded to nearest even, saturated to the finite maximum

@@ -177,27 +177,6 @@ static bool fold_float_binary(IrOpcode opc, double a, double b, double *out) {
     }
 }
 
-static bool fold_math(IrOpcode opc, double a, double *out) {
-    switch (opc) {
-    case IR_OP_EXP: *out = exp(a); return true;
-    case IR_OP_EXP2: *out = exp2(a); return true;
-    case IR_OP_LOG: *out = log(a); return true;
-    case IR_OP_LOG2: *out = log2(a); return true;
-    case IR_OP_SQRT: *out = sqrt(a); return true;
-    case IR_OP_RSQRT: *out = 1.0 / sqrt(a); return true;
-    case IR_OP_ERF: *out = erf(a); return true;
-    case IR_OP_TANH: *out = tanh(a); return true;
-    case IR_OP_SIGMOID: *out = 1.0 / (1.0 + exp(-a)); return true;
-    case IR_OP_FLOOR: *out = floor(a); return true;
-    case IR_OP_CEIL: *out = ceil(a); return true;
-    case IR_OP_SIN: *out = sin(a); return true;
-    case IR_OP_COS: *out = cos(a); return true;
-    case IR_OP_ABS: *out = fabs(a); return true;
-    case IR_OP_NEG: *out = -a; return true;
-    default: return false;
-    }
-}
-
 /* cast of a constant from element type `from` to `to`. Casts to i1 are not
  * folded (truncation and "!= 0" disagree); i1 widens as 0 or 1. */
 static bool fold_cast(const IrType *from, const IrType *to, Const a, Const *out) {
@@ -290,7 +269,7 @@ static bool fold_elementwise(const IrOp *op, const Const *k, Const *out) {
     if (!is_float(e) || op->num_operands != 1)
         return false;
     out->is_float = true;
-    if (!fold_math(op->opc, k[0].f, &out->f))
+    if (!ir_fold_math(op->opc, k[0].f, &out->f))
         return false;
     out->f = round_to(e, out->f);
     return true;

@@ -14,6 +14,7 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +118,17 @@ static tc_status load_status;
 static char load_message[512];
 
 static void load(void) {
+    const char *interpret = secure_getenv("TILEC_INTERPRET");
+    if (interpret && *interpret && strcmp(interpret, "0") != 0) {
+        if (strcmp(interpret, "1") == 0) {
+            rt_host_driver(&rt_cu);
+            load_status = TC_OK;
+        } else {
+            load_status = rt_fail(TC_ERROR_INVALID_ARGUMENT, "TILEC_INTERPRET=%.32s: must be 0 or 1", interpret);
+            snprintf(load_message, sizeof load_message, "%s", tc_last_error());
+        }
+        return;
+    }
     load_status = rt_cuda_open("libcuda.so.1", &rt_cu);
     if (load_status == TC_OK) {
         RtCuResult r = rt_cu.cuInit(0);

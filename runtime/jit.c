@@ -659,7 +659,12 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     m.in = &in;
     tc_status st = fam ? miss_facts(&m, &fam->sig.kernels[0]) : TC_OK;
     char dir[4096];
-    bool use_disk = st == TC_OK && !req->no_disk_cache && rt_jit_disk_cache(log, &ctx->jit->disk_warned, dir, sizeof dir);
+    /* the interpreter's IR stays in memory: it compiles in milliseconds, and
+     * keys made for GPU code must never name it */
+    bool use_disk = st == TC_OK && !req->no_disk_cache && !ctx->host &&
+                    rt_jit_disk_cache(log, &ctx->jit->disk_warned, dir, sizeof dir);
+    if (ctx->host)
+        in.compile = rt_compile_ir;
     in.cache_dir = use_disk ? dir : NULL;
     if (fam) {
         with_facts(&m, &in);

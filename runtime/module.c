@@ -96,6 +96,7 @@ static tc_status context_init(tc_context *ctx) {
         (st = rt_cuda_check(rt_cu.cuDriverGetVersion(&ctx->driver_version), "cuDriverGetVersion")))
         return st;
     ctx->cc = major * 10 + minor;
+    ctx->host = rt_cu.host;
     snprintf(ctx->arch, sizeof ctx->arch, "%s", rt_arch_for_cc(ctx->cc));
     const char *forced = secure_getenv("TILEC_ARCH");
     if (forced && *forced) {
@@ -242,6 +243,9 @@ const char *tc_context_arch(const tc_context *ctx) {
 }
 int tc_context_multiprocessors(const tc_context *ctx) {
     return ctx ? ctx->multiprocessors : 0;
+}
+int tc_context_interpreted(const tc_context *ctx) {
+    return ctx && ctx->host;
 }
 
 tc_status tc_context_set_log(tc_context *ctx, tc_log_fn fn, void *user) {

@@ -145,6 +145,7 @@ struct RtCuda {
     RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if present */
     RtCuResult (*cuEventDestroy)(CUevent event);                             /* _v2 */
     RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled; /* optional (CUDA 12.0): NULL when absent */
+    bool host; /* the interpreter's driver (TILEC_INTERPRET=1, host_driver.c), not libcuda */
 };
 
 /* The process's driver table: valid once rt_cuda_load() returned TC_OK. */
@@ -157,8 +158,17 @@ extern RtCuda rt_cu;
 tc_status rt_cuda_open(const char *soname, RtCuda *out);
 void rt_cuda_close(RtCuda *cu);
 /* Loads libcuda.so.1 and calls cuInit, once per process (thread-safe); later
- * calls return the first call's status and message. */
+ * calls return the first call's status and message. With TILEC_INTERPRET=1
+ * in the environment the table is the host's instead (rt_host_driver);
+ * another value than 0 or 1 is TC_ERROR_INVALID_ARGUMENT. */
 tc_status rt_cuda_load(void);
+/* ==== host_driver.c: the driver API on the host (TILEC_INTERPRET=1) ==== */
+
+/* Fills *cu with functions that run everything on the host: one device of
+ * compute capability 9.0, the host's heap as device memory, modules whose
+ * images are IR text (rt_compile_ir) run by the interpreter (interp.h). */
+void rt_host_driver(RtCuda *cu);
+
 /* TC_OK for CUDA_SUCCESS; otherwise records "what: NAME (text)" and maps the
  * error to a status (NO_DEVICE, OUT_OF_MEMORY, NO_DRIVER or CUDA). */
 tc_status rt_cuda_check(RtCuResult r, const char *what);
@@ -287,6 +297,7 @@ struct tc_context {
     int warp_specialize;      /* $TILEC_WARP_SPECIALIZE: 0 or 1 forces the library's choice, -1 leaves it */
     int persistent;           /* $TILEC_PERSISTENT: the same for persistent programs (attention) */
     int line_info;            /* $TILEC_LINE_INFO: 1 gives every tc_jit compile line info, -1 (or 0) leaves it */
+    bool host;                /* the interpreter's device (TILEC_INTERPRET=1): tc_jit compiles to IR, in memory only */
     pthread_mutex_t lock;     /* guards modules and their raw kernels */
     tc_module *modules;       /* every module loaded into the context */
     pthread_mutex_t jit_lock; /* guards jit, attached's writers; held through a compile (taken before lock) */

@@ -198,6 +198,12 @@ TC_API int tc_context_compute_capability(const tc_context *ctx);
 TC_API const char *tc_context_arch(const tc_context *ctx);
 /* The device's multiprocessors (SMs): 132 on an H100 SXM or an H200. */
 TC_API int tc_context_multiprocessors(const tc_context *ctx);
+/* 1 when the context's device is the interpreter's (TILEC_INTERPRET=1 in
+ * the environment when the process first used the driver; include/tilec/
+ * interp.h): a device of compute capability 9.0 and 132 multiprocessors,
+ * so that plans are the GPU's, whose kernels run on the host from their IR
+ * (no tensor maps, no persistent programs, no shared memory). 0 otherwise. */
+TC_API int tc_context_interpreted(const tc_context *ctx);
 
 /* Where the JIT reports what it does, one line per event: every compile
  * ("tilec: compiled softmax_fwd (key 3fa4...) in 12.3 ms"), every rejected

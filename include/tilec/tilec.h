@@ -65,6 +65,8 @@ typedef enum tc_status {
     TC_ERROR_NO_DRIVER = 7,        /* libcuda.so.1 could not be loaded: no NVIDIA driver */
     TC_ERROR_NO_DEVICE = 8,        /* the driver sees no GPU, or not the one asked for */
     TC_ERROR_CUDA = 9,             /* a CUDA driver call failed: see tc_last_error() */
+    TC_ERROR_LAUNCH = 10,          /* the interpreter stopped a kernel (interp.h): a memory access
+                                      outside every allocation, or a failed device_assert */
 } tc_status;
 
 TC_API const char *tc_status_string(tc_status status);

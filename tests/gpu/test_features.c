@@ -907,8 +907,10 @@ static void feat_tile_atomics(Ft *f) {
             }
             continue;
         }
-        /* the path: TMA reductions exactly where the target has them and the facts allow */
-        bool want_tma = strcmp(tc_context_arch(f->ctx), "sm_90a") == 0 && sa % 16 == 0;
+        /* the path: TMA reductions exactly where the target has them and the facts allow (the
+         * interpreter runs the IR before the GPU passes: no TMA) */
+        bool want_tma = strcmp(tc_context_arch(f->ctx), "sm_90a") == 0 && sa % 16 == 0 &&
+                        !tc_context_interpreted(f->ctx);
         bool tma = tc_kernel_get_desc(k)->num_tensor_maps == 1;
         for (size_t i = 0; i < (size_t)M * (size_t)sx; i++)
             F32(x)[i] = (float)gt_uniform_in(-2, 2);

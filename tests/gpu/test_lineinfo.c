@@ -194,6 +194,41 @@ static void run_sanitized(const char *sanitizer, const char *self, bool env, int
     check(ok, what);
 }
 
+/* ---- under the interpreter (TILEC_INTERPRET=1): its own bounds checks ---- */
+
+/* The interpreter checks every access against the allocations: the launch
+ * itself must fail, its message naming the store's .tile line, and the
+ * elements in bounds up to the fault must have been written. */
+static void interpreted(tc_context *ctx, int store_line) {
+    tc_jit_request req;
+    tc_jit_request_init(&req);
+    req.source = SRC;
+    req.path = SRC_NAME;
+    req.kernel = "oob_store";
+    tc_kernel *k = NULL;
+    CUdeviceptr out = 0;
+    if (!GT_OK(tc_jit(ctx, &req, &k)) || !GT_OK(tc_mem_alloc(ctx, BUFFER_ELEMS * sizeof(float), &out))) {
+        check(false, "interpreter: compile and allocate");
+        return;
+    }
+    int32_t n = BUFFER_ELEMS;
+    void *args[] = {&out, &n};
+    tc_status st = tc_launch(k, (tc_dim3){1, 1, 1}, NULL, args, 2);
+    const char *msg = st == TC_OK ? "" : tc_last_error();
+    printf("interpreter: oob_store: %s%s%s\n", tc_status_string(st), st == TC_OK ? "" : ": ", msg);
+    char where[64];
+    snprintf(where, sizeof where, SRC_NAME ":%d:", store_line);
+    check(st == TC_ERROR_CUDA && strstr(msg, where) && strstr(msg, "a store of 4 bytes") &&
+              strstr(msg, "runs past the end of the allocation"),
+          "interpreter: the launch fails at the store's .tile line");
+    float got[BUFFER_ELEMS];
+    bool written = GT_OK(tc_memcpy_dtoh(ctx, got, out, sizeof got));
+    for (int i = 0; written && i < BUFFER_ELEMS; i++)
+        written = got[i] == (float)i * 2.0f + (float)n;
+    check(written, "interpreter: the elements in bounds were stored");
+    tc_mem_free(ctx, out);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
         return child();
@@ -219,6 +254,11 @@ int main(int argc, char **argv) {
         return 1;
     printf("test_lineinfo: compute capability %d, compiling for %s\n", tc_context_compute_capability(ctx),
            tc_context_arch(ctx));
+    if (tc_context_interpreted(ctx)) {
+        interpreted(ctx, store_line);
+        tc_context_destroy(ctx);
+        return gt_finish();
+    }
     tc_context_destroy(ctx);
     const char *sanitizer =
         find_tool("TILEC_COMPUTE_SANITIZER", "compute-sanitizer", "/usr/local/cuda/bin/compute-sanitizer");

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The layers of tilec look down only (docs/design.md, "Layers"):
 #
-#   base  <-  ir  <-  frontend, target  <-  passes  <-  codegen  <-  driver  <-  runtime  <-  stdlib  <-  tools
+#   base  <-  ir  <-  frontend, target  <-  passes  <-  codegen, interp  <-  driver  <-  runtime  <-  stdlib  <-  tools
 #
 # Every #include "folder/..." in a layer's .c and .h files must name the
 # layer itself, a layer below it, or the public API (include/tilec/, which
 # every layer may use). frontend and target are side by side: neither
-# includes the other. A file's own folder may be included without a path
+# includes the other, nor do codegen and interp. A file's own folder may be included without a path
 # ("x.h"). runtime and stdlib use the compiler only through the public API:
 # they include nothing of ir, frontend, target, passes or codegen, and of
 # driver only kernel_meta.h, the kernel metadata and the bridge to
@@ -23,7 +23,7 @@ set -euo pipefail
 cd "${1:-$(dirname "$0")/../..}"
 rank() {
   case $1 in
-    base) echo -1 ;; ir) echo 0 ;; frontend | target) echo 1 ;; passes) echo 2 ;; codegen) echo 3 ;; driver) echo 4 ;;
+    base) echo -1 ;; ir) echo 0 ;; frontend | target) echo 1 ;; passes) echo 2 ;; codegen | interp) echo 3 ;; driver) echo 4 ;;
     runtime) echo 5 ;; stdlib) echo 6 ;; tools) echo 7 ;; *) echo "" ;;
   esac
 }
@@ -31,7 +31,7 @@ exceptions=tests/layering/exceptions.txt
 bad=0
 checked=0
 seen=()
-for layer in base ir frontend target passes codegen driver runtime stdlib tools; do
+for layer in base ir frontend target passes codegen interp driver runtime stdlib tools; do
   [ -d "$layer" ] || continue
   mine=$(rank "$layer")
   while IFS= read -r line; do

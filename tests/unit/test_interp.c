@@ -1,0 +1,425 @@
+/*
+ * test_interp.c — the IR interpreter (include/tilec/interp.h) on hand-written
+ * IR and on kernels compiled from source: the integer and float rules of
+ * the generated code, memory checks with their messages, control flow,
+ * reductions, asserts, calls, and the IR it refuses.
+ */
+#include "tilec/interp.h"
+#include "tilec/runtime.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+
+/* ---- memory the tests hand out: every buffer the find callback knows ---- */
+
+typedef struct Mem {
+    uint64_t base[16], size[16];
+    int n;
+} Mem;
+
+static int mem_find(void *user, uint64_t addr, uint64_t *base, uint64_t *bytes) {
+    Mem *m = user;
+    *base = *bytes = 0;
+    for (int i = 0; i < m->n; i++) {
+        if (addr >= m->base[i] && addr - m->base[i] < m->size[i]) {
+            *base = m->base[i];
+            *bytes = m->size[i];
+            return 1;
+        }
+        if (addr >= m->base[i] && m->base[i] >= *base) { /* the nearest below, for the message */
+            *base = m->base[i];
+            *bytes = m->size[i];
+        }
+    }
+    return 0;
+}
+
+static void *mem_add(Mem *m, size_t bytes) {
+    void *p = calloc(1, bytes);
+    m->base[m->n] = (uint64_t)(uintptr_t)p;
+    m->size[m->n++] = bytes;
+    return p;
+}
+
+static void mem_free(Mem *m) {
+    for (int i = 0; i < m->n; i++)
+        free((void *)(uintptr_t)m->base[i]);
+    m->n = 0;
+}
+
+/* ---- loading ---- */
+
+static tc_interp_module *load_ir(const char *text) {
+    tc_source src = {"t.tir", text, strlen(text)};
+    tc_interp_module *m = NULL;
+    tc_status st = tc_interp_load(&src, &m, NULL);
+    if (st != TC_OK)
+        fprintf(stderr, "tc_interp_load: %s\n", tc_last_error());
+    return m;
+}
+
+/* The kernel compiled from tile source to IR (with loc(...)), loaded. */
+static tc_interp_module *load_tile(const char *text, const char *kernel) {
+    tc_compiler *cc = NULL;
+    if (tc_compiler_create(NULL, &cc) != TC_OK)
+        return NULL;
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = TC_EMIT_IR;
+    opt.line_info = 1;
+    tc_source src = {"k.tile", text, strlen(text)};
+    tc_binary *bin = NULL;
+    tc_interp_module *m = NULL;
+    if (tc_compile(cc, &src, kernel, NULL, 0, &opt, &bin, NULL) == TC_OK) {
+        size_t len;
+        const char *ir = tc_binary_text(bin, &len);
+        tc_source irsrc = {"k.tir", ir, len};
+        if (tc_interp_load(&irsrc, &m, NULL) != TC_OK)
+            fprintf(stderr, "tc_interp_load: %s\n", tc_last_error());
+    } else {
+        fprintf(stderr, "tc_compile: %s\n", tc_last_error());
+    }
+    tc_binary_destroy(bin);
+    tc_compiler_destroy(cc);
+    return m;
+}
+
+static tc_status launch(tc_interp_module *m, const char *kernel, unsigned gx, void **args, Mem *mem) {
+    tc_interp_kernel *k = NULL;
+    tc_status st = tc_interp_get_kernel(m, kernel, &k);
+    if (st != TC_OK)
+        return st;
+    unsigned grid[3] = {gx, 1, 1};
+    tc_interp_memory mm = {mem_find, mem};
+    return tc_interp_launch(k, grid, args, mem ? &mm : NULL);
+}
+
+/* ---- integers: the generated code's rules ---- */
+
+static const char IR_INTS[] = "kernel @ints(%out: ptr<i32>, %a: i32, %b: i32, %f: f32) {\n"
+                              "  %q = div %a, %b : i32\n"
+                              "  %r = rem %a, %b : i32\n"
+                              "  %sl = shl %a, %b : i32\n"
+                              "  %sr = shr %a, %b : i32\n"
+                              "  %hi = umulhi %a, %a : i32\n"
+                              "  %c = cast %f : i32\n"
+                              "  %a8 = cast %a : i8\n"
+                              "  %s8 = add %a8, %a8 : i8\n"
+                              "  %w = cast %s8 : i32\n"
+                              "  %k1 = constant {value = 1} : i32\n"
+                              "  %k2 = constant {value = 2} : i32\n"
+                              "  %k3 = constant {value = 3} : i32\n"
+                              "  %k4 = constant {value = 4} : i32\n"
+                              "  %k5 = constant {value = 5} : i32\n"
+                              "  %k6 = constant {value = 6} : i32\n"
+                              "  %p1 = addptr %out, %k1 : ptr<i32>\n"
+                              "  %p2 = addptr %out, %k2 : ptr<i32>\n"
+                              "  %p3 = addptr %out, %k3 : ptr<i32>\n"
+                              "  %p4 = addptr %out, %k4 : ptr<i32>\n"
+                              "  %p5 = addptr %out, %k5 : ptr<i32>\n"
+                              "  %p6 = addptr %out, %k6 : ptr<i32>\n"
+                              "  store %out, %q\n"
+                              "  store %p1, %r\n"
+                              "  store %p2, %sl\n"
+                              "  store %p3, %sr\n"
+                              "  store %p4, %hi\n"
+                              "  store %p5, %c\n"
+                              "  store %p6, %w\n"
+                              "  return\n"
+                              "}\n";
+
+static void run_ints(tc_interp_module *m, int32_t a, int32_t b, float f, int32_t *out) {
+    Mem mem = {0};
+    int32_t *buf = mem_add(&mem, 7 * sizeof(int32_t));
+    uint64_t p = (uint64_t)(uintptr_t)buf;
+    void *args[] = {&p, &a, &b, &f};
+    CHECK_EQ_INT(launch(m, "ints", 1, args, &mem), TC_OK);
+    memcpy(out, buf, 7 * sizeof(int32_t));
+    mem_free(&mem);
+}
+
+TEST(test_int_rules) {
+    tc_interp_module *m = load_ir(IR_INTS);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    int32_t o[7];
+    run_ints(m, 7, 0, NAN, o); /* x / 0 = x, x % 0 = 0, shifts by 0; NaN -> 0 */
+    CHECK_EQ_INT(o[0], 7);
+    CHECK_EQ_INT(o[1], 0);
+    CHECK_EQ_INT(o[2], 7);
+    CHECK_EQ_INT(o[3], 7);
+    CHECK_EQ_INT(o[5], 0);
+    CHECK_EQ_INT(o[6], 14);
+    run_ints(m, INT32_MIN, -1, 3e9f, o); /* INT_MIN / -1 wraps; saturating conversion */
+    CHECK_EQ_INT(o[0], INT32_MIN);
+    CHECK_EQ_INT(o[1], 0);
+    CHECK_EQ_INT(o[3], -1); /* shr by 0xffffffff: the sign in every bit */
+    CHECK_EQ_INT(o[4], 0x40000000);
+    CHECK_EQ_INT(o[5], INT32_MAX);
+    run_ints(m, -1, 33, -2.7f, o); /* shifts past the width */
+    CHECK_EQ_INT(o[2], 0);
+    CHECK_EQ_INT(o[3], -1);
+    CHECK_EQ_INT(o[4], -2); /* 0xffffffff^2 >> 32 = 0xfffffffe */
+    CHECK_EQ_INT(o[5], -2);
+    run_ints(m, 100, 3, -3e9f, o); /* i8: 100 + 100 wraps to -56 */
+    CHECK_EQ_INT(o[0], 33);
+    CHECK_EQ_INT(o[1], 1);
+    CHECK_EQ_INT(o[2], 800);
+    CHECK_EQ_INT(o[3], 12);
+    CHECK_EQ_INT(o[5], INT32_MIN);
+    CHECK_EQ_INT(o[6], -56);
+    run_ints(m, -7, 2, 0.5f, o); /* truncating division, remainder of the dividend's sign */
+    CHECK_EQ_INT(o[0], -3);
+    CHECK_EQ_INT(o[1], -1);
+    CHECK_EQ_INT(o[3], -2);
+    tc_interp_unload(m);
+}
+
+/* ---- floats: f16 rounds after every op ---- */
+
+static const char IR_HALVES[] = "kernel @halves(%out: ptr<f16>, %x: f32, %y: f16) {\n"
+                                "  %h = cast %x : f16\n"
+                                "  %s = add %y, %y : f16\n"
+                                "  %one = constant {value = 1.0} : f16\n"
+                                "  %t = add %s, %one : f16\n"
+                                "  %k1 = constant {value = 1} : i32\n"
+                                "  %p1 = addptr %out, %k1 : ptr<f16>\n"
+                                "  store %out, %h\n"
+                                "  store %p1, %t\n"
+                                "  return\n"
+                                "}\n";
+
+TEST(test_f16_rounding) {
+    tc_interp_module *m = load_ir(IR_HALVES);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    struct {
+        float x;
+        uint16_t y, want_h, want_t;
+    } cases[] = {
+        {1.0f + 0x1p-11f, 0x4400 /* 4 */, 0x3c00 /* ties to even: 1 */, 0x4880 /* 8 + 1 */},
+        {1.0f + 0x1.8p-10f, 0x6400 /* 1024 */, 0x3c02 /* 1 + 2^-9 */, 0x6800 /* 2048 + 1 = 2048 */},
+        {70000.0f, 0x7bff /* 65504 */, 0x7c00 /* inf */, 0x7c00},
+        {0x1p-25f, 0x0001, 0x0000 /* half the smallest subnormal: to even, 0 */, 0x3c00 /* 1 + 2^-23 = 1 */},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Mem mem = {0};
+        uint16_t *buf = mem_add(&mem, 4);
+        uint64_t p = (uint64_t)(uintptr_t)buf;
+        void *args[] = {&p, &cases[c].x, &cases[c].y};
+        CHECK_EQ_INT(launch(m, "halves", 1, args, &mem), TC_OK);
+        CHECK_EQ_INT(buf[0], cases[c].want_h);
+        CHECK_EQ_INT(buf[1], cases[c].want_t);
+        mem_free(&mem);
+    }
+    tc_interp_unload(m);
+}
+
+/* ---- memory: masks, bounds, messages ---- */
+
+static const char SRC_COPY[] = "kernel copy(f32* out, const f32* x, i32 n, constexpr i32 B = 64) {\n"
+                               "    let i = program_id(0) * B + arange(0, B);\n"
+                               "    let v = load(x + i, i < n, -1.0);\n"
+                               "    store(out + i, v * 2.0, i < n + 1);\n"
+                               "}\n";
+
+TEST(test_memory_checks) {
+    tc_interp_module *m = load_tile(SRC_COPY, "copy");
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    Mem mem = {0};
+    enum { N = 100 };
+    float *x = mem_add(&mem, N * sizeof(float)), *out = mem_add(&mem, (N + 1) * sizeof(float));
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i;
+    uint64_t px = (uint64_t)(uintptr_t)x, po = (uint64_t)(uintptr_t)out;
+    int32_t n = N;
+    void *args[] = {&po, &px, &n};
+    /* two programs; element N is masked on the load (other = -1) and stored */
+    CHECK_EQ_INT(launch(m, "copy", 2, args, &mem), TC_OK);
+    bool right = true;
+    for (int i = 0; i < N; i++)
+        right &= out[i] == 2.0f * (float)i;
+    CHECK(right);
+    CHECK(out[N] == -2.0f);
+
+    /* out one element short: the store of element N runs past it */
+    mem.size[1] = N * sizeof(float);
+    out[N - 1] = 0;
+    CHECK_EQ_INT(launch(m, "copy", 2, args, &mem), TC_ERROR_LAUNCH);
+    const char *msg = tc_last_error();
+    CHECK(strstr(msg, "k.tile:4:") != NULL);
+    CHECK(strstr(msg, "a store of 4 bytes") != NULL);
+    CHECK(strstr(msg, "(element (36))") != NULL);
+    CHECK(strstr(msg, "runs past the end of the allocation") != NULL);
+    CHECK(strstr(msg, "program (1, 0, 0)") != NULL);
+    CHECK(out[N - 1] == 2.0f * (N - 1)); /* the elements before the fault were stored */
+
+    /* a pointer outside every allocation, and a misaligned one */
+    uint64_t wild = 64;
+    void *wild_args[] = {&po, &wild, &n};
+    CHECK_EQ_INT(launch(m, "copy", 1, wild_args, &mem), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "a load of 4 bytes at address 0x40") != NULL);
+    CHECK(strstr(tc_last_error(), "outside every allocation") != NULL);
+    uint64_t odd = px + 2;
+    void *odd_args[] = {&po, &odd, &n};
+    CHECK_EQ_INT(launch(m, "copy", 1, odd_args, &mem), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "misaligned") != NULL);
+
+    /* n = 0: every element masked, nothing read (x may be anything) */
+    int32_t zero = 0;
+    void *none_args[] = {&po, &wild, &zero};
+    mem.size[1] = (N + 1) * sizeof(float);
+    CHECK_EQ_INT(launch(m, "copy", 1, none_args, &mem), TC_OK);
+    CHECK(out[0] == -2.0f && out[1] == 2.0f);
+    /* an empty grid runs nothing */
+    tc_interp_kernel *k = NULL;
+    CHECK_EQ_INT(tc_interp_get_kernel(m, "copy", &k), TC_OK);
+    unsigned empty[3] = {0, 1, 1};
+    CHECK_EQ_INT(tc_interp_launch(k, empty, args, NULL), TC_OK);
+    CHECK_EQ_INT(tc_interp_kernel_num_params(k), 3);
+    mem_free(&mem);
+    tc_interp_unload(m);
+}
+
+/* ---- control flow, reductions, asserts ---- */
+
+static const char SRC_FLOW[] = "kernel flow(i32* out, const f32* x, i32 n) {\n"
+                               "    var s = 0;\n"
+                               "    var k = 0;\n"
+                               "    while (k < n) {\n"
+                               "        k += 1;\n"
+                               "        if (k % 3 == 0) { continue; }\n"
+                               "        s += k;\n"
+                               "        if (s > 20) { break; }\n"
+                               "    }\n"
+                               "    store(out, s);\n"
+                               "    store(out + 1, k);\n"
+                               "    let v = load(x + arange(0, 8));\n"
+                               "    store(out + 2, argmax(v, 0));\n"
+                               "    store(out + 3, argmin(v, 0));\n"
+                               "    store(out + 4, sum(i32(v), 0));\n"
+                               "    device_assert(v != 1000.0, \"v is not 1000\");\n"
+                               "}\n";
+
+TEST(test_flow_and_reductions) {
+    tc_interp_module *m = load_tile(SRC_FLOW, "flow");
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    Mem mem = {0};
+    int32_t *out = mem_add(&mem, 5 * sizeof(int32_t));
+    float *x = mem_add(&mem, 8 * sizeof(float));
+    float v[8] = {1, 7, -3, 7, -3, 2, 0, 5}; /* ties: the first index wins */
+    memcpy(x, v, sizeof v);
+    uint64_t po = (uint64_t)(uintptr_t)out, px = (uint64_t)(uintptr_t)x;
+    int32_t n = 100;
+    void *args[] = {&po, &px, &n};
+    CHECK_EQ_INT(launch(m, "flow", 1, args, &mem), TC_OK);
+    CHECK_EQ_INT(out[0], 1 + 2 + 4 + 5 + 7 + 8); /* 27 > 20 after k = 8 */
+    CHECK_EQ_INT(out[1], 8);
+    CHECK_EQ_INT(out[2], 1);
+    CHECK_EQ_INT(out[3], 2);
+    CHECK_EQ_INT(out[4], 16);
+    n = 4; /* the loop's own condition ends it */
+    CHECK_EQ_INT(launch(m, "flow", 1, args, &mem), TC_OK);
+    CHECK_EQ_INT(out[0], 1 + 2 + 4);
+    CHECK_EQ_INT(out[1], 4);
+    x[5] = NAN; /* a NaN is the largest and the smallest */
+    CHECK_EQ_INT(launch(m, "flow", 1, args, &mem), TC_OK);
+    CHECK_EQ_INT(out[2], 5);
+    CHECK_EQ_INT(out[3], 5);
+    x[6] = 1000; /* the assert fails, naming its line */
+    CHECK_EQ_INT(launch(m, "flow", 3, args, &mem), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "k.tile:16:") != NULL);
+    CHECK(strstr(tc_last_error(), "v is not 1000") != NULL);
+    CHECK(strstr(tc_last_error(), "program (0, 0, 0)") != NULL);
+    mem_free(&mem);
+    tc_interp_unload(m);
+}
+
+/* ---- what the interpreter refuses, and calls ---- */
+
+TEST(test_refused_ir) {
+    tc_source src = {"gpu.tir", "kernel @k() {\n  barrier\n  return\n}\n", 0};
+    src.len = strlen(src.text);
+    tc_interp_module *m = NULL;
+    tc_diagnostics *d = NULL;
+    CHECK_EQ_INT(tc_diagnostics_create(&d), TC_OK);
+    CHECK_EQ_INT(tc_interp_load(&src, &m, d), TC_ERROR_COMPILE);
+    CHECK(m == NULL);
+    CHECK(strstr(tc_diagnostics_text(d), "gpu.tir:2:3: error: 'barrier' is an op of the GPU passes") != NULL);
+    tc_diagnostics_clear(d);
+    tc_source bad = {"bad.tir", "kernel @k( {", 12};
+    CHECK_EQ_INT(tc_interp_load(&bad, &m, d), TC_ERROR_COMPILE);
+    CHECK(strstr(tc_diagnostics_text(d), "bad.tir:1:") != NULL);
+    tc_diagnostics_destroy(d);
+    CHECK_EQ_INT(tc_interp_load(NULL, &m, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_interp_get_kernel(NULL, "k", NULL), TC_ERROR_INVALID_ARGUMENT);
+    unsigned grid[3] = {1, 1, 1};
+    CHECK_EQ_INT(tc_interp_launch(NULL, grid, NULL, NULL), TC_ERROR_INVALID_ARGUMENT);
+}
+
+static const char IR_CALLS[] = "func @twice(%x: i32) -> (i32) {\n"
+                               "  %y = add %x, %x : i32\n"
+                               "  return %y\n"
+                               "}\n"
+                               "kernel @calls(%out: ptr<i32>, %a: i32) {\n"
+                               "  %b = call %a {callee = @twice} : i32\n"
+                               "  %c = call %b {callee = @twice} : i32\n"
+                               "  store %out, %c\n"
+                               "  return\n"
+                               "}\n";
+
+TEST(test_calls_and_loops) {
+    tc_interp_module *m = load_ir(IR_CALLS);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    Mem mem = {0};
+    int32_t *out = mem_add(&mem, 4);
+    uint64_t po = (uint64_t)(uintptr_t)out;
+    int32_t a = 5;
+    void *args[] = {&po, &a};
+    CHECK_EQ_INT(launch(m, "calls", 1, args, &mem), TC_OK);
+    CHECK_EQ_INT(out[0], 20);
+    tc_interp_kernel *k = NULL;
+    CHECK_EQ_INT(tc_interp_get_kernel(m, "twice", &k), TC_ERROR_INVALID_ARGUMENT); /* a func, not a kernel */
+    mem_free(&mem);
+    tc_interp_unload(m);
+
+    /* a for loop whose step never reaches the bound stops with a message */
+    static const char IR_STEP[] = "kernel @spin(%n: i32, %step: i32) {\n"
+                                  "  %c0 = constant {value = 0} : i32\n"
+                                  "  for %c0, %n, %step {\n"
+                                  "  ^bb(%i: i32):\n"
+                                  "    yield\n"
+                                  "  }\n"
+                                  "  return\n"
+                                  "}\n";
+    m = load_ir(IR_STEP);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    int32_t n = 10, step = 0;
+    void *sargs[] = {&n, &step};
+    CHECK_EQ_INT(launch(m, "spin", 1, sargs, NULL), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "never ends") != NULL);
+    step = 3;
+    CHECK_EQ_INT(launch(m, "spin", 1, sargs, NULL), TC_OK);
+    n = INT32_MAX, step = 1 << 30; /* the counter would wrap */
+    CHECK_EQ_INT(launch(m, "spin", 1, sargs, NULL), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "overflows") != NULL);
+    tc_interp_unload(m);
+}
+
+UNIT_SUITE(interp, test_int_rules, test_f16_rounding, test_memory_checks, test_flow_and_reductions, test_refused_ir,
+           test_calls_and_loops)
