@@ -29,7 +29,13 @@ add_test(NAME bench.launch_overhead COMMAND bench_launch_overhead 10000 --max-ra
 set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "TILEC_CACHE_DIR=${CMAKE_BINARY_DIR}/bench/tilec-cache")
 
-set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead)
+# bench/tune: tunes the library's matmul and attention, and measures the cost model
+add_executable(bench_tune ${CMAKE_SOURCE_DIR}/bench/tune.c)
+target_link_libraries(bench_tune PRIVATE tilec m)
+set_target_properties(bench_tune PROPERTIES OUTPUT_NAME tune RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench
+                      INSTALL_RPATH "$ORIGIN/../lib")
+
+set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead bench_tune)
 foreach(t test_softmax test_rmsnorm test_features test_fp8 test_scan test_matmul test_attention test_attention_bwd
           test_attention_kvcache test_lineinfo test_random_debug)
   if(TARGET ${t})
@@ -39,7 +45,7 @@ foreach(t test_softmax test_rmsnorm test_features test_fp8 test_scan test_matmul
 endforeach()
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-install(TARGETS bench_launch_overhead RUNTIME DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(TARGETS bench_launch_overhead bench_tune RUNTIME DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/bench/ncu_profile.sh DESTINATION bench
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)

@@ -24,3 +24,15 @@ add_custom_command(
   COMMENT "Embedding driver/aot/loader.c into libtilec"
   VERBATIM)
 target_sources(tilec_objs PRIVATE ${TILEC_AOT_LOADER_C})
+
+# The standard library's tuning table (lib/tuning.tsv: tc_autotune's
+# choices for the library's kernels, per GPU), as text for stdlib/tuning.c.
+set(TILEC_TUNING_C ${CMAKE_BINARY_DIR}/generated/stdlib_tuning_text.c)
+add_custom_command(
+  OUTPUT ${TILEC_TUNING_C}
+  COMMAND ${CMAKE_COMMAND} -DINPUT=${CMAKE_SOURCE_DIR}/lib/tuning.tsv -DOUTPUT=${TILEC_TUNING_C}
+          -DSYMBOL=rt_stdlib_tuning_text -P ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake
+  DEPENDS ${CMAKE_SOURCE_DIR}/lib/tuning.tsv ${CMAKE_SOURCE_DIR}/cmake/embed_text.cmake ${CMAKE_SOURCE_DIR}/cmake/embed_common.cmake
+  COMMENT "Embedding lib/tuning.tsv into libtilec"
+  VERBATIM)
+target_sources(tilec_objs PRIVATE ${TILEC_TUNING_C})

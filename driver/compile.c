@@ -1047,6 +1047,202 @@ tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc
     return finish(&j, TC_OK, diags, NULL);
 }
 
+/* ---- search spaces (frontend/tune.c) ---- */
+
+struct tc_tune_space {
+    int declared;
+    size_t num_keys;
+    char **keys;
+    size_t *key_params;
+    size_t num_configs;
+    tc_tune_config *configs;
+    tc_constexpr *cx; /* every configuration's constexprs, one array */
+    char *names;      /* the distinct names they point to, NUL-separated */
+};
+
+void tc_tune_space_destroy(tc_tune_space *s) {
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->num_keys; i++)
+        free(s->keys[i]);
+    free(s->keys);
+    free(s->key_params);
+    free(s->configs);
+    free(s->cx);
+    free(s->names);
+    free(s);
+}
+
+/* Copies the front end's space into a tc_tune_space: false when out of
+ * memory. */
+static bool copy_space(const FeTuneSpace *f, tc_tune_space *s) {
+    s->declared = f->declared;
+    s->num_keys = (size_t)f->num_keys;
+    s->keys = calloc(s->num_keys ? s->num_keys : 1, sizeof *s->keys);
+    s->key_params = calloc(s->num_keys ? s->num_keys : 1, sizeof *s->key_params);
+    if (!s->keys || !s->key_params)
+        return false;
+    for (size_t i = 0; i < s->num_keys; i++) {
+        s->keys[i] = strdup(f->keys[i]);
+        if (!s->keys[i])
+            return false;
+        s->key_params[i] = (size_t)f->key_params[i];
+    }
+    size_t total = 0, name_bytes = 0;
+    for (int i = 0; i < f->num_configs; i++)
+        total += (size_t)f->configs[i].num_cx;
+    /* names are shared by every configuration: copy each distinct one once */
+    const char *distinct[64];
+    size_t nd = 0;
+    for (int i = 0; i < f->num_configs; i++)
+        for (int j = 0; j < f->configs[i].num_cx; j++) {
+            size_t d = 0;
+            while (d < nd && distinct[d] != f->configs[i].cx[j].name)
+                d++;
+            if (d == nd && nd < 64) {
+                distinct[nd++] = f->configs[i].cx[j].name;
+                name_bytes += strlen(f->configs[i].cx[j].name) + 1;
+            }
+        }
+    s->num_configs = (size_t)f->num_configs;
+    s->configs = calloc(s->num_configs ? s->num_configs : 1, sizeof *s->configs);
+    s->cx = calloc(total ? total : 1, sizeof *s->cx);
+    s->names = malloc(name_bytes ? name_bytes : 1);
+    if (!s->configs || !s->cx || !s->names)
+        return false;
+    const char *copied[64];
+    char *w = s->names;
+    for (size_t d = 0; d < nd; d++) {
+        size_t n = strlen(distinct[d]) + 1;
+        memcpy(w, distinct[d], n);
+        copied[d] = w;
+        w += n;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < s->num_configs; i++) {
+        const FeTuneConfig *fc = &f->configs[i];
+        tc_tune_config *c = &s->configs[i];
+        c->constexprs = s->cx + at;
+        c->num_constexprs = (size_t)fc->num_cx;
+        c->num_warps = fc->num_warps;
+        c->num_stages = fc->num_stages;
+        c->warp_specialize = fc->warp_specialize;
+        for (int j = 0; j < fc->num_cx; j++) {
+            const FeConstexpr *x = &fc->cx[j];
+            tc_constexpr *y = &s->cx[at++];
+            size_t d = 0;
+            while (d < nd && distinct[d] != x->name)
+                d++;
+            y->name = copied[d];
+            y->kind = x->is_dtype ? TC_CONSTEXPR_DTYPE : x->is_float ? TC_CONSTEXPR_FLOAT : TC_CONSTEXPR_INT;
+            y->i = x->i;
+            y->f = x->f;
+        }
+    }
+    return true;
+}
+
+tc_status tc_tune_space_create(const tc_source *src, const char *kernel, const tc_constexpr *cx, size_t num_cx,
+                               tc_tune_space **out, tc_diagnostics *diags) {
+    const char *fn = "tc_tune_space_create";
+    if (out)
+        *out = NULL;
+    if (!out || !kernel)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !out ? "out" : "kernel");
+    tc_status st = check_source(fn, "src", src);
+    if (st == TC_OK)
+        st = rt_check_constexprs(fn, cx, num_cx);
+    if (st != TC_OK)
+        return st;
+    Job j;
+    if (!job_init(&j, fn, src))
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, NULL);
+    TcGuard g;
+    if (TC_GUARD(g))
+        return finish(&j, guard_status(&g, &j), diags, NULL);
+    atomic_fetch_add_explicit(&frontend_parses, 1, memory_order_relaxed);
+    AstFile *ast = fe_parse(&j.ast_arena, &j.src, &j.diags);
+    if (diag_has_errors(&j.diags)) {
+        tc_guard_pop(&g);
+        return finish(&j, TC_ERROR_COMPILE, diags, NULL);
+    }
+    const AstNode *k = find_ast_kernel(ast, kernel);
+    if (!k) {
+        tc_guard_pop(&g);
+        rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %.200s has no kernel named '%.200s'", fn, j.src.name, kernel);
+        return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, NULL);
+    }
+    FeConstexpr *fcx = ARENA_ARRAY(&j.ast_arena, FeConstexpr, num_cx ? num_cx : 1);
+    for (size_t i = 0; i < num_cx; i++) {
+        fcx[i].name = cx[i].name;
+        fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
+        fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
+        fcx[i].i = cx[i].i;
+        fcx[i].f = cx[i].f;
+    }
+    FeTuneSpace fs;
+    bool ok = fe_tune_space(&j.ast_arena, k, fcx, (int)num_cx, &j.diags, &fs);
+    tc_guard_pop(&g);
+    if (!ok)
+        return finish(&j, TC_ERROR_COMPILE, diags, NULL);
+    tc_tune_space *s = calloc(1, sizeof *s);
+    if (!s || !copy_space(&fs, s)) {
+        tc_tune_space_destroy(s);
+        return finish(&j, TC_ERROR_OUT_OF_MEMORY, diags, NULL);
+    }
+    *out = s;
+    return finish(&j, TC_OK, diags, NULL);
+}
+
+int tc_tune_space_declared(const tc_tune_space *s) { return s ? s->declared : 0; }
+size_t tc_tune_space_num_configs(const tc_tune_space *s) { return s ? s->num_configs : 0; }
+size_t tc_tune_space_num_keys(const tc_tune_space *s) { return s ? s->num_keys : 0; }
+const char *tc_tune_space_key(const tc_tune_space *s, size_t i) {
+    return s && i < s->num_keys ? s->keys[i] : NULL;
+}
+size_t tc_tune_space_key_param(const tc_tune_space *s, size_t i) {
+    return s && i < s->num_keys ? s->key_params[i] : 0;
+}
+
+tc_status tc_tune_space_config(const tc_tune_space *s, size_t i, tc_tune_config *out) {
+    if (!s || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_tune_space_config: %s is NULL", !s ? "the space" : "out");
+    if (i >= s->num_configs)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_tune_space_config: configuration %zu of %zu", i,
+                       s->num_configs);
+    *out = s->configs[i];
+    return TC_OK;
+}
+
+size_t tc_tune_config_format(const tc_tune_config *c, char *out, size_t cap) {
+    char buf[4096];
+    size_t n = 0;
+    buf[0] = 0;
+#define PUT(...) (n += (size_t)snprintf(buf + (n < sizeof buf ? n : sizeof buf), n < sizeof buf ? sizeof buf - n : 0, __VA_ARGS__))
+    for (size_t i = 0; c && i < c->num_constexprs; i++) {
+        const tc_constexpr *x = &c->constexprs[i];
+        if (x->kind == TC_CONSTEXPR_FLOAT)
+            PUT("%s%s=%.17g", n ? "," : "", x->name, x->f);
+        else
+            PUT("%s%s=%lld", n ? "," : "", x->name, (long long)x->i);
+    }
+    if (c && c->num_warps > 0)
+        PUT("%snum_warps=%d", n ? "," : "", c->num_warps);
+    if (c && c->num_stages > 0)
+        PUT("%snum_stages=%d", n ? "," : "", c->num_stages);
+    if (c && c->warp_specialize >= 0)
+        PUT("%swarp_specialize=%d", n ? "," : "", c->warp_specialize);
+#undef PUT
+    if (n == 0)
+        n = (size_t)snprintf(buf, sizeof buf, "-");
+    if (out && cap > 0) {
+        size_t m = n < cap - 1 ? n : cap - 1;
+        memcpy(out, buf, m < sizeof buf - 1 ? m : sizeof buf - 1);
+        out[m < sizeof buf - 1 ? m : sizeof buf - 1] = 0;
+    }
+    return n;
+}
+
 void tc_names_free(char **names, size_t count) {
     if (!names)
         return;

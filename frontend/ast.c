@@ -88,6 +88,7 @@ const char *ast_kind_name(AstKind k) {
     case AST_SLICE: return "slice";
     case AST_NONE: return "none";
     case AST_LIST: return "list";
+    case AST_NAMED: return "named";
     case AST_LET: return "let";
     case AST_VAR: return "var";
     case AST_ASSIGN: return "assign";
@@ -207,6 +208,7 @@ static void dump(const AstNode *n, int level, Buf *out) {
     case AST_LET:
     case AST_VAR:
     case AST_FOR:
+    case AST_NAMED:
     case AST_KERNEL:
     case AST_FUNC: buf_printf(out, " %s", n->name); break;
     case AST_ASSIGN:
@@ -250,7 +252,8 @@ static void dump(const AstNode *n, int level, Buf *out) {
     case AST_LET:
     case AST_VAR:
     case AST_ASSIGN:
-    case AST_PARAM: dump(n->rhs, in, out); break;
+    case AST_PARAM:
+    case AST_NAMED: dump(n->rhs, in, out); break;
     case AST_EXPR_STMT:
     case AST_RETURN: dump(n->lhs, in, out); break;
     case AST_STATIC_ASSERT: dump(n->cond, in, out); break;
@@ -273,6 +276,10 @@ static void dump(const AstNode *n, int level, Buf *out) {
         break;
     case AST_KERNEL:
     case AST_FUNC:
+        if (n->lhs) {
+            label("autotune", in, out);
+            dump_items(n->lhs, in + 1, out);
+        }
         dump_items(n, in, out);
         dump(n->body, in, out);
         break;

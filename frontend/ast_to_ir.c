@@ -1370,6 +1370,9 @@ static int64_t lower_param_divisibility(Lower *L, const AstNode *p) {
 }
 
 static void lower_kernel(Lower *L, const AstNode *k) {
+    /* the @autotune clause is checked at every compile (its space is listed
+     * only by tc_tune_space_create) */
+    fe_tune_space(&L->tmp, k, NULL, 0, L->diags, NULL);
     IrFunc *fn = ir_func_create(L->m, IR_FUNC_KERNEL, k->name);
     fn->loc = k->loc;
     ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : TC_DEFAULT_NUM_WARPS);

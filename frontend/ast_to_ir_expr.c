@@ -948,6 +948,9 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
         return val_error();
     case AST_SLICE:
     case AST_NONE: lower_error(L, n, "':' and None are only allowed inside an index"); return val_error();
+    case AST_NAMED:
+        lower_error(L, n, "a named argument '%s = ...' is only allowed in @autotune and its config(...)", n->name);
+        return val_error();
     default: lower_error(L, n, "expected an expression, found %s", ast_kind_name(n->kind)); return val_error();
     }
 }

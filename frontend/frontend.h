@@ -106,6 +106,7 @@ typedef enum {
     AST_SLICE,         /* `:` inside an index */
     AST_NONE,          /* `None` inside an index: a new axis of size 1 */
     AST_LIST,          /* [a, b, ...]: items (shapes, permutations) */
+    AST_NAMED,         /* name = rhs: a named argument (only in @autotune and its config(...)) */
     /* ---- statements ---- */
     AST_LET,           /* name, rhs: `let name = rhs;` (immutable) */
     AST_VAR,           /* name, rhs: `var name = rhs;` (reassignable) */
@@ -121,7 +122,8 @@ typedef enum {
     AST_STATIC_ASSERT, /* cond, str: message or NULL */
     /* ---- declarations ---- */
     AST_PARAM,         /* name, type, rhs: default value (constexpr only) or NULL */
-    AST_KERNEL,        /* name, items: AST_PARAM list, body: AST_BLOCK */
+    AST_KERNEL,        /* name, items: AST_PARAM list, body: AST_BLOCK, lhs: its @autotune clause (an
+                          AST_CALL of `autotune` with AST_NAMED arguments) or NULL */
     AST_FUNC,          /* name, items: AST_PARAM list, body: AST_BLOCK */
 } AstKind;
 
@@ -215,6 +217,35 @@ struct FeOptions {
     const FeParamSpec *params; /* divisibility facts by parameter name (may be NULL) */
     int num_params;
 };
+
+/* ==== tune.c: a kernel's search space (@autotune) ==== */
+
+#define FE_TUNE_MAX_CONFIGS 65536
+
+/* One configuration: the tuned constexpr values (names as in the source),
+ * and the compile options it sets (num_warps, num_stages 0 and
+ * warp_specialize -1 when it sets none). */
+typedef struct FeTuneConfig {
+    FeConstexpr *cx;
+    int num_cx;
+    int num_warps, num_stages, warp_specialize;
+} FeTuneConfig;
+
+typedef struct FeTuneSpace {
+    bool declared;      /* the kernel has an @autotune clause */
+    const char **keys;  /* key = [...]: runtime parameter names */
+    int *key_params;    /* and their indices among the runtime parameters */
+    int num_keys;
+    FeTuneConfig *configs;
+    int num_configs;
+} FeTuneSpace;
+
+/* Checks kernel k's @autotune clause, reporting every error, and with out
+ * lists its configurations under the caller's constexprs cx (tune.c's
+ * header says which and in what order). Everything lives in a. False after
+ * an error. A kernel without the clause has an empty space. */
+bool fe_tune_space(Arena *a, const AstNode *k, const FeConstexpr *cx, int num_cx, DiagList *diags,
+                   FeTuneSpace *out);
 
 /* Specializes and lowers kernels (and the funcs they call) to a new module.
  * Returns NULL if any error was reported. */

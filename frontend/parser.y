@@ -339,7 +339,7 @@ static void recover_top(FeParser *p) {
 
 %type <ival> annotation_opt
 %type <node> decl params_opt params param block stmts stmt expr postfix primary
-%type <node> args_opt args index_items index_item default_opt condition
+%type <node> args_opt args arg index_items index_item default_opt condition tune
 %type <tspec> type_spec
 %type <op> assign_op
 
@@ -379,11 +379,29 @@ decl
           take_items($$, $4);
           $$->body = $6;
       }
+    /* a kernel with its search space (frontend/tune.c checks the clause) */
+    | tune KERNEL IDENT '(' params_opt ')' block {
+          $$ = node(p, AST_KERNEL, @2);
+          $$->name = $3;
+          take_items($$, $5);
+          $$->body = $7;
+          $$->lhs = $1;
+      }
     | FUNC IDENT '(' params_opt ')' block {
           $$ = node(p, AST_FUNC, @1);
           $$->name = $2;
           take_items($$, $4);
           $$->body = $6;
+      }
+    ;
+
+/* tune ::= '@' 'autotune' '(' [arg (',' arg)* [',']] ')': a call whose
+ * arguments are named (key = [...], NAME = [...], configs = [...], where = expr) */
+tune
+    : '@' IDENT '(' args_opt ')' {
+          if (strcmp($2, "autotune") != 0)
+              diag_error(p->diags, @2, "unknown decorator '@%s' (expected @autotune)", $2);
+          $$ = call(p, ident(p, @2, $2), $4);
       }
     ;
 
@@ -686,8 +704,15 @@ args_opt
     ;
 
 args
-    : expr            { $$ = list_add(p, list_new(p, @1), $1); }
-    | args ',' expr   { $$ = list_add(p, $1, $3); }
+    : arg             { $$ = list_add(p, list_new(p, @1), $1); }
+    | args ',' arg    { $$ = list_add(p, $1, $3); }
+    ;
+
+/* arg ::= expr | IDENT '=' expr: a named argument, which only @autotune
+ * and its config(...) take (the lowering refuses it elsewhere) */
+arg
+    : expr
+    | IDENT '=' expr  { $$ = node(p, AST_NAMED, @1); $$->name = $1; $$->rhs = $3; }
     ;
 
 %%
@@ -699,7 +724,9 @@ static char closer_of(char open) { return open == '(' ? ')' : open == '[' ? ']' 
 /* How an expected token is named in a message: 'let', ')', identifier. */
 static void sym_desc(yysymbol_kind_t s, char *out, size_t n) {
     const char *name = yysymbol_name(s); /* "'('", "let", "identifier", "end of file" */
-    if (name[0] == '\'' || strchr(name, ' ') || strcmp(name, "identifier") == 0)
+    if (strcmp(name, "'@'") == 0) /* only @autotune starts with it */
+        snprintf(out, n, "'@autotune'");
+    else if (name[0] == '\'' || strchr(name, ' ') || strcmp(name, "identifier") == 0)
         snprintf(out, n, "%s", name);
     else
         snprintf(out, n, "'%s'", name);

@@ -79,6 +79,8 @@ static const Sym syms[] = {
     SYM(cuEventDestroy, "cuEventDestroy_v2"),
     /* CUDA 12.0: only kernels with tensor maps (TMA, sm_90a) need it. */
     SYM_OPTIONAL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
+    /* only the autotuner's table needs the device's name */
+    SYM_OPTIONAL(cuDeviceGetName, "cuDeviceGetName"),
 };
 
 tc_status rt_cuda_open(const char *soname, RtCuda *out) {

@@ -97,6 +97,20 @@ static tc_status context_init(tc_context *ctx) {
         return st;
     ctx->cc = major * 10 + minor;
     ctx->host = rt_cu.host;
+    /* the device's name, printable and without tabs (the tuning table's
+     * GPU column); a driver without the call names the capability */
+    char name[256] = "";
+    if (ctx->host)
+        snprintf(name, sizeof name, "tilec interpreter");
+    else if (!rt_cu.cuDeviceGetName || rt_cu.cuDeviceGetName(name, (int)sizeof name, ctx->device) != RT_CUDA_SUCCESS)
+        name[0] = 0;
+    name[sizeof name - 1] = 0;
+    for (char *c = name; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+            *c = ' ';
+    if (!name[0])
+        snprintf(name, sizeof name, "GPU of compute capability %d.%d", major, minor);
+    snprintf(ctx->name, sizeof ctx->name, "%s", name);
     snprintf(ctx->arch, sizeof ctx->arch, "%s", rt_arch_for_cc(ctx->cc));
     const char *forced = secure_getenv("TILEC_ARCH");
     if (forced && *forced) {
@@ -238,6 +252,8 @@ CUdevice tc_context_device(const tc_context *ctx) {
 int tc_context_compute_capability(const tc_context *ctx) {
     return ctx ? ctx->cc : 0;
 }
+const char *tc_context_device_name(const tc_context *ctx) { return ctx ? ctx->name : ""; }
+
 const char *tc_context_arch(const tc_context *ctx) {
     return ctx ? ctx->arch : "";
 }

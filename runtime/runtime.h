@@ -145,6 +145,7 @@ struct RtCuda {
     RtCuResult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end); /* _v2 if present */
     RtCuResult (*cuEventDestroy)(CUevent event);                             /* _v2 */
     RtCuTensorMapEncodeTiledFn cuTensorMapEncodeTiled; /* optional (CUDA 12.0): NULL when absent */
+    RtCuResult (*cuDeviceGetName)(char *name, int len, CUdevice dev); /* optional: NULL when absent */
     bool host; /* the interpreter's driver (TILEC_INTERPRET=1, host_driver.c), not libcuda */
 };
 
@@ -294,6 +295,7 @@ struct tc_context {
     int max_shared_optin;     /* bytes of shared memory a block may opt in to */
     int multiprocessors;      /* the device's SMs */
     char arch[16];            /* what tc_jit compiles for ("" if the device is too old) */
+    char name[256];           /* the device's name (cuDeviceGetName), the tuning table's GPU column */
     int warp_specialize;      /* $TILEC_WARP_SPECIALIZE: 0 or 1 forces the library's choice, -1 leaves it */
     int persistent;           /* $TILEC_PERSISTENT: the same for persistent programs (attention) */
     int line_info;            /* $TILEC_LINE_INFO: 1 gives every tc_jit compile line info, -1 (or 0) leaves it */

@@ -202,6 +202,45 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     rt_attention_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
 }
 
+/* Takes the tuning table's tiles for these lengths, if it has them for the
+ * context's GPU: the kernel is known by the plan's constexprs less the
+ * tuned ones and EVEN_N, which follows from BN (docs/autotune.md). */
+static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k, tc_attention_plan *p) {
+    tc_constexpr id[16];
+    size_t n = 0;
+    for (size_t i = 0; i < p->num_constexprs; i++) {
+        const char *nm = p->constexprs[i].name;
+        if (strcmp(nm, "BM") != 0 && strcmp(nm, "BN") != 0 && strcmp(nm, "EVEN_N") != 0)
+            id[n++] = p->constexprs[i];
+    }
+    int64_t keys[2] = {seqlen_q, seqlen_k}, bm, bn;
+    RtStdlibTuned t;
+    if (!rt_stdlib_tuned(ctx, arch, p->file, p->kernel, id, n, keys, 2, &t) || !rt_stdlib_tuned_value(&t, "BM", &bm) ||
+        !rt_stdlib_tuned_value(&t, "BN", &bn))
+        return;
+    p->block_m = (int)bm;
+    p->block_n = (int)bn;
+    if (t.num_warps > 0)
+        p->num_warps = t.num_warps;
+    if (t.num_stages > 0)
+        p->num_stages = t.num_stages;
+    if (t.warp_specialize >= 0)
+        p->warp_specialize = t.warp_specialize;
+    p->grid.x = (unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m);
+    bool even_n = seqlen_k % p->block_n == 0 &&
+                  (p->causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
+    for (size_t i = 0; i < p->num_constexprs; i++) {
+        tc_constexpr *c = &p->constexprs[i];
+        if (strcmp(c->name, "BM") == 0)
+            c->i = bm;
+        else if (strcmp(c->name, "BN") == 0)
+            c->i = bn;
+        else if (strcmp(c->name, "EVEN_N") == 0)
+            c->i = even_n;
+    }
+    p->tuned = 1;
+}
+
 tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                                 int64_t seqlen_k, int64_t head_dim, int causal, int varlen, tc_attention_plan *out) {
     const char *entry = "tc_attention_plan_for";
@@ -380,6 +419,11 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     tc_attention_plan plan;
     rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
                       rt_stdlib_target(ctx, hooked), rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
+    /* the tuning table's tiles (tuned on sm_90a for fixed lengths) unless
+     * a producer warpgroup is forced one way or the other */
+    const char *arch = rt_stdlib_target(ctx, hooked);
+    if (!hooked && !varlen && rt_stdlib_wgmma(arch) && rt_stdlib_forced_warp_specialize(ctx, false) < 0)
+        attn_apply_tuned(ctx, arch, seqlen_q, seqlen_k, &plan);
     int pers = rt_stdlib_forced_persistent(ctx, hooked); /* where it can be: a producer, no packed sequences */
     if (pers >= 0)
         plan.persistent = pers && plan.warp_specialize && !varlen;

@@ -204,6 +204,49 @@ static void mm_plan(tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam
     set_cx(p, "ACT", TC_CONSTEXPR_INT, (int64_t)act);
 }
 
+static bool unit_or_eights(int64_t stride) { return stride == 1 || stride % 8 == 0; }
+
+/* The value of constexpr `name` in the plan (it is there). */
+static void set_plan_cx(tc_constexpr *cx, size_t n, const char *name, int64_t v) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(cx[i].name, name) == 0)
+            cx[i].i = v;
+}
+
+/* Takes the tuning table's tile for these extents, if it has one for the
+ * context's GPU: the kernel is known by the plan's constexprs less the
+ * tuned ones and EVEN_K, which follows from BK (docs/autotune.md). */
+static void mm_apply_tuned(tc_context *ctx, const char *arch, int64_t M, int64_t N, int64_t K, tc_matmul_plan *p) {
+    tc_constexpr id[12];
+    size_t n = 0;
+    for (size_t i = 0; i < p->num_constexprs; i++) {
+        const char *nm = p->constexprs[i].name;
+        if (strcmp(nm, "BM") != 0 && strcmp(nm, "BN") != 0 && strcmp(nm, "BK") != 0 && strcmp(nm, "EVEN_K") != 0)
+            id[n++] = p->constexprs[i];
+    }
+    int64_t keys[3] = {M, N, K}, bm, bn, bk;
+    RtStdlibTuned t;
+    if (!rt_stdlib_tuned(ctx, arch, p->file, p->kernel, id, n, keys, 3, &t) || !rt_stdlib_tuned_value(&t, "BM", &bm) ||
+        !rt_stdlib_tuned_value(&t, "BN", &bn) || !rt_stdlib_tuned_value(&t, "BK", &bk))
+        return;
+    p->block_m = (int)bm;
+    p->block_n = (int)bn;
+    p->block_k = (int)bk;
+    if (t.num_warps > 0)
+        p->num_warps = t.num_warps;
+    if (t.num_stages > 0)
+        p->num_stages = t.num_stages;
+    if (t.warp_specialize >= 0)
+        p->warp_specialize = t.warp_specialize;
+    p->even_k = K % p->block_k == 0;
+    p->grid = (tc_dim3){(unsigned)(rt_stdlib_cdiv(M, p->block_m) * rt_stdlib_cdiv(N, p->block_n)), 1, 1};
+    set_plan_cx(p->constexprs, p->num_constexprs, "BM", bm);
+    set_plan_cx(p->constexprs, p->num_constexprs, "BN", bn);
+    set_plan_cx(p->constexprs, p->num_constexprs, "BK", bk);
+    set_plan_cx(p->constexprs, p->num_constexprs, "EVEN_K", p->even_k);
+    p->tuned = 1;
+}
+
 /* Plans (after mm_check) and checks that the grid fits the driver's. */
 static tc_status mm_plan_checked(const char *entry, tc_dtype dtype, int64_t M, int64_t N, int64_t K, int64_t sam,
                                  int64_t sak, int64_t sbk, int64_t sbn, int64_t scm, int64_t scn, bool has_bias,
@@ -326,6 +369,7 @@ static void mm_begin(RtMatmulLaunch *l, const char *entry, tc_context *ctx, CUst
  * (once) and launches, or hands the launch to the test hook. */
 static tc_status mm_launch(RtMatmulLaunch *l) {
     l->options.num_warps = l->plan.num_warps;
+    l->options.num_stages = l->plan.num_stages;
     int ws = rt_stdlib_forced_warp_specialize(l->ctx, rt_matmul_launch_hook != NULL);
     l->options.warp_specialize = ws >= 0 ? ws : l->plan.warp_specialize;
     if (!l->options.num_params)
@@ -357,6 +401,16 @@ tc_status tc_matmul(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevicept
     if ((st = mm_plan_checked(entry, dtype, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                               bias != 0, act, (a | b | c) % 16 == 0, arch, &l.plan)) != TC_OK)
         return st;
+    /* What the table's tiles were tuned on: sm_90a, 16-byte aligned
+     * operands whose extents and strides are multiples of 8 elements, each
+     * row- or column-major; elsewhere the plan stands. */
+    if (!rt_matmul_launch_hook && rt_stdlib_wgmma(arch) && (a | b | c | bias) % 16 == 0 && M % 8 == 0 &&
+        N % 8 == 0 && K % 8 == 0 && l.plan.a_order && l.plan.b_order && l.plan.c_order &&
+        unit_or_eights(stride_am) && unit_or_eights(stride_ak) && unit_or_eights(stride_bk) &&
+        unit_or_eights(stride_bn) && unit_or_eights(stride_cm) && unit_or_eights(stride_cn) &&
+        rt_stdlib_forced_warp_specialize(ctx, false) < 0) {
+        mm_apply_tuned(ctx, arch, M, N, K, &l.plan); /* tiles of 64 or more: no more programs than the plan's */
+    }
     int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     RtStdlibArgs args = mm_args(&l);
     rt_stdlib_arg_ptr(&args, "c", c, true);

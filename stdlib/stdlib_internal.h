@@ -124,6 +124,31 @@ typedef struct RtStdlibDim {
  * largest offset within RT_STDLIB_MAX_OFFSET. */
 tc_status rt_stdlib_check_strides(const char *entry, const char *what, const RtStdlibDim *dims, size_t num_dims);
 
+/* ==== tuning.c: tuned configurations (docs/autotune.md) ==== */
+
+#define RT_STDLIB_TUNED_FIELDS 16
+
+/* A tuned configuration: its constexprs by name, and its options (0, 0, -1
+ * when it sets none). */
+typedef struct RtStdlibTuned {
+    char names[RT_STDLIB_TUNED_FIELDS][64];
+    int64_t values[RT_STDLIB_TUNED_FIELDS];
+    size_t num_fields;
+    int num_warps, num_stages, warp_specialize;
+} RtStdlibTuned;
+
+/* The tuned configuration of kernel `kernel` of the library file `file`
+ * ("matmul.tile") for arch, made with constexprs cx (the kernel's identity:
+ * what the tuning fixed, never the tuned names nor what follows from them),
+ * at these key values on ctx's device: the user's table, then the
+ * library's. False (keep the family's plan) without an entry, and always
+ * with TILEC_TUNED=0. */
+bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
+                     size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
+/* The tuned value of constexpr `name`; false when the configuration sets
+ * none. */
+bool rt_stdlib_tuned_value(const RtStdlibTuned *t, const char *name, int64_t *v);
+
 /* ==== stdlib.c: the request and the launch ==== */
 
 /* The embedded file `name`, or NULL. */

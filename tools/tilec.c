@@ -22,6 +22,7 @@
 
 static void usage(FILE *out) {
     fputs("usage: tilec [options] FILE.tile\n"
+          "       tilec tune FILE.tile --kernel NAME --arg NAME=VALUE... --grid X[,Y[,Z]] (tilec tune --help)\n"
           "\n"
           "Compiles the kernels of FILE.tile.\n"
           "\n"
@@ -239,7 +240,11 @@ static int aot_main(const char *path, const char *kernel, const tc_constexpr *cx
     return rc;
 }
 
+int tune_main(int argc, char **argv); /* tilec_tune.c */
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "tune") == 0)
+        return tune_main(argc - 1, argv + 1);
     tc_options opt;
     tc_options_init(&opt);
     const char *path = NULL, *kernel = NULL, *output = NULL, *arch = NULL;

@@ -326,6 +326,76 @@ TC_API void tc_jit_request_init(tc_jit_request *req);
  * calls on one context are serialized, so a kernel is compiled once. */
 TC_API tc_status tc_jit(tc_context *ctx, const tc_jit_request *req, tc_kernel **out);
 
+/* ---- autotuning (docs/autotune.md) ----
+ *
+ * tc_autotune times the configurations of a kernel's @autotune space
+ * (tilec.h: tc_tune_space_create) for the request's key values and keeps
+ * the fastest in the tuning table: in memory, and in the file tuning.tsv
+ * of the JIT's cache directory (trusted as the cache is), keyed by the
+ * device's name, the compiler's build, the kernel (a SHA-256 of its source,
+ * name, fixed constexprs, options and target) and the key values, each
+ * rounded up to a power of two. A later call with the same key finds it
+ * there and times nothing.
+ *
+ * The cost model: every timed configuration is also kept (the table's time
+ * entries). With top_k > 0, once configurations of the same kernel have
+ * been timed for at least two other key values, a gradient-boosted tree
+ * model fitted to those measurements (in C, at the call: milliseconds)
+ * ranks the space and only its top_k best are timed. */
+
+/* The grid of a launch of one configuration: cx holds the request's
+ * constexprs and then the configuration's. */
+typedef tc_dim3 (*tc_tune_grid_fn)(void *user, const tc_constexpr *cx, size_t num_cx);
+
+typedef struct tc_autotune_request {
+    const tc_jit_request *jit; /* the kernel, its fixed constexprs and options, and (required) the launch's
+                                  args, with which every configuration is timed */
+    tc_tune_grid_fn grid;      /* required */
+    void *grid_user;
+    void (*reset)(void *user, CUstream stream); /* called before each timed launch (outputs a kernel
+                                                   accumulates into), or NULL */
+    void *reset_user;
+    int top_k;   /* 0: time every configuration; > 0: the cost model's top_k (every one while it has too
+                    little data) */
+    int reps;    /* timed launches per configuration, of which the median counts; 0: 10 */
+    int force;   /* 1: tune even when the table has an entry */
+    int no_disk; /* 1: neither read nor write the table's file */
+    int dry_run; /* 1: time and choose, but add nothing to the table (to evaluate the cost model) */
+    double *config_ms;  /* optional: one entry per configuration of the space, set to its median time in
+                           milliseconds, or to INFINITY when it was not timed or did not run */
+    size_t num_derived; /* the last num_derived of jit->constexprs follow from the configuration and the
+                           arguments (EVEN_K for K % BK == 0, say; the caller makes sure they hold for
+                           every configuration): every compile gets them, the table's key leaves them out */
+} tc_autotune_request;
+
+typedef struct tc_autotune_result {
+    size_t config;    /* the chosen configuration's index in the space */
+    double ms;        /* its median time (the table's, when from_table) */
+    int from_table;   /* 1: the table had this key; nothing was timed */
+    int used_model;   /* 1: the cost model chose what was timed */
+    size_t timed;     /* configurations timed */
+    size_t failed;    /* configurations that did not compile, load or launch (skipped) */
+    double tuning_ms; /* the call's wall time */
+} tc_autotune_result;
+
+/* Tunes (or looks up) req's kernel and returns the chosen configuration in
+ * out and, when kernel is not NULL, its compiled kernel. The space must be
+ * the kernel's for the request's constexprs and hold at least one
+ * configuration. TC_ERROR_UNSUPPORTED when no configuration compiles and
+ * runs; a configuration whose launch fails the context (a fault) ends the
+ * call with TC_ERROR_CUDA. Calls on one context are not meant to run at
+ * once (each times its launches alone on the GPU); the table is shared and
+ * locked. */
+TC_API tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_request *req,
+                             const tc_tune_space *space, tc_autotune_result *out, tc_kernel **kernel);
+/* The table's configuration for req (its args give the key values): *found
+ * 1 and *config its index, or *found 0. Times nothing. */
+TC_API tc_status tc_autotune_lookup(tc_context *ctx, const tc_jit_request *req, const tc_tune_space *space,
+                                    int *found, size_t *config);
+/* The device's name as the driver gives it ("NVIDIA H200"; the
+ * interpreter's is "tilec interpreter"): the tuning table's GPU column. */
+TC_API const char *tc_context_device_name(const tc_context *ctx);
+
 /* ---- device memory, streams and timing (for examples, tests, benchmarks) ---- */
 
 TC_API tc_status tc_mem_alloc(tc_context *ctx, size_t bytes, CUdeviceptr *out);

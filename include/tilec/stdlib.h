@@ -162,6 +162,9 @@ typedef struct tc_matmul_plan {
     int warp_specialize;           /* tc_options.warp_specialize: a producer warpgroup (TMA) on sm_90a */
     tc_dim3 grid;
     int persistent;                /* tc_options.persistent: the grid as a loop over tiles in resident programs */
+    int num_stages;                /* software pipelining depth; 0: the default (3) */
+    int tuned;                     /* 1: the tile came from the tuning table (tc_matmul on a GPU it has entries
+                                      for; docs/autotune.md); tc_matmul_plan_for gives the untuned plan */
 } tc_matmul_plan;
 
 /* The plan of tc_matmul for these arguments (bias given or not), with A, B
@@ -272,6 +275,8 @@ typedef struct tc_attention_plan {
     int causal, varlen;
     tc_dim3 grid; /* (cdiv(seqlen_q, block_m), batch * heads, 1) */
     int persistent; /* tc_options.persistent: the grid as a loop over tiles in resident programs */
+    int tuned;      /* 1: the tiles came from the tuning table (tc_attention_fwd on a GPU it has entries for;
+                       docs/autotune.md); tc_attention_plan_for gives the untuned plan */
 } tc_attention_plan;
 
 /* The plan of tc_attention_fwd on a context that compiles for sm_90a (an H100

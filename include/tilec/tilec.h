@@ -318,6 +318,51 @@ TC_API tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes
 TC_API tc_status tc_list_kernels(const tc_source *src, char ***names, size_t *count, tc_diagnostics *diags);
 TC_API void tc_names_free(char **names, size_t count);
 
+/* ---- search spaces (@autotune; docs/language.md, "Autotuning") ----
+ *
+ * A kernel may declare the configurations an autotuner chooses among:
+ *
+ *     @autotune(key = [n_cols], BLOCK = [1024, 2048, 4096], num_warps = [4, 8, 16])
+ *     kernel softmax(..., i32 n_cols, constexpr i32 BLOCK = 1024) { ... }
+ *
+ * tc_tune_space_create lists them for one specialization: cx are the
+ * constexprs the caller fixes (those of a tc_jit_request); a configuration
+ * that gives a fixed name another value, or fails the clause's `where`, is
+ * left out. tc_autotune (runtime.h) times them. */
+#define TC_MAX_TUNE_CONFIGS 65536
+
+typedef struct tc_tune_space tc_tune_space;
+
+/* One configuration. Its strings live as long as the space. */
+typedef struct tc_tune_config {
+    const tc_constexpr *constexprs; /* the tuned constexpr values */
+    size_t num_constexprs;
+    int num_warps;       /* 0: not tuned (the request's options decide) */
+    int num_stages;      /* 0: not tuned */
+    int warp_specialize; /* -1: not tuned; else 0 or 1 */
+} tc_tune_config;
+
+/* The space of `kernel` (required) of src. A kernel without @autotune has
+ * an empty space (tc_tune_space_declared 0, no configurations): not an
+ * error. Errors in the source or the clause: TC_ERROR_COMPILE with the
+ * diagnostics. */
+TC_API tc_status tc_tune_space_create(const tc_source *src, const char *kernel, const tc_constexpr *cx, size_t num_cx,
+                                      tc_tune_space **out, tc_diagnostics *diags);
+TC_API void tc_tune_space_destroy(tc_tune_space *s);
+TC_API int tc_tune_space_declared(const tc_tune_space *s);
+TC_API size_t tc_tune_space_num_configs(const tc_tune_space *s);
+/* TC_ERROR_INVALID_ARGUMENT when i is out of range. */
+TC_API tc_status tc_tune_space_config(const tc_tune_space *s, size_t i, tc_tune_config *out);
+/* The key: runtime parameters (by name, and by index among the kernel's
+ * runtime parameters) whose values select a tuned configuration. */
+TC_API size_t tc_tune_space_num_keys(const tc_tune_space *s);
+TC_API const char *tc_tune_space_key(const tc_tune_space *s, size_t i);
+TC_API size_t tc_tune_space_key_param(const tc_tune_space *s, size_t i);
+/* Writes configuration i as "BM=128,BN=64,num_warps=8" (the tuning
+ * table's form; "-" when it sets nothing) into out, cap bytes, always
+ * NUL-terminated when cap > 0. Returns the length it needs. */
+TC_API size_t tc_tune_config_format(const tc_tune_config *c, char *out, size_t cap);
+
 /* One line per pass that tc_opt accepts: "name  description\n". */
 TC_API const char *tc_pass_list(void);
 

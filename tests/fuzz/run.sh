@@ -8,6 +8,8 @@
 # fuzz_ir:       IR text (tests/lit/**/*.tir)
 # fuzz_cache:    JIT disk cache entries (seeds: real entries that fuzz_cache
 #                itself writes with rt_cache_encode, TILEC_FUZZ_CACHE_SEEDS)
+# fuzz_tune_table: the autotuner's tuning tables (seeds: valid tables that
+#                fuzz_tune_table itself writes, TILEC_FUZZ_TUNE_SEEDS, and lib/tuning.tsv)
 # A crash, a leak, a sanitizer report or a timeout fails the run; the input that
 # caused it is left in BUILD_DIR/artifacts/.
 set -euo pipefail
@@ -19,7 +21,7 @@ cxx=/usr/lib/llvm-19/bin/clang++
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -g -O1"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=$cc -DCMAKE_CXX_COMPILER=$cxx -DTILEC_FUZZ=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_frontend fuzz_ir fuzz_cache
+cmake --build "$build" -j"$(nproc)" --target fuzz_frontend fuzz_ir fuzz_cache fuzz_tune_table
 
 run() { # name, corpus seeds...
   local name=$1; shift
@@ -45,4 +47,8 @@ run fuzz_ir tests/lit/**/*.tir tests/fuzz/regressions/*.tir "$deep"/*.tir
 mkdir -p "$build/corpus-fuzz_cache"
 TILEC_FUZZ_CACHE_SEEDS="$build/corpus-fuzz_cache" "$build/tests/fuzz_cache" -runs=0 "$build/corpus-fuzz_cache" >/dev/null 2>&1
 run fuzz_cache
+mkdir -p "$build/corpus-fuzz_tune_table"
+TILEC_FUZZ_TUNE_SEEDS="$build/corpus-fuzz_tune_table" "$build/tests/fuzz_tune_table" -runs=0 \
+  "$build/corpus-fuzz_tune_table" >/dev/null 2>&1
+run fuzz_tune_table lib/tuning.tsv
 echo "fuzz: no crash"

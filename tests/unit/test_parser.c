@@ -462,7 +462,7 @@ TEST(error_messages) {
     CHECK_EQ_STR(first_error(p), "unexpected 'else', expected a statement or '}'");
     done(p);
     p = parse("let x = 1;");
-    CHECK_EQ_STR(first_error(p), "unexpected 'let', expected 'kernel' or 'func'");
+    CHECK_EQ_STR(first_error(p), "unexpected 'let', expected 'kernel', 'func' or '@autotune'");
     done(p);
     p = parse("kernel k(x) {}"); /* x could be a type parameter: `x* p` or `x n` */
     CHECK_EQ_STR(first_error(p), "unexpected ')', expected identifier or '*'");
