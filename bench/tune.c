@@ -3,7 +3,9 @@
  * GPU (tc_autotune over the kernels' @autotune spaces), measures the cost
  * model, and writes the tuned configurations as the library's table.
  *
- *     tune [--family matmul|attention] [--dtype f16|bf16] [--top-k K] [--quick] [--library]
+ *     tune [--family matmul|attention] [--dtype f16|bf16] [--dim D] [--top-k K] [--quick] [--library]
+ *
+ * (--dim: attention at that head dim only; --library: only step 3)
  *
  * For each task (a kernel specialization, as the library makes it, and a
  * shape):
@@ -23,8 +25,8 @@
  * which the library then uses; its best lines, with the build column made
  * *, are lib/tuning.tsv (bench/RESULTS.md, "Autotuning", has the command).
  * Inputs are standard normal values (never zeros); each configuration's
- * median of 10 timed launches counts, and those within 3% of the best are
- * timed again (tc_autotune's close finish). Exit 77 without a GPU.
+ * median of 10 timed launches, each from a cold L2 cache, counts, and those
+ * within 3% of the best are timed again (tc_autotune's close finish). Exit 77 without a GPU.
  */
 #include <tilec/runtime.h>
 #include <tilec/stdlib.h>
@@ -366,12 +368,15 @@ out:
 
 int main(int argc, char **argv) {
     const char *family = NULL, *dtype = NULL;
+    int64_t only_dim = 0;
     int top_k = 8, quick = 0, library_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--family") == 0 && i + 1 < argc)
             family = argv[++i];
         else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
             dtype = argv[++i];
+        else if (strcmp(argv[i], "--dim") == 0 && i + 1 < argc)
+            only_dim = atoll(argv[++i]);
         else if (strcmp(argv[i], "--top-k") == 0 && i + 1 < argc)
             top_k = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0)
@@ -379,7 +384,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--library") == 0)
             library_only = 1;
         else {
-            fprintf(stderr, "usage: tune [--family matmul|attention] [--dtype f16|bf16] [--top-k K] [--quick] [--library]\n");
+            fprintf(stderr, "usage: tune [--family matmul|attention] [--dtype f16|bf16] [--dim D] [--top-k K] [--quick] [--library]\n");
             return 2;
         }
     }
@@ -416,7 +421,8 @@ int main(int argc, char **argv) {
     /* --dtype: only the tasks of that element type */
     int kept = 0;
     for (int i = 0; i < nt; i++)
-        if (!dtype || strcmp(dtype, tasks[i].dtype == TC_DTYPE_BF16 ? "bf16" : "f16") == 0)
+        if ((!dtype || strcmp(dtype, tasks[i].dtype == TC_DTYPE_BF16 ? "bf16" : "f16") == 0) &&
+            (!only_dim || tasks[i].d == only_dim))
             tasks[kept++] = tasks[i];
     nt = kept;
     Outcome out[96];

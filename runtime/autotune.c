@@ -162,6 +162,8 @@ static bool same_fields(const RtTuneEntry *a, const RtTuneEntry *b) {
 
 /* Everything one call works with. */
 typedef struct Tuning {
+    CUdeviceptr flush;   /* written before each timed launch (0: none) */
+    size_t flush_bytes;
     tc_context *ctx;
     const tc_jit_request *req;
     const tc_tune_space *space;
@@ -558,6 +560,10 @@ static tc_status time_config(Tuning *t, CUstream stream, const tc_autotune_reque
     for (int rep = -TUNE_WARMUP; rep < reps; rep++) {
         if (ar->reset)
             ar->reset(ar->reset_user, stream);
+        if (rep >= 0 && t->flush &&
+            ((st = tc_memset_d8(t->ctx, t->flush, (unsigned char)rep, t->flush_bytes)) != TC_OK ||
+             (st = tc_stream_synchronize(t->ctx, stream)) != TC_OK))
+            break;
         if (rep >= 0 && (st = tc_timer_start(tm, stream)) != TC_OK)
             break;
         st = tc_launch(k, grid, stream, ar->jit->args, ar->jit->num_args);
@@ -684,6 +690,15 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
     }
     double best = INFINITY;
     size_t best_i = SIZE_MAX;
+    /* a cold L2 cache for every timed launch: twice its size written first */
+    int l2 = 0;
+    if (!ar->warm_l2 && !ctx->host &&
+        rt_cu.cuDeviceGetAttribute(&l2, RT_CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, ctx->device) == RT_CUDA_SUCCESS &&
+        l2 > 0) {
+        t.flush_bytes = 2 * (size_t)l2;
+        if (tc_mem_alloc(ctx, t.flush_bytes, &t.flush) != TC_OK)
+            t.flush = 0; /* without it the launches find a warm cache: still a valid comparison */
+    }
     /* with the model: down its ranking until top_k have run (a
      * configuration that does not compile or load counts for nothing) */
     Ranked *ran = malloc(n * sizeof *ran); /* what ran, and its time */
@@ -699,6 +714,8 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
         if (st != TC_OK) {
             free(order);
             free(ran);
+            if (t.flush)
+                tc_mem_free(ctx, t.flush);
             return st;
         }
         if (skipped) {
@@ -727,6 +744,8 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
             bool skipped;
             if ((st = time_config(&t, stream, ar, ran[i].config, 0, &ms, &skipped, NULL)) != TC_OK) {
                 free(ran);
+                if (t.flush)
+                    tc_mem_free(ctx, t.flush);
                 return st;
             }
             if (!skipped)
@@ -746,6 +765,8 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
             record(&t, RT_TUNE_TIME, ran[i].config, ran[i].score);
     }
     free(ran);
+    if (t.flush)
+        tc_mem_free(ctx, t.flush);
     if (best_i == SIZE_MAX)
         return rt_fail(TC_ERROR_UNSUPPORTED, "tc_autotune: none of the %zu configurations of %.200s compiled and ran",
                        n, t.key.kernel);

@@ -361,6 +361,9 @@ typedef struct tc_autotune_request {
     int force;   /* 1: tune even when the table has an entry */
     int no_disk; /* 1: neither read nor write the table's file */
     int dry_run; /* 1: time and choose, but add nothing to the table (to evaluate the cost model) */
+    int warm_l2; /* 0: before each timed launch the GPU's L2 cache is filled with other data (twice its size
+                    written), as Triton's do_bench does, so that every launch starts from a cold cache;
+                    1: each launch finds the cache as the one before left it */
     double *config_ms;  /* optional: one entry per configuration of the space, set to its median time in
                            milliseconds, or to INFINITY when it was not timed or did not run */
     size_t num_derived; /* the last num_derived of jit->constexprs follow from the configuration and the
