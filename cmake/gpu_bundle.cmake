@@ -10,7 +10,8 @@
 #   gpu-bundle/bin/tilec, tilec-opt
 #   gpu-bundle/tests/gpu/run.sh          the one script to run there (tests/gpu/README.md)
 #   gpu-bundle/tests/gpu/test_*          the GPU tests
-#   gpu-bundle/bench/*.py, launch_overhead, RESULTS.md   the benchmarks and their Triton baselines (baselines.py)
+#   gpu-bundle/bench/*.py, launch_overhead, tune, RESULTS.md   the benchmarks, their Triton baselines
+#                                        (baselines.py) and the library's tuner (docs/autotune.md)
 #   gpu-bundle/examples/*                the examples, which run.sh runs too
 #   gpu-bundle/include, share/tilec      headers, the library's .tile files, the docs
 #
