@@ -712,6 +712,19 @@ static tc_status finish(Job *j, tc_status st, tc_diagnostics *diags, tc_binary *
     return st;
 }
 
+/* The caller's constexprs as the front end takes them, in arena a. */
+static FeConstexpr *fe_constexprs(Arena *a, const tc_constexpr *cx, size_t num_cx) {
+    FeConstexpr *fcx = ARENA_ARRAY(a, FeConstexpr, num_cx ? num_cx : 1);
+    for (size_t i = 0; i < num_cx; i++) {
+        fcx[i].name = cx[i].name;
+        fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
+        fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
+        fcx[i].i = cx[i].i;
+        fcx[i].f = cx[i].f;
+    }
+    return fcx;
+}
+
 static tc_status guard_status(const TcGuard *g, Job *j) {
     if (g->code == 1)
         return TC_ERROR_OUT_OF_MEMORY;
@@ -810,14 +823,7 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, out);
     }
 
-    FeConstexpr *fcx = ARENA_ARRAY(&j.ast_arena, FeConstexpr, num_cx ? num_cx : 1);
-    for (size_t i = 0; i < num_cx; i++) {
-        fcx[i].name = cx[i].name;
-        fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
-        fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
-        fcx[i].i = cx[i].i;
-        fcx[i].f = cx[i].f;
-    }
+    FeConstexpr *fcx = fe_constexprs(&j.ast_arena, cx, num_cx);
     for (size_t i = 0; i < opt.num_params; i++)
         if (!names_param(ast, kernel, opt.params[i].name)) {
             tc_guard_pop(&g);
@@ -1172,14 +1178,7 @@ tc_status tc_tune_space_create(const tc_source *src, const char *kernel, const t
         rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %.200s has no kernel named '%.200s'", fn, j.src.name, kernel);
         return finish(&j, TC_ERROR_INVALID_ARGUMENT, diags, NULL);
     }
-    FeConstexpr *fcx = ARENA_ARRAY(&j.ast_arena, FeConstexpr, num_cx ? num_cx : 1);
-    for (size_t i = 0; i < num_cx; i++) {
-        fcx[i].name = cx[i].name;
-        fcx[i].is_float = cx[i].kind == TC_CONSTEXPR_FLOAT;
-        fcx[i].is_dtype = cx[i].kind == TC_CONSTEXPR_DTYPE;
-        fcx[i].i = cx[i].i;
-        fcx[i].f = cx[i].f;
-    }
+    FeConstexpr *fcx = fe_constexprs(&j.ast_arena, cx, num_cx);
     FeTuneSpace fs;
     bool ok = fe_tune_space(&j.ast_arena, k, fcx, (int)num_cx, &j.diags, &fs);
     tc_guard_pop(&g);

@@ -578,7 +578,7 @@ tc_status rt_cache_trim(const char *dir, uint64_t max_bytes, RtCacheTrim *out) {
 
 /* ---- entries ---- */
 
-static uint64_t random_u64(void) {
+uint64_t rt_random_u64(void) {
     uint64_t r;
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
         return r;
@@ -588,13 +588,16 @@ static uint64_t random_u64(void) {
     return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (++counter << 40) ^ (uint64_t)(uintptr_t)&r;
 }
 
-static bool write_all(int fd, const uint8_t *p, size_t n) {
+bool rt_write_all(int fd, const uint8_t *p, size_t n) {
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
             return false;
+        }
         p += w;
         n -= (size_t)w;
     }
@@ -617,7 +620,7 @@ tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind k
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory encoding cache entry %s", path);
     }
     entry_name(key, name);
-    snprintf(tmp, sizeof tmp, ".tmp-%.16s-%ld-%016llx", name, (long)getpid(), (unsigned long long)random_u64());
+    snprintf(tmp, sizeof tmp, ".tmp-%.16s-%ld-%016llx", name, (long)getpid(), (unsigned long long)rt_random_u64());
     int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         int err = errno;
@@ -626,7 +629,7 @@ tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind k
         return rt_fail(TC_ERROR_IO, "cannot create %s/%s: %s", dir, tmp, strerror(err));
     }
     /* 0600 exactly: the umask may have taken the owner's bits too */
-    bool ok = fchmod(fd, 0600) == 0 && write_all(fd, bytes.data, bytes.len) && fsync(fd) == 0;
+    bool ok = fchmod(fd, 0600) == 0 && rt_write_all(fd, bytes.data, bytes.len) && fsync(fd) == 0;
     int err = errno;
     if (close(fd) != 0 && ok) {
         ok = false;

@@ -242,6 +242,10 @@ tc_status rt_cache_prepare(const char *dir, size_t base);
  * in hex, or without one a hash of the version and of the runtime's compile
  * time. Computed once, thread-safe. */
 const char *rt_build_id(void);
+/* 64 random bits (getrandom, else the clock and a counter): temporary file names. */
+uint64_t rt_random_u64(void);
+/* Writes all n bytes to fd, through short writes and EINTR; false with errno set. */
+bool rt_write_all(int fd, const uint8_t *p, size_t n);
 /* tc_version() and the build id: an entry's "compiler" field. */
 const char *rt_compiler_id(void);
 /* The bytes of an entry, and their validation (pure: used by the tests). */

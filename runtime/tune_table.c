@@ -752,31 +752,6 @@ tc_status rt_tune_table_load_file(const char *dir, const char *name, RtTuneTable
     return TC_OK;
 }
 
-static uint64_t random_u64(void) {
-    uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
-        return r;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    static _Thread_local uint64_t counter;
-    return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (++counter << 40) ^ (uint64_t)(uintptr_t)&r;
-}
-
-static bool write_all(int fd, const uint8_t *p, size_t n) {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return false;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
 
 tc_status rt_tune_table_store_file(const char *dir, const char *name, const RtTuneTable *t) {
     if (!dir || !name_ok(name))
@@ -795,7 +770,7 @@ tc_status rt_tune_table_store_file(const char *dir, const char *name, const RtTu
     char tmp[128];
     int fd = -1, err = 0;
     for (int tries = 0; fd < 0 && tries < 16; tries++) {
-        snprintf(tmp, sizeof tmp, ".tmp-%.32s-%ld-%016llx", name, (long)getpid(), (unsigned long long)random_u64());
+        snprintf(tmp, sizeof tmp, ".tmp-%.32s-%ld-%016llx", name, (long)getpid(), (unsigned long long)rt_random_u64());
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         err = errno;
         if (fd < 0 && err != EEXIST)
@@ -807,7 +782,7 @@ tc_status rt_tune_table_store_file(const char *dir, const char *name, const RtTu
         return rt_fail(TC_ERROR_IO, "cannot create a temporary file in %s for %s: %s", dir, name, strerror(err));
     }
     /* 0600 exactly: the umask may have taken the owner's bits too */
-    bool ok = fchmod(fd, 0600) == 0 && write_all(fd, text.data, text.len) && fsync(fd) == 0;
+    bool ok = fchmod(fd, 0600) == 0 && rt_write_all(fd, text.data, text.len) && fsync(fd) == 0;
     err = errno;
     if (close(fd) != 0 && ok) {
         ok = false;

@@ -206,16 +206,12 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
  * context's GPU: the kernel is known by the plan's constexprs less the
  * tuned ones and EVEN_N, which follows from BN (docs/autotune.md). */
 static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k, tc_attention_plan *p) {
-    tc_constexpr id[16];
-    size_t n = 0;
-    for (size_t i = 0; i < p->num_constexprs; i++) {
-        const char *nm = p->constexprs[i].name;
-        if (strcmp(nm, "BM") != 0 && strcmp(nm, "BN") != 0 && strcmp(nm, "EVEN_N") != 0)
-            id[n++] = p->constexprs[i];
-    }
+    static const char *const leave_out[] = {"BM", "BN", "EVEN_N", NULL};
     int64_t keys[2] = {seqlen_q, seqlen_k}, bm, bn;
     RtStdlibTuned t;
-    if (!rt_stdlib_tuned(ctx, arch, p->file, p->kernel, id, n, keys, 2, &t) || !rt_stdlib_tuned_value(&t, "BM", &bm) ||
+    if (!rt_stdlib_tuned_plan(ctx, arch, p->file, p->kernel, p->constexprs, p->num_constexprs, leave_out, keys, 2,
+                              &t) ||
+        !rt_stdlib_tuned_value(&t, "BM", &bm) ||
         !rt_stdlib_tuned_value(&t, "BN", &bn))
         return;
     p->block_m = (int)bm;

@@ -217,16 +217,12 @@ static void set_plan_cx(tc_constexpr *cx, size_t n, const char *name, int64_t v)
  * context's GPU: the kernel is known by the plan's constexprs less the
  * tuned ones and EVEN_K, which follows from BK (docs/autotune.md). */
 static void mm_apply_tuned(tc_context *ctx, const char *arch, int64_t M, int64_t N, int64_t K, tc_matmul_plan *p) {
-    tc_constexpr id[12];
-    size_t n = 0;
-    for (size_t i = 0; i < p->num_constexprs; i++) {
-        const char *nm = p->constexprs[i].name;
-        if (strcmp(nm, "BM") != 0 && strcmp(nm, "BN") != 0 && strcmp(nm, "BK") != 0 && strcmp(nm, "EVEN_K") != 0)
-            id[n++] = p->constexprs[i];
-    }
+    static const char *const leave_out[] = {"BM", "BN", "BK", "EVEN_K", NULL};
     int64_t keys[3] = {M, N, K}, bm, bn, bk;
     RtStdlibTuned t;
-    if (!rt_stdlib_tuned(ctx, arch, p->file, p->kernel, id, n, keys, 3, &t) || !rt_stdlib_tuned_value(&t, "BM", &bm) ||
+    if (!rt_stdlib_tuned_plan(ctx, arch, p->file, p->kernel, p->constexprs, p->num_constexprs, leave_out, keys, 3,
+                              &t) ||
+        !rt_stdlib_tuned_value(&t, "BM", &bm) ||
         !rt_stdlib_tuned_value(&t, "BN", &bn) || !rt_stdlib_tuned_value(&t, "BK", &bk))
         return;
     p->block_m = (int)bm;

@@ -145,6 +145,12 @@ typedef struct RtStdlibTuned {
  * with TILEC_TUNED=0. */
 bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
                      size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
+/* The same for a family's plan: its constexprs less those named in
+ * leave_out (a NULL-terminated list: the tuned names and what follows from
+ * them) are the kernel's identity. */
+bool rt_stdlib_tuned_plan(tc_context *ctx, const char *arch, const char *file, const char *kernel,
+                          const tc_constexpr *plan_cx, size_t num_plan_cx, const char *const *leave_out,
+                          const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
 /* The tuned value of constexpr `name`; false when the configuration sets
  * none. */
 bool rt_stdlib_tuned_value(const RtStdlibTuned *t, const char *name, int64_t *v);

@@ -132,6 +132,26 @@ bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const 
     return found;
 }
 
+bool rt_stdlib_tuned_plan(tc_context *ctx, const char *arch, const char *file, const char *kernel,
+                          const tc_constexpr *plan_cx, size_t num_plan_cx, const char *const *leave_out,
+                          const int64_t *keys, size_t num_keys, RtStdlibTuned *out) {
+    tc_constexpr id[MEMO_CX];
+    size_t n = 0;
+    for (size_t i = 0; i < num_plan_cx; i++) {
+        bool skip = false;
+        for (const char *const *q = leave_out; *q && !skip; q++)
+            skip = strcmp(*q, plan_cx[i].name) == 0;
+        if (!skip) {
+            if (n == MEMO_CX) {
+                memset(out, 0, sizeof *out);
+                return false;
+            }
+            id[n++] = plan_cx[i];
+        }
+    }
+    return rt_stdlib_tuned(ctx, arch, file, kernel, id, n, keys, num_keys, out);
+}
+
 /* The lookup itself: the kernel's identity, then the tables. */
 static bool lookup(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
                    size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out) {

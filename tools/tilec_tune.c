@@ -182,19 +182,10 @@ static tc_dim3 grid_of(void *user, const tc_constexpr *cx, size_t num_cx) {
 
 /* ---- arguments ---- */
 
+/* Bytes of one element of type t (the public tc_param_size of a scalar). */
 static size_t dtype_size(tc_dtype t) {
-    switch (t) {
-    case TC_DTYPE_I1:
-    case TC_DTYPE_I8:
-    case TC_DTYPE_F8E4M3:
-    case TC_DTYPE_F8E5M2: return 1;
-    case TC_DTYPE_I16:
-    case TC_DTYPE_F16:
-    case TC_DTYPE_BF16: return 2;
-    case TC_DTYPE_I32:
-    case TC_DTYPE_F32: return 4;
-    default: return 8;
-    }
+    tc_param_desc d = {"", t, 0, 0};
+    return tc_param_size(&d);
 }
 
 /* Small random values (in [-1, 1) for floats, 0..7 for integers) of the

@@ -9,7 +9,9 @@
 #include "tilec/stdlib.h"
 #include "tilec/tilec.h"
 
+#include "runtime/runtime.h"
 #include "runtime/tune.h"
+#include "stdlib/stdlib_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -507,5 +509,52 @@ TEST(shipped_table) {
     rt_tune_table_free(&t);
 }
 
-UNIT_SUITE(autotune, shipped_table, space_order_and_filters, space_where_uses_fixed_and_defaults, space_errors,
+/* The library finds the shipped entries: its identity of a kernel (the
+ * plan's constexprs less the tuned ones) hashes as bench/tune's requests
+ * did. A context of the interpreter stands in for an H200 by name. When
+ * this fails after an edit of lib/matmul.tile or lib/attention.tile, the
+ * table no longer matches the kernels: tune again (bench/tune,
+ * docs/autotune.md) or remove their entries. */
+TEST(shipped_table_found) {
+    setenv("TILEC_INTERPRET", "1", 1);
+    tc_context *ctx;
+    if (tc_context_create(0, &ctx) != TC_OK) {
+        CHECK(0);
+        return;
+    }
+    char saved[sizeof ctx->name];
+    memcpy(saved, ctx->name, sizeof saved);
+    snprintf(ctx->name, sizeof ctx->name, "NVIDIA H200");
+    tc_matmul_plan mp;
+    CHECK_EQ_INT(tc_matmul_plan_for(TC_DTYPE_F16, 4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1, 0, TC_ACTIVATION_NONE,
+                                    &mp),
+                 TC_OK);
+    static const char *const mm_out[] = {"BM", "BN", "BK", "EVEN_K", NULL};
+    int64_t mkeys[3] = {4096, 4096, 4096}, v;
+    RtStdlibTuned t;
+    CHECK(rt_stdlib_tuned_plan(ctx, "sm_90a", mp.file, mp.kernel, mp.constexprs, mp.num_constexprs, mm_out, mkeys, 3,
+                               &t));
+    CHECK(rt_stdlib_tuned_value(&t, "BN", &v) && v == 256);
+    /* bucketed: 3000 x 4000 x 4096 finds the 4096^3 entry; another target or GPU does not */
+    int64_t near[3] = {3000, 4000, 4096};
+    CHECK(rt_stdlib_tuned_plan(ctx, "sm_90a", mp.file, mp.kernel, mp.constexprs, mp.num_constexprs, mm_out, near, 3,
+                               &t));
+    CHECK(!rt_stdlib_tuned_plan(ctx, "sm_80", mp.file, mp.kernel, mp.constexprs, mp.num_constexprs, mm_out, mkeys, 3,
+                                &t));
+    tc_attention_plan ap;
+    CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 4, 32, 32, 4096, 4096, 64, 0, 0, &ap), TC_OK);
+    static const char *const at_out[] = {"BM", "BN", "EVEN_N", NULL};
+    int64_t akeys[2] = {4096, 4096};
+    CHECK(rt_stdlib_tuned_plan(ctx, "sm_90a", ap.file, ap.kernel, ap.constexprs, ap.num_constexprs, at_out, akeys, 2,
+                               &t));
+    CHECK(rt_stdlib_tuned_value(&t, "BM", &v) && v == 64);
+    CHECK_EQ_INT(t.warp_specialize, 0);
+    snprintf(ctx->name, sizeof ctx->name, "NVIDIA H100 80GB HBM3");
+    CHECK(!rt_stdlib_tuned_plan(ctx, "sm_90a", ap.file, ap.kernel, ap.constexprs, ap.num_constexprs, at_out, akeys, 2,
+                                &t));
+    memcpy(ctx->name, saved, sizeof saved);
+    tc_context_destroy(ctx);
+}
+
+UNIT_SUITE(autotune, shipped_table, shipped_table_found, space_order_and_filters, space_where_uses_fixed_and_defaults, space_errors,
            compile_checks_clause, tune_on_interpreter, tune_skips_failures, tune_bad_arguments)
