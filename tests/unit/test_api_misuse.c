@@ -186,6 +186,28 @@ static tc_status list_text(const char *text, size_t len) {
     return st;
 }
 
+/* tc_tune_space_create with one argument wrong (which), or none; the
+ * space it makes is destroyed. */
+enum { T_NONE, T_SRC, T_KERNEL, T_OUT, T_CX_KIND, T_NO_KERNEL };
+static tc_status tune_space(int which) {
+    tc_constexpr cx = {"BLOCK", which == T_CX_KIND ? (tc_constexpr_kind)99 : TC_CONSTEXPR_INT, 1024, 0};
+    tc_tune_space *s = (tc_tune_space *)&cx; /* must be replaced */
+    tc_status st = tc_tune_space_create(which == T_SRC ? NULL : &fx.src,
+                                        which == T_KERNEL      ? NULL
+                                        : which == T_NO_KERNEL ? "nope"
+                                                               : "softmax_fwd",
+                                        &cx, 1, which == T_OUT ? NULL : &s, fx.diags);
+    CHECK(which == T_OUT || st == TC_OK || s == NULL);
+    if (st == TC_OK) {
+        CHECK(!tc_tune_space_declared(s) && tc_tune_space_num_configs(s) == 0); /* no @autotune */
+        tc_tune_config c;
+        CHECK_EQ_INT(tc_tune_space_config(s, 0, &c), TC_ERROR_INVALID_ARGUMENT);
+        rt_last_error_clear();
+        tc_tune_space_destroy(s);
+    }
+    return st;
+}
+
 static tc_status parse_cx(const char *text, size_t buf_size) {
     char buf[64];
     tc_constexpr cx;
@@ -615,6 +637,21 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(list_null_text, NOCTX, INV, "text", list_text(NULL, 5))                                                          \
     X(list_empty, NOCTX, TC_OK, "", list_text(NULL, 0))                                                                \
     X(list_syntax, NOCTX, CMP, "list.tile:1:", list_text(bad_syntax, strlen(bad_syntax)))                              \
+    /* tc_tune_space_create and its accessors, tc_autotune */                                                         \
+    X(tune_null_src, NOCTX, INV, "src", tune_space(T_SRC))                                                             \
+    X(tune_null_kernel, NOCTX, INV, "kernel", tune_space(T_KERNEL))                                                    \
+    X(tune_null_out, NOCTX, INV, "out", tune_space(T_OUT))                                                             \
+    X(tune_cx_kind_99, NOCTX, INV, "kind 99", tune_space(T_CX_KIND))                                                   \
+    X(tune_no_kernel, NOCTX, INV, "no kernel named 'nope'", tune_space(T_NO_KERNEL))                                  \
+    X(tune_no_clause, NOCTX, TC_OK, "", tune_space(T_NONE))                                                            \
+    X(tune_config_null, NOCTX, INV, "space", tc_tune_space_config(NULL, 0, &(tc_tune_config){0}))                      \
+    X(autotune_null_req, NOCTX, INV, "the request",                                                                    \
+      tc_autotune(NULL, NULL, NULL, NULL, &(tc_autotune_result){0}, NULL))                                             \
+    X(autotune_null_out, NOCTX, INV, "out", tc_autotune(NULL, NULL, &(tc_autotune_request){0}, NULL, NULL, NULL))      \
+    X(autotune_null_jit, NOCTX, INV, "req->jit",                                                                       \
+      tc_autotune(NULL, NULL, &(tc_autotune_request){0}, NULL, &(tc_autotune_result){0}, NULL))                        \
+    X(autotune_lookup_null, NOCTX, INV, "found", tc_autotune_lookup(NULL, NULL, NULL, NULL, &(size_t){0}))            \
+    X(autotune_lookup_ctx, NOCTX, INV, "ctx", tc_autotune_lookup(NULL, NULL, NULL, &(int){0}, &(size_t){0}))           \
     /* runtime.h: the driver and contexts */                                                                           \
     X(driver_version_null, NOCTX, INV, "version", tc_driver_version(NULL))                                             \
     X(device_count_null, NOCTX, INV, "count", tc_device_count(NULL))                                                   \
