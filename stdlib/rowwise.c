@@ -1,6 +1,7 @@
 /*
  * rowwise.c — the row-wise kernels as C calls (include/tilec/stdlib.h):
- * softmax and RMSNorm, forward and backward (lib/softmax.tile, lib/rmsnorm.tile).
+ * softmax, RMSNorm and SwiGLU, forward and backward (lib/softmax.tile,
+ * lib/rmsnorm.tile, lib/swiglu.tile).
  *
  * Every entry point is the same three steps (stdlib_internal.h), driven by a table that
  * describes the kernel's runtime parameters (OpDesc):
@@ -139,6 +140,34 @@ static const OpDesc ops[] = {
                                 {"stride_dy", PARAM_STRIDE},
                                 {"stride_x", PARAM_STRIDE},
                                 {"n_cols", PARAM_COLS}}},
+    [TC_STDLIB_SWIGLU_FWD] = {"tc_swiglu_fwd",
+                              "swiglu.tile",
+                              "swiglu_fwd",
+                              false,
+                              7,
+                              {{"out", PARAM_PTR_T},
+                               {"gate", PARAM_PTR_T},
+                               {"up", PARAM_PTR_T},
+                               {"stride_out", PARAM_STRIDE},
+                               {"stride_gate", PARAM_STRIDE},
+                               {"stride_up", PARAM_STRIDE},
+                               {"n_cols", PARAM_COLS}}},
+    [TC_STDLIB_SWIGLU_BWD] = {"tc_swiglu_bwd",
+                              "swiglu.tile",
+                              "swiglu_bwd",
+                              false,
+                              11,
+                              {{"dgate", PARAM_PTR_T},
+                               {"dup", PARAM_PTR_T},
+                               {"dout", PARAM_PTR_T},
+                               {"gate", PARAM_PTR_T},
+                               {"up", PARAM_PTR_T},
+                               {"stride_dgate", PARAM_STRIDE},
+                               {"stride_dup", PARAM_STRIDE},
+                               {"stride_dout", PARAM_STRIDE},
+                               {"stride_gate", PARAM_STRIDE},
+                               {"stride_up", PARAM_STRIDE},
+                               {"n_cols", PARAM_COLS}}},
 };
 
 /* One argument of an entry point, in the kernel's parameter order. */
@@ -323,4 +352,22 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
     ArgValue v[] = {{.ptr = dx},   {.ptr = dweight}, {.ptr = dy},      {.ptr = x},      {.ptr = weight},
                     {.ptr = rstd}, {.i = stride_dx}, {.i = stride_dy}, {.i = stride_x}, {.i = cols}};
     return run(TC_STDLIB_RMSNORM_BWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_swiglu_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr gate,
+                        CUdeviceptr up, int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_gate,
+                        int64_t stride_up) {
+    ArgValue v[] = {{.ptr = out},      {.ptr = gate},      {.ptr = up}, {.i = stride_out},
+                    {.i = stride_gate}, {.i = stride_up}, {.i = cols}};
+    return run(TC_STDLIB_SWIGLU_FWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_swiglu_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dgate, CUdeviceptr dup,
+                        CUdeviceptr dout, CUdeviceptr gate, CUdeviceptr up, int64_t rows, int64_t cols,
+                        int64_t stride_dgate, int64_t stride_dup, int64_t stride_dout, int64_t stride_gate,
+                        int64_t stride_up) {
+    ArgValue v[] = {{.ptr = dgate},      {.ptr = dup},        {.ptr = dout},         {.ptr = gate},
+                    {.ptr = up},         {.i = stride_dgate}, {.i = stride_dup},     {.i = stride_dout},
+                    {.i = stride_gate},  {.i = stride_up},    {.i = cols}};
+    return run(TC_STDLIB_SWIGLU_BWD, ctx, stream, dtype, rows, cols, v);
 }

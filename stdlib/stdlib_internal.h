@@ -230,9 +230,9 @@ tc_kernel *rt_stdlib_memo_find(tc_context *ctx, const RtStdlibKey *key);
  * there already (or len is 0); out of memory, nothing is memoized. */
 void rt_stdlib_memo_add(tc_context *ctx, const RtStdlibKey *key, tc_kernel *k);
 
-/* ==== rowwise.c: softmax and RMSNorm ==== */
+/* ==== rowwise.c: softmax, RMSNorm and SwiGLU ==== */
 
-#define RT_STDLIB_MAX_PARAMS 10
+#define RT_STDLIB_MAX_PARAMS 12
 
 /* Everything an entry point hands to tc_jit and tc_launch, after its
  * arguments were validated. The pointers inside point into the struct

@@ -83,6 +83,28 @@ TC_API tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype
                                 CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr rstd, int64_t rows,
                                 int64_t cols, int64_t stride_dx, int64_t stride_dy, int64_t stride_x);
 
+/* ---- SwiGLU (lib/swiglu.tile) ---- */
+
+/* out[r, c] = silu(gate[r, c]) * up[r, c], silu(g) = g * sigmoid(g): the
+ * gated activation of LLaMA's MLP, for rows x cols elements. gate and up
+ * are two matrices, or the two halves of one [rows, 2 * cols] matrix
+ * (up = gate + cols elements, stride_gate = stride_up = its row stride).
+ * out must not overlap gate or up. */
+TC_API tc_status tc_swiglu_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr gate,
+                               CUdeviceptr up, int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_gate,
+                               int64_t stride_up);
+
+/* The gradients of tc_swiglu_fwd, given dout and the forward pass's gate
+ * and up; with s = sigmoid(gate):
+ *   dup[r, c]   = dout * gate * s
+ *   dgate[r, c] = dout * up * s * (1 + gate * (1 - s))
+ * dgate and dup may be the two halves of one [rows, 2 * cols] matrix, as
+ * gate and up may; no output may overlap an input. */
+TC_API tc_status tc_swiglu_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dgate, CUdeviceptr dup,
+                               CUdeviceptr dout, CUdeviceptr gate, CUdeviceptr up, int64_t rows, int64_t cols,
+                               int64_t stride_dgate, int64_t stride_dup, int64_t stride_dout, int64_t stride_gate,
+                               int64_t stride_up);
+
 /* ---- matrix multiply (lib/matmul.tile, lib/blockdiag_matmul.tile) ---- */
 
 /* The epilogue applied to each element of a product, in f32, after the
@@ -182,13 +204,15 @@ TC_API tc_status tc_blockdiag_matmul_plan_for(tc_dtype dtype, int64_t batch, int
                                               int64_t stride_xm, int64_t stride_wb, int64_t stride_wk,
                                               int64_t stride_wn, int64_t stride_ym, tc_matmul_plan *out);
 
-/* ---- what the calls above choose (for tests, benchmarks and AOT builds) ---- */
+/* ---- what the row-wise calls choose (for tests, benchmarks and AOT builds) ---- */
 
 typedef enum tc_stdlib_op {
     TC_STDLIB_SOFTMAX_FWD,
     TC_STDLIB_SOFTMAX_BWD,
     TC_STDLIB_RMSNORM_FWD,
     TC_STDLIB_RMSNORM_BWD,
+    TC_STDLIB_SWIGLU_FWD,
+    TC_STDLIB_SWIGLU_BWD,
 } tc_stdlib_op;
 
 /* The specialization an entry point compiles for a dtype and a row width:

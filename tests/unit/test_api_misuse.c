@@ -787,6 +787,11 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(softmax_out_0, NOCTX, INV, "out", softmax(SCTX, TC_DTYPE_F32, 0, 4, 64, 64))                                     \
     X(softmax_bwd_rows_min, NOCTX, INV, "rows",                                                                        \
       tc_softmax_bwd(SCTX, NULL, TC_DTYPE_F32, P, P, P, INT64_MIN, 64, 64, 64, 64))                                    \
+    X(swiglu_null_ctx, NOCTX, INV, "ctx", tc_swiglu_fwd(NULL, NULL, TC_DTYPE_F16, P, P, P, 4, 64, 64, 64, 64))         \
+    X(swiglu_stride_short, NOCTX, INV, "stride_gate",                                                                  \
+      tc_swiglu_fwd(SCTX, NULL, TC_DTYPE_F16, P, P, P, 4, 64, 64, 32, 64))                                             \
+    X(swiglu_bwd_null_dup, NOCTX, INV, "dup",                                                                          \
+      tc_swiglu_bwd(SCTX, NULL, TC_DTYPE_BF16, P, 0, P, P, P, 4, 64, 64, 64, 64, 64, 64))                              \
     X(rmsnorm_eps_nan, NOCTX, INV, "eps", rmsnorm(4, 64, NAN))                                                         \
     X(rmsnorm_eps_neg, NOCTX, INV, "eps", rmsnorm(4, 64, -1.0f))                                                       \
     X(rmsnorm_eps_inf, NOCTX, INV, "eps", rmsnorm(4, 64, INFINITY))                                                    \

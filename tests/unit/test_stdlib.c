@@ -73,7 +73,8 @@ TEST(test_plans) {
         {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 8},   {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 8},
         {TC_STDLIB_RMSNORM_FWD, 12288, 16384, 1, 16}, {TC_STDLIB_SOFTMAX_BWD, 7, 32, 0, 1},
         {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8},    {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 8},
-        {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4},
+        {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4},    {TC_STDLIB_SWIGLU_FWD, 11008, 8192, 0, 8},
+        {TC_STDLIB_SWIGLU_FWD, 1, 32, 0, 1},          {TC_STDLIB_SWIGLU_BWD, 4096, 4096, 0, 8},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_stdlib_plan p;

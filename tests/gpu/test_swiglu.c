@@ -1,0 +1,135 @@
+/*
+ * test_swiglu.c — tc_swiglu_fwd and tc_swiglu_bwd on the GPU against a
+ * float64 CPU reference.
+ *
+ *     test_swiglu [--quick]     (--quick: only cases of at most 2^20 elements)
+ *
+ * The cases are test_softmax.c's (f16, bf16, f32 x widths 1 .. 65536 x 1, 3,
+ * 37, 1000 rows, dense, and for 3 and 37 rows strided and unaligned too),
+ * each run twice: gate and up as two matrices, and as the two halves of one
+ * [rows, 2 * cols] matrix (up = gate + cols, one row stride), as a fused
+ * gate/up projection writes them; the backward pass writes dgate and dup the
+ * same way. Inputs are normal with a standard deviation of 2, so that silu's
+ * curved part and both tails are exercised. Every output is poisoned first,
+ * and what lies outside it must stay poisoned.
+ */
+#include <tilec/stdlib.h>
+
+#include "gpu_test.h"
+
+static double sigmoid(double g) { return 1.0 / (1.0 + exp(-g)); }
+
+/* Where the halves of a fused matrix, or the two matrices, live. */
+typedef struct Pair {
+    Mat a, b;   /* separate: gate/dgate in a, up/dup in b; fused: both in a */
+    bool fused;
+    int64_t cols;
+} Pair;
+
+static bool pair_alloc(tc_context *ctx, Pair *p, tc_dtype t, int64_t rows, int64_t cols, int kind, bool fused) {
+    memset(p, 0, sizeof *p);
+    p->fused = fused;
+    p->cols = cols;
+    if (fused)
+        return mat_alloc(ctx, &p->a, t, rows, 2 * cols, kind);
+    return mat_alloc(ctx, &p->a, t, rows, cols, kind) && mat_alloc(ctx, &p->b, t, rows, cols, kind);
+}
+
+static void pair_free(tc_context *ctx, Pair *p) {
+    mat_free(ctx, &p->a);
+    mat_free(ctx, &p->b);
+}
+
+/* half 0 (gate) or 1 (up): its matrix, the element index of (r, c), its
+ * base pointer and stride */
+static Mat *pair_mat(Pair *p, int half) { return p->fused || half == 0 ? &p->a : &p->b; }
+static size_t pair_at(Pair *p, int half, int64_t r, int64_t c) {
+    return mat_at(pair_mat(p, half), r, p->fused && half ? p->cols + c : c);
+}
+static CUdeviceptr pair_base(Pair *p, int half) {
+    Mat *m = pair_mat(p, half);
+    return mat_base(m) + (p->fused && half ? (CUdeviceptr)((size_t)p->cols * gt_dtype_bytes(m->dtype)) : 0);
+}
+static int64_t pair_stride(Pair *p, int half) { return pair_mat(p, half)->stride; }
+
+static bool pair_io(tc_context *ctx, Pair *p, int what) { /* 0 upload, 1 poison, 2 download */
+    bool ok = true;
+    for (int i = 0; i < (p->fused ? 1 : 2); i++) {
+        Mat *m = i ? &p->b : &p->a;
+        ok = ok && (what == 0 ? mat_upload(ctx, m) : what == 1 ? mat_poison(ctx, m) : mat_download(ctx, m));
+    }
+    return ok;
+}
+
+static size_t pair_clobbered(Pair *p) { return mat_clobbered(&p->a) + (p->fused ? 0 : mat_clobbered(&p->b)); }
+
+static bool run_one(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, int64_t cols, const GtLayout *lay,
+                    bool fused) {
+    Pair in, grad;
+    Mat out, dout;
+    memset(&out, 0, sizeof out);
+    memset(&dout, 0, sizeof dout);
+    bool ok = pair_alloc(ctx, &in, t, rows, cols, lay->kind, fused) &&
+              pair_alloc(ctx, &grad, t, rows, cols, lay->kind, fused) &&
+              mat_alloc(ctx, &out, t, rows, cols, lay->kind) && mat_alloc(ctx, &dout, t, rows, cols, lay->kind);
+    GtErr eo = {0}, eg = {0}, eu = {0};
+    size_t clob = 0;
+    if (ok) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                gt_put(t, pair_mat(&in, 0)->host, pair_at(&in, 0, r, c), 2 * gt_normal());
+                gt_put(t, pair_mat(&in, 1)->host, pair_at(&in, 1, r, c), gt_normal());
+                gt_put(t, dout.host, mat_at(&dout, r, c), gt_normal());
+            }
+        ok = pair_io(ctx, &in, 0) && mat_upload(ctx, &dout) && mat_poison(ctx, &out) && pair_io(ctx, &grad, 1) &&
+             GT_OK(tc_swiglu_fwd(ctx, stream, t, mat_base(&out), pair_base(&in, 0), pair_base(&in, 1), rows, cols,
+                                 out.stride, pair_stride(&in, 0), pair_stride(&in, 1))) &&
+             GT_OK(tc_swiglu_bwd(ctx, stream, t, pair_base(&grad, 0), pair_base(&grad, 1), mat_base(&dout),
+                                 pair_base(&in, 0), pair_base(&in, 1), rows, cols, pair_stride(&grad, 0),
+                                 pair_stride(&grad, 1), dout.stride, pair_stride(&in, 0), pair_stride(&in, 1))) &&
+             GT_OK(tc_stream_synchronize(ctx, stream)) && mat_download(ctx, &out) && pair_io(ctx, &grad, 2);
+    }
+    if (ok) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                double g = gt_get(t, pair_mat(&in, 0)->host, pair_at(&in, 0, r, c));
+                double u = gt_get(t, pair_mat(&in, 1)->host, pair_at(&in, 1, r, c));
+                double d = gt_get(t, dout.host, mat_at(&dout, r, c)), s = sigmoid(g);
+                gt_err_add(&eo, gt_get(t, out.host, mat_at(&out, r, c)), g * s * u);
+                gt_err_add(&eg, gt_get(t, pair_mat(&grad, 0)->host, pair_at(&grad, 0, r, c)),
+                           d * u * s * (1 + g * (1 - s)));
+                gt_err_add(&eu, gt_get(t, pair_mat(&grad, 1)->host, pair_at(&grad, 1, r, c)), d * g * s);
+            }
+        clob = mat_clobbered(&out) + pair_clobbered(&grad);
+    }
+    double tol = gt_tolerance(t), vo = gt_err_value(&eo), vg = gt_err_value(&eg), vu = gt_err_value(&eu);
+    bool pass = ok;
+    pass = gt_record(t, vo, tol) && pass;
+    pass = gt_record(t, vg, tol) && pass;
+    pass = gt_record(t, vu, tol) && pass;
+    pass = pass && clob == 0;
+    printf("swiglu %-4s rows=%-5lld cols=%-6lld %-9s %-8s out %.2e dgate %.2e dup %.2e (tol %.0e)", gt_dtype_name(t),
+           (long long)rows, (long long)cols, lay->name, fused ? "fused" : "separate", vo, vg, vu, tol);
+    if (clob)
+        printf(" wrote %zu elements outside the outputs", clob);
+    if (eo.nan || eg.nan || eu.nan)
+        printf(" NaN or unwritten: out %zu dgate %zu dup %zu", eo.nan, eg.nan, eu.nan);
+    printf(" %s\n", pass ? "ok" : "FAIL");
+    fflush(stdout);
+    gt_case_done(pass);
+    pair_free(ctx, &in);
+    pair_free(ctx, &grad);
+    mat_free(ctx, &out);
+    mat_free(ctx, &dout);
+    return pass;
+}
+
+static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, int64_t cols, const GtLayout *lay) {
+    bool a = run_one(ctx, stream, t, rows, cols, lay, false);
+    bool b = run_one(ctx, stream, t, rows, cols, lay, true);
+    return a && b;
+}
+
+int main(int argc, char **argv) {
+    return gt_rowwise_main("test_swiglu", argc, argv, run_case);
+}
