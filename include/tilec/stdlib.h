@@ -105,6 +105,45 @@ TC_API tc_status tc_swiglu_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype,
                                int64_t stride_dgate, int64_t stride_dup, int64_t stride_dout, int64_t stride_gate,
                                int64_t stride_up);
 
+/* ---- rotary position embeddings (lib/rope.tile) ---- */
+
+/* What tc_rope rotates, and how. Zero it, then set the fields that apply. */
+typedef struct tc_rope_args {
+    tc_dtype dtype;     /* of q and k: TC_DTYPE_F16, TC_DTYPE_BF16 or TC_DTYPE_F32 */
+    int64_t tokens;     /* rows of q and k: every token of every sequence, 1 .. 2^31 - 1 */
+    int64_t q_heads;    /* >= 1 */
+    int64_t k_heads;    /* 0: q alone; GQA: fewer than q_heads */
+    int64_t head_dim;   /* 2 .. 65536 */
+    int64_t rotary_dim; /* 0: all of head_dim; else even, <= head_dim: the first rotary_dim dims of each head
+                           rotate and the others are left as they are (partial rotary embeddings) */
+    int interleaved;    /* 0: the NeoX / LLaMA form, pairs (x[i], x[i + rotary_dim / 2]); 1: the GPT-J form,
+                           pairs (x[2i], x[2i + 1]) */
+    int backward;       /* 1: rotate by minus the angles: the gradient, applied to dq and dk */
+    /* q and k, [tokens, heads, head_dim] with the dim contiguous: element (t, h, d) of q at
+     * q + t * stride_qt + h * stride_qh + d. Rotated in place. A packed QKV tensor is q and k pointing
+     * into it with its strides; q and k must not overlap. */
+    CUdeviceptr q, k;
+    int64_t stride_qt, stride_qh, stride_kt, stride_kh;
+    /* Positions: i32 [tokens] on the device, or 0: token t is at position_offset + t % seqlen (a batch of
+     * sequences of seqlen tokens, one after the other, each starting at position_offset). */
+    CUdeviceptr positions;
+    int64_t seqlen, position_offset;
+    /* Angles: f32 tables cos[p, i] and sin[p, i] of max_position rows of rotary_dim / 2 values (row stride
+     * stride_cs; a position outside [0, max_position) reads the nearest row), or cos = sin = 0: the angle
+     * of pair i at position p is p * theta^(-2i / rotary_dim), computed in f32 as frameworks compute it
+     * (to about p * 2^-23 radians: a table computed in double is exact at long positions). */
+    CUdeviceptr cos, sin;
+    int64_t stride_cs, max_position;
+    float theta; /* 10000 in LLaMA 1 and 2, 500000 in LLaMA 3 */
+} tc_rope_args;
+
+/* Rotary position embeddings (RoPE): each head of q and k, at its token's
+ * position p, has its pairs (x1, x2) rotated by the angles a_i of p:
+ * x1' = x1 cos(a_i) - x2 sin(a_i), x2' = x2 cos(a_i) + x1 sin(a_i), in
+ * place; with `backward` by -a_i, which is the gradient of the rotation
+ * (dq and dk given in place of q and k). One program per token. */
+TC_API tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a);
+
 /* ---- matrix multiply (lib/matmul.tile, lib/blockdiag_matmul.tile) ---- */
 
 /* The epilogue applied to each element of a product, in f32, after the

@@ -186,6 +186,27 @@ static tc_status list_text(const char *text, size_t len) {
     return st;
 }
 
+/* tc_rope with one argument wrong: every other one valid, so that the
+ * named rule is what fails. */
+enum { R_ROTARY_ODD, R_HEADS_OVERLAP, R_ONE_TABLE, R_THETA_NAN, R_NO_SEQLEN, R_K_MISALIGNED };
+static tc_status rope(int which) {
+    tc_rope_args a = {0};
+    a.dtype = TC_DTYPE_F16;
+    a.tokens = 4, a.q_heads = 8, a.k_heads = 2, a.head_dim = 64;
+    a.q = 0x10000, a.k = 0x20000;
+    a.stride_qt = 8 * 64, a.stride_qh = 64, a.stride_kt = 2 * 64, a.stride_kh = 64;
+    a.seqlen = 4, a.theta = 10000.0f;
+    switch (which) {
+    case R_ROTARY_ODD: a.rotary_dim = 33; break;
+    case R_HEADS_OVERLAP: a.stride_qh = 32; break;
+    case R_ONE_TABLE: a.cos = 0x30000; break;
+    case R_THETA_NAN: a.theta = NAN; break;
+    case R_NO_SEQLEN: a.seqlen = 0; break;
+    case R_K_MISALIGNED: a.k = 0x20001; break;
+    }
+    return tc_rope(fx.ctx ? fx.ctx : DUMMY_CTX, NULL, &a);
+}
+
 /* tc_tune_space_create with one argument wrong (which), or none; the
  * space it makes is destroyed. */
 enum { T_NONE, T_SRC, T_KERNEL, T_OUT, T_CX_KIND, T_NO_KERNEL };
@@ -792,6 +813,13 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
       tc_swiglu_fwd(SCTX, NULL, TC_DTYPE_F16, P, P, P, 4, 64, 64, 32, 64))                                             \
     X(swiglu_bwd_null_dup, NOCTX, INV, "dup",                                                                          \
       tc_swiglu_bwd(SCTX, NULL, TC_DTYPE_BF16, P, 0, P, P, P, 4, 64, 64, 64, 64, 64, 64))                              \
+    X(rope_null_args, NOCTX, INV, "a is NULL", tc_rope(SCTX, NULL, NULL))                                              \
+    X(rope_rotary_odd, NOCTX, INV, "rotary_dim", rope(R_ROTARY_ODD))                                                   \
+    X(rope_heads_overlap, NOCTX, INV, "heads overlap", rope(R_HEADS_OVERLAP))                                          \
+    X(rope_one_table, NOCTX, INV, "cos and sin", rope(R_ONE_TABLE))                                                    \
+    X(rope_theta_nan, NOCTX, INV, "theta", rope(R_THETA_NAN))                                                          \
+    X(rope_no_seqlen, NOCTX, INV, "seqlen", rope(R_NO_SEQLEN))                                                         \
+    X(rope_k_misaligned, NOCTX, INV, "k", rope(R_K_MISALIGNED))                                                        \
     X(rmsnorm_eps_nan, NOCTX, INV, "eps", rmsnorm(4, 64, NAN))                                                         \
     X(rmsnorm_eps_neg, NOCTX, INV, "eps", rmsnorm(4, 64, -1.0f))                                                       \
     X(rmsnorm_eps_inf, NOCTX, INV, "eps", rmsnorm(4, 64, INFINITY))                                                    \
