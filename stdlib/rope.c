@@ -37,7 +37,6 @@ enum {
     ROPE_MAX_HEAD_DIM = 65536,
     ROPE_MIN_HALF = 16,
     ROPE_TILE = 4096, /* HB * HALF at most */
-    ROPE_PARAMS = 17,
 };
 
 static const char *const entry = "tc_rope";
@@ -119,23 +118,6 @@ static tc_status rope_check(tc_context *ctx, const tc_rope_args *a) {
     return TC_OK;
 }
 
-/* What a launch keeps: arguments by parameter, facts, constexprs, request. */
-typedef struct RopeLaunch {
-    const char *names[ROPE_PARAMS];
-    CUdeviceptr ptrs[ROPE_PARAMS];
-    int64_t i64s[ROPE_PARAMS];
-    int32_t i32s[ROPE_PARAMS];
-    float f32s[ROPE_PARAMS];
-    int64_t divisibility[ROPE_PARAMS];
-    void *args[ROPE_PARAMS];
-    size_t num_args;
-    tc_param_spec facts[ROPE_PARAMS];
-    size_t num_facts;
-    tc_constexpr cx[8];
-    tc_options options;
-    tc_jit_request req;
-} RopeLaunch;
-
 tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
     tc_status st = rope_check(ctx, a);
     if (st != TC_OK)
@@ -149,11 +131,10 @@ tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
     int warps = hb * half >= 1024 ? 4 : hb * half >= 256 ? 2 : 1;
     bool has_k = a->k_heads > 0;
 
-    RopeLaunch *l = calloc(1, sizeof *l);
+    RtStdlibKernelLaunch *l = calloc(1, sizeof *l);
     if (!l)
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
-    RtStdlibArgs args = {l->names, l->ptrs, l->i64s, l->i32s, l->divisibility, l->args, &l->num_args, l->facts,
-                         &l->num_facts};
+    RtStdlibArgs args = rt_stdlib_kernel_args(l);
     int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
     rt_stdlib_arg_ptr(&args, "Q", a->q, true);
     rt_stdlib_arg_ptr(&args, "K", has_k ? a->k : a->q, has_k);
@@ -172,10 +153,8 @@ tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
     rt_stdlib_arg_int(&args, "pos_offset", a->positions ? 0 : a->position_offset, true, 0);
     rt_stdlib_arg_int(&args, "max_pos", a->cos ? a->max_position : 1, true, 0);
     /* freq_i = theta^(-2i / rotary_dim) = 2^(i * log2_step) */
-    size_t fi = l->num_args++;
-    l->names[fi] = "log2_step";
-    l->f32s[fi] = a->cos ? 0.0f : (float)(-2.0 * log2((double)a->theta) / (double)(2 * rot_half));
-    l->args[fi] = &l->f32s[fi];
+    rt_stdlib_kernel_arg_f32(l, "log2_step",
+                             a->cos ? 0.0f : (float)(-2.0 * log2((double)a->theta) / (double)(2 * rot_half)));
 
     l->cx[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)a->dtype, 0};
     l->cx[1] = (tc_constexpr){"HB", TC_CONSTEXPR_INT, hb, 0};
@@ -185,13 +164,9 @@ tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
     l->cx[5] = (tc_constexpr){"HAS_CACHE", TC_CONSTEXPR_BOOL, a->cos != 0, 0};
     l->cx[6] = (tc_constexpr){"HAS_K", TC_CONSTEXPR_BOOL, has_k, 0};
     l->cx[7] = (tc_constexpr){"SIGN", TC_CONSTEXPR_FLOAT, 0, a->backward ? -1.0 : 1.0};
-    tc_options_init(&l->options);
-    l->options.num_warps = warps;
-    l->options.params = l->num_facts ? l->facts : NULL;
-    l->options.num_params = l->num_facts;
-    st = rt_stdlib_request(entry, "rope.tile", "rope", l->cx, 8, &l->options, l->divisibility, l->num_args, &l->req);
-    if (st == TC_OK)
-        st = rt_stdlib_jit_launch(ctx, &l->req, (tc_dim3){(unsigned)a->tokens, 1, 1}, stream, l->args, l->num_args);
+    l->num_cx = 8;
+    st = rt_stdlib_kernel_launch(ctx, stream, entry, "rope.tile", "rope", warps, (tc_dim3){(unsigned)a->tokens, 1, 1},
+                                 l);
     free(l);
     return st;
 }

@@ -213,6 +213,31 @@ void rt_stdlib_arg_int(const RtStdlibArgs *a, const char *name, int64_t v, bool 
         a->facts[(*a->num_facts)++] = (tc_param_spec){name, vector};
 }
 
+RtStdlibArgs rt_stdlib_kernel_args(RtStdlibKernelLaunch *l) {
+    return (RtStdlibArgs){l->names, l->ptrs, l->i64s, l->i32s, l->divisibility, l->args, &l->num_args, l->facts,
+                          &l->num_facts};
+}
+
+void rt_stdlib_kernel_arg_f32(RtStdlibKernelLaunch *l, const char *name, float v) {
+    size_t i = l->num_args++;
+    l->names[i] = name;
+    l->f32s[i] = v;
+    l->args[i] = &l->f32s[i];
+}
+
+tc_status rt_stdlib_kernel_launch(tc_context *ctx, CUstream stream, const char *entry, const char *file,
+                                  const char *kernel, int num_warps, tc_dim3 grid, RtStdlibKernelLaunch *l) {
+    tc_options_init(&l->options);
+    l->options.num_warps = num_warps;
+    l->options.params = l->num_facts ? l->facts : NULL;
+    l->options.num_params = l->num_facts;
+    tc_status st = rt_stdlib_request(entry, file, kernel, l->cx, l->num_cx, &l->options, l->divisibility, l->num_args,
+                                     &l->req);
+    if (st != TC_OK)
+        return st;
+    return rt_stdlib_jit_launch(ctx, &l->req, grid, stream, l->args, l->num_args);
+}
+
 /* ---- the memo (stdlib_internal.h says why its keys are sound) ---- */
 
 typedef struct RtStdlibMemo RtStdlibMemo;

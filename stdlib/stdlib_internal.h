@@ -193,6 +193,37 @@ void rt_stdlib_arg_ptr(const RtStdlibArgs *a, const char *name, CUdeviceptr p, b
  * (0: never). */
 void rt_stdlib_arg_int(const RtStdlibArgs *a, const char *name, int64_t v, bool is_i32, int64_t vector);
 
+/* A launch of one kernel with its arguments built by the helpers above:
+ * for the families whose calls launch several kernels, or kernels with f32
+ * parameters (rope.c, cross_entropy.c). Zero it, append the arguments in
+ * the kernel's order, set cx, then rt_stdlib_kernel_launch. */
+#define RT_STDLIB_KERNEL_PARAMS 24
+typedef struct RtStdlibKernelLaunch {
+    const char *names[RT_STDLIB_KERNEL_PARAMS];
+    CUdeviceptr ptrs[RT_STDLIB_KERNEL_PARAMS];
+    int64_t i64s[RT_STDLIB_KERNEL_PARAMS];
+    int32_t i32s[RT_STDLIB_KERNEL_PARAMS];
+    float f32s[RT_STDLIB_KERNEL_PARAMS];
+    int64_t divisibility[RT_STDLIB_KERNEL_PARAMS];
+    void *args[RT_STDLIB_KERNEL_PARAMS];
+    size_t num_args;
+    tc_param_spec facts[RT_STDLIB_KERNEL_PARAMS];
+    size_t num_facts;
+    tc_constexpr cx[16]; /* names: string literals */
+    size_t num_cx;
+    tc_options options;
+    tc_jit_request req;
+} RtStdlibKernelLaunch;
+
+/* The RtStdlibArgs that append to l. */
+RtStdlibArgs rt_stdlib_kernel_args(RtStdlibKernelLaunch *l);
+/* Appends an f32 argument. */
+void rt_stdlib_kernel_arg_f32(RtStdlibKernelLaunch *l, const char *name, float v);
+/* Compiles (through the memo) kernel `kernel` of lib/<file> with l's
+ * constexprs, facts and num_warps, and launches grid programs of it. */
+tc_status rt_stdlib_kernel_launch(tc_context *ctx, CUstream stream, const char *entry, const char *file,
+                                  const char *kernel, int num_warps, tc_dim3 grid, RtStdlibKernelLaunch *l);
+
 /* ==== stdlib.c: the memo ==== */
 
 /* The memo: each context keeps the kernels tc_jit returned for the entry

@@ -144,6 +144,48 @@ typedef struct tc_rope_args {
  * (dq and dk given in place of q and k). One program per token. */
 TC_API tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a);
 
+/* ---- cross-entropy (lib/cross_entropy.tile) ---- */
+
+/* A cross-entropy loss over a vocabulary, its gradient fused. Zero it, then
+ * set the fields that apply. */
+typedef struct tc_cross_entropy_args {
+    tc_dtype dtype;        /* of logits and dlogits: TC_DTYPE_F16, TC_DTYPE_BF16 or TC_DTYPE_F32 */
+    tc_dtype label_dtype;  /* TC_DTYPE_I32 or TC_DTYPE_I64 (PyTorch's) */
+    int64_t rows;          /* tokens, 1 .. 2^31 - 1 */
+    int64_t vocab;         /* classes, 1 .. 2^31 - 1 */
+    CUdeviceptr logits;    /* [rows, vocab], row stride stride_logits (elements) */
+    int64_t stride_logits;
+    CUdeviceptr labels;    /* [rows]: a class, or ignore_index; a label outside [0, vocab) is ignored too */
+    int64_t ignore_index;  /* PyTorch's default is -100 */
+    float label_smoothing; /* eps in [0, 1]: the target is (1 - eps) on the label and eps / vocab everywhere */
+    float z_loss;          /* z >= 0: z * lse^2 added to each row's loss (PaLM's z-loss); 0: none */
+    CUdeviceptr loss;      /* f32 [1]: the mean of the loss over the rows whose label is not ignored (0 when
+                              every row is ignored) */
+    CUdeviceptr losses;    /* optional f32 [rows]: each row's loss (0 for an ignored row) */
+    CUdeviceptr lse;       /* optional f32 [rows]: each row's log-sum-exp of the logits */
+    CUdeviceptr dlogits;   /* optional: the gradient of grad_scale * loss with respect to the logits, [rows,
+                              vocab] with row stride stride_dlogits; it may be logits itself (in place, with the
+                              same stride: no memory beyond the logits' for the backward pass); 0: none */
+    int64_t stride_dlogits;
+    float grad_scale;      /* the upstream gradient of the loss: 1 for loss.backward() */
+    CUdeviceptr workspace; /* tc_cross_entropy_workspace_size bytes, 16-byte aligned */
+    size_t workspace_bytes;
+} tc_cross_entropy_args;
+
+/* The workspace tc_cross_entropy needs for `rows` rows: the count of valid
+ * rows and, when the caller does not ask for them, the rows' losses. */
+TC_API tc_status tc_cross_entropy_workspace_size(int64_t rows, size_t *bytes);
+
+/* Per row r with a valid label y, lse = log(sum_j exp(x_j)):
+ *   loss_r = lse - (1 - eps) x_y - eps / vocab * sum_j x_j + z lse^2
+ * loss = the mean of loss_r over the n valid rows, and
+ *   dlogits[r, j] = grad_scale / n * (p_j (1 + 2 z lse) - eps / vocab - (1 - eps) [j == y]),
+ * p_j = exp(x_j - lse), and 0 on ignored rows. The logits are read once
+ * for the loss (an online log-sum-exp) and once for the gradient; the mean
+ * is summed in a fixed order (bit-identical from run to run). Three
+ * launches on `stream`. */
+TC_API tc_status tc_cross_entropy(tc_context *ctx, CUstream stream, const tc_cross_entropy_args *a);
+
 /* ---- matrix multiply (lib/matmul.tile, lib/blockdiag_matmul.tile) ---- */
 
 /* The epilogue applied to each element of a product, in f32, after the

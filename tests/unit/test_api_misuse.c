@@ -207,6 +207,26 @@ static tc_status rope(int which) {
     return tc_rope(fx.ctx ? fx.ctx : DUMMY_CTX, NULL, &a);
 }
 
+/* tc_cross_entropy with one argument wrong. */
+enum { C_LABEL_DTYPE, C_STRIDE_SHORT, C_OVERLAP, C_SMOOTHING, C_WORKSPACE };
+static tc_status ce(int which) {
+    tc_cross_entropy_args a = {0};
+    a.dtype = TC_DTYPE_BF16, a.label_dtype = TC_DTYPE_I64;
+    a.rows = 4, a.vocab = 1000;
+    a.logits = 0x100000, a.stride_logits = 1000;
+    a.labels = 0x200000, a.ignore_index = -100, a.loss = 0x300000, a.grad_scale = 1;
+    a.dlogits = 0x100000, a.stride_dlogits = 1000;
+    a.workspace = 0x400000, a.workspace_bytes = 1 << 20;
+    switch (which) {
+    case C_LABEL_DTYPE: a.label_dtype = TC_DTYPE_F32; break;
+    case C_STRIDE_SHORT: a.stride_logits = 999, a.stride_dlogits = 999; break;
+    case C_OVERLAP: a.dlogits = 0x100000 + 2000; break;
+    case C_SMOOTHING: a.label_smoothing = 1.5f; break;
+    case C_WORKSPACE: a.workspace_bytes = 16; break;
+    }
+    return tc_cross_entropy(fx.ctx ? fx.ctx : DUMMY_CTX, NULL, &a);
+}
+
 /* tc_tune_space_create with one argument wrong (which), or none; the
  * space it makes is destroyed. */
 enum { T_NONE, T_SRC, T_KERNEL, T_OUT, T_CX_KIND, T_NO_KERNEL };
@@ -820,6 +840,13 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(rope_theta_nan, NOCTX, INV, "theta", rope(R_THETA_NAN))                                                          \
     X(rope_no_seqlen, NOCTX, INV, "seqlen", rope(R_NO_SEQLEN))                                                         \
     X(rope_k_misaligned, NOCTX, INV, "k", rope(R_K_MISALIGNED))                                                        \
+    X(ce_null_args, NOCTX, INV, "a is NULL", tc_cross_entropy(SCTX, NULL, NULL))                                       \
+    X(ce_label_dtype, NOCTX, INV, "label_dtype", ce(C_LABEL_DTYPE))                                                    \
+    X(ce_stride_short, NOCTX, INV, "stride_logits", ce(C_STRIDE_SHORT))                                                \
+    X(ce_overlap, NOCTX, INV, "dlogits overlaps logits", ce(C_OVERLAP))                                                \
+    X(ce_smoothing, NOCTX, INV, "label_smoothing", ce(C_SMOOTHING))                                                    \
+    X(ce_workspace_small, NOCTX, INV, "workspace_bytes", ce(C_WORKSPACE))                                              \
+    X(ce_ws_size_null, NOCTX, INV, "bytes", tc_cross_entropy_workspace_size(4, NULL))                                  \
     X(rmsnorm_eps_nan, NOCTX, INV, "eps", rmsnorm(4, 64, NAN))                                                         \
     X(rmsnorm_eps_neg, NOCTX, INV, "eps", rmsnorm(4, 64, -1.0f))                                                       \
     X(rmsnorm_eps_inf, NOCTX, INV, "eps", rmsnorm(4, 64, INFINITY))                                                    \
