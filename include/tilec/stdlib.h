@@ -186,6 +186,44 @@ TC_API tc_status tc_cross_entropy_workspace_size(int64_t rows, size_t *bytes);
  * launches on `stream`. */
 TC_API tc_status tc_cross_entropy(tc_context *ctx, CUstream stream, const tc_cross_entropy_args *a);
 
+/* ---- AdamW (lib/adamw.tile) ---- */
+
+/* One tensor of a model: its parameters (of the call's param_dtype), its
+ * gradient (grad_dtype), Adam's two moments (f32) and, with master weights,
+ * an f32 copy of the parameters; numel elements each, contiguous. */
+typedef struct tc_adamw_tensor {
+    CUdeviceptr param, grad, exp_avg, exp_avg_sq, master; /* master: 0 without master weights */
+    int64_t numel;
+} tc_adamw_tensor;
+
+typedef struct tc_adamw_args {
+    tc_dtype param_dtype;            /* TC_DTYPE_F32, TC_DTYPE_BF16 or TC_DTYPE_F16 */
+    tc_dtype grad_dtype;             /* likewise */
+    const tc_adamw_tensor *tensors;  /* host array */
+    size_t num_tensors;              /* >= 1 */
+    int master;                      /* 1: the f32 master copies hold the weights and are updated; the params
+                                        get them rounded to param_dtype */
+    float lr, beta1, beta2, eps, weight_decay;
+    float grad_scale;                /* the gradients are multiplied by it first (1 / the loss scale) */
+    CUdeviceptr step;                /* i32 on the device: the steps taken so far; the call adds one */
+    CUdeviceptr workspace;           /* tc_adamw_workspace_size bytes, 16-byte aligned */
+    size_t workspace_bytes;
+} tc_adamw_args;
+
+/* The workspace of tc_adamw for these tensors: its table of chunks. */
+TC_API tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_tensors, size_t *bytes);
+
+/* One AdamW step (decoupled weight decay, bias correction with the step
+ * count read on the device) over every tensor, in one launch (a program per
+ * chunk of 65536 elements of a tensor), then the step count + 1. With t the
+ * step count + 1 and g = grad * grad_scale:
+ *   w = w (1 - lr weight_decay); m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2
+ *   w -= lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+ * The call first waits for the work already on `stream` (which may still
+ * read the workspace), then copies the chunk table there; the kernels run
+ * on `stream`. Tensors must not overlap one another. */
+TC_API tc_status tc_adamw(tc_context *ctx, CUstream stream, const tc_adamw_args *a);
+
 /* ---- matrix multiply (lib/matmul.tile, lib/blockdiag_matmul.tile) ---- */
 
 /* The epilogue applied to each element of a product, in f32, after the

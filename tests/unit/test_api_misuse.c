@@ -227,6 +227,23 @@ static tc_status ce(int which) {
     return tc_cross_entropy(fx.ctx ? fx.ctx : DUMMY_CTX, NULL, &a);
 }
 
+/* tc_adamw with one argument wrong. */
+enum { W_NO_TENSORS, W_NUMEL_0, W_MASTER_MISSING, W_BETA_1, W_WORKSPACE };
+static tc_status adamw(int which) {
+    tc_adamw_tensor t[2] = {{0x100000, 0x200000, 0x300000, 0x400000, 0x500000, 1000},
+                            {0x110000, 0x210000, 0x310000, 0x410000, 0x510000, 70000}};
+    tc_adamw_args a = {TC_DTYPE_BF16, TC_DTYPE_BF16, t, 2, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f,
+                       0x600000, 0x700000, 1 << 20};
+    switch (which) {
+    case W_NO_TENSORS: a.num_tensors = 0; break;
+    case W_NUMEL_0: t[1].numel = 0; break;
+    case W_MASTER_MISSING: t[0].master = 0; break;
+    case W_BETA_1: a.beta1 = 1.0f; break;
+    case W_WORKSPACE: a.workspace_bytes = 16; break;
+    }
+    return tc_adamw(fx.ctx ? fx.ctx : DUMMY_CTX, NULL, &a);
+}
+
 /* tc_tune_space_create with one argument wrong (which), or none; the
  * space it makes is destroyed. */
 enum { T_NONE, T_SRC, T_KERNEL, T_OUT, T_CX_KIND, T_NO_KERNEL };
@@ -847,6 +864,13 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(ce_smoothing, NOCTX, INV, "label_smoothing", ce(C_SMOOTHING))                                                    \
     X(ce_workspace_small, NOCTX, INV, "workspace_bytes", ce(C_WORKSPACE))                                              \
     X(ce_ws_size_null, NOCTX, INV, "bytes", tc_cross_entropy_workspace_size(4, NULL))                                  \
+    X(adamw_null_args, NOCTX, INV, "a is NULL", tc_adamw(SCTX, NULL, NULL))                                            \
+    X(adamw_no_tensors, NOCTX, INV, "num_tensors is 0", adamw(W_NO_TENSORS))                                           \
+    X(adamw_numel_0, NOCTX, INV, "tensors[1].numel", adamw(W_NUMEL_0))                                                 \
+    X(adamw_master_missing, NOCTX, INV, "tensors[0].master", adamw(W_MASTER_MISSING))                                  \
+    X(adamw_beta_1, NOCTX, INV, "beta1", adamw(W_BETA_1))                                                              \
+    X(adamw_workspace_small, NOCTX, INV, "workspace_bytes", adamw(W_WORKSPACE))                                        \
+    X(adamw_ws_null, NOCTX, INV, "bytes", tc_adamw_workspace_size(NULL, 1, NULL))                                      \
     X(rmsnorm_eps_nan, NOCTX, INV, "eps", rmsnorm(4, 64, NAN))                                                         \
     X(rmsnorm_eps_neg, NOCTX, INV, "eps", rmsnorm(4, 64, -1.0f))                                                       \
     X(rmsnorm_eps_inf, NOCTX, INV, "eps", rmsnorm(4, 64, INFINITY))                                                    \

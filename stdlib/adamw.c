@@ -1,0 +1,177 @@
+/*
+ * adamw.c — tc_adamw (include/tilec/stdlib.h, lib/adamw.tile): one AdamW
+ * step over a list of tensors in one launch.
+ *
+ *  1. Validate: dtypes (f32, bf16, f16), at least one tensor, each with
+ *     numel >= 1 and every array given (master exactly when `master`), each
+ *     aligned to its element; hyperparameters finite, lr >= 0, beta1 and beta2
+ *     in [0, 1), eps > 0, weight_decay >= 0; step aligned; the workspace
+ *     16-byte aligned and large enough.
+ *  2. Plan: a chunk is at most 65536 elements of one tensor; the table has
+ *     a row of 8 i64 per chunk: the tensor's offsets (in elements) from the
+ *     first tensor's five arrays, the chunk's first element and length.
+ *  3. Wait for the stream (its earlier work may still read the workspace),
+ *     copy the table to the workspace, launch adamw (a program per chunk,
+ *     4 warps, tiles of 1024) and adamw_step (one program).
+ */
+#include "tilec/stdlib.h"
+
+#include "runtime/runtime.h"
+#include "stdlib/stdlib_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const entry = "tc_adamw";
+
+enum { ADAMW_CHUNK = 65536, ADAMW_ROW = 8, ADAMW_MAX_CHUNKS = INT32_MAX };
+
+static int64_t chunks_of(int64_t numel) {
+    return (numel + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+}
+
+tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_tensors, size_t *bytes) {
+    const char *fn = "tc_adamw_workspace_size";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(fn, "bytes", bytes)) != TC_OK)
+        return st;
+    *bytes = 0;
+    if ((st = rt_stdlib_check_given(fn, "tensors", tensors)) != TC_OK)
+        return st;
+    if (num_tensors == 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: num_tensors is 0", fn);
+    int64_t chunks = 0;
+    for (size_t i = 0; i < num_tensors; i++) {
+        if (tensors[i].numel < 1 || tensors[i].numel > ((int64_t)1 << 48))
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: tensors[%zu].numel (%lld) must be 1 .. 2^48", fn, i,
+                           (long long)tensors[i].numel);
+        chunks += chunks_of(tensors[i].numel);
+        if (chunks > ADAMW_MAX_CHUNKS)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: more than 2^31 - 1 chunks of %d elements", fn,
+                           ADAMW_CHUNK);
+    }
+    *bytes = (size_t)chunks * ADAMW_ROW * sizeof(int64_t);
+    return TC_OK;
+}
+
+static tc_status adamw_check(tc_context *ctx, const tc_adamw_args *a, size_t *table_bytes) {
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK || (st = rt_stdlib_check_given(entry, "a", a)) != TC_OK)
+        return st;
+    if ((st = rt_stdlib_check_dtype(entry, a->param_dtype, true)) != TC_OK ||
+        (st = rt_stdlib_check_dtype(entry, a->grad_dtype, true)) != TC_OK)
+        return st;
+    if (a->master != 0 && a->master != 1)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: master (%d) must be 0 or 1", entry, a->master);
+    if ((st = tc_adamw_workspace_size(a->tensors, a->num_tensors, table_bytes)) != TC_OK)
+        return st;
+    size_t ps = rt_dtype_size(a->param_dtype), gs = rt_dtype_size(a->grad_dtype);
+    for (size_t i = 0; i < a->num_tensors; i++) {
+        const tc_adamw_tensor *t = &a->tensors[i];
+        char name[64];
+        static const char *const fields[] = {"param", "grad", "exp_avg", "exp_avg_sq", "master"};
+        const CUdeviceptr ptrs[] = {t->param, t->grad, t->exp_avg, t->exp_avg_sq, t->master};
+        const size_t sizes[] = {ps, gs, 4, 4, 4};
+        for (int f = 0; f < 5; f++) {
+            snprintf(name, sizeof name, "tensors[%zu].%s", i, fields[f]);
+            if (f == 4 && !a->master) {
+                if (t->master)
+                    return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is given but master is 0", entry, name);
+                continue;
+            }
+            if ((st = rt_stdlib_check_ptr(entry, name, ptrs[f], sizes[f])) != TC_OK)
+                return st;
+        }
+    }
+    if (!isfinite(a->lr) || a->lr < 0 || !(a->beta1 >= 0 && a->beta1 < 1) || !(a->beta2 >= 0 && a->beta2 < 1) ||
+        !isfinite(a->eps) || !(a->eps > 0) || !isfinite(a->weight_decay) || a->weight_decay < 0 ||
+        !isfinite(a->grad_scale))
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: the hyperparameters must be finite with lr >= 0, beta1 and beta2 in [0, 1), eps > 0, "
+                       "weight_decay >= 0 (lr %g, beta1 %g, beta2 %g, eps %g, weight_decay %g, grad_scale %g)",
+                       entry, (double)a->lr, (double)a->beta1, (double)a->beta2, (double)a->eps,
+                       (double)a->weight_decay, (double)a->grad_scale);
+    if ((st = rt_stdlib_check_ptr(entry, "step", a->step, 4)) != TC_OK)
+        return st;
+    if (!a->workspace || a->workspace % 16 != 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
+                       entry, (unsigned long long)a->workspace);
+    if (a->workspace_bytes < *table_bytes)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: workspace_bytes (%zu) is less than the %zu bytes these tensors need "
+                       "(tc_adamw_workspace_size)",
+                       entry, a->workspace_bytes, *table_bytes);
+    return TC_OK;
+}
+
+/* (p - base) / elem: an element offset (the arrays are aligned to their elements). */
+static int64_t offset(CUdeviceptr p, CUdeviceptr base, size_t elem) {
+    return (int64_t)(p - base) / (int64_t)elem;
+}
+
+tc_status tc_adamw(tc_context *ctx, CUstream stream, const tc_adamw_args *a) {
+    size_t table_bytes = 0;
+    tc_status st = adamw_check(ctx, a, &table_bytes);
+    if (st != TC_OK)
+        return st;
+    int64_t *table = malloc(table_bytes);
+    if (!table)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory for a table of %zu bytes", entry, table_bytes);
+    const tc_adamw_tensor *t0 = &a->tensors[0];
+    size_t ps = rt_dtype_size(a->param_dtype), gs = rt_dtype_size(a->grad_dtype);
+    int64_t chunks = 0;
+    for (size_t i = 0; i < a->num_tensors; i++) {
+        const tc_adamw_tensor *t = &a->tensors[i];
+        for (int64_t first = 0; first < t->numel; first += ADAMW_CHUNK) {
+            int64_t *row = table + chunks++ * ADAMW_ROW;
+            row[0] = offset(t->param, t0->param, ps);
+            row[1] = offset(t->grad, t0->grad, gs);
+            row[2] = offset(t->exp_avg, t0->exp_avg, 4);
+            row[3] = offset(t->exp_avg_sq, t0->exp_avg_sq, 4);
+            row[4] = a->master ? offset(t->master, t0->master, 4) : 0;
+            row[5] = first;
+            row[6] = t->numel - first < ADAMW_CHUNK ? t->numel - first : ADAMW_CHUNK;
+            row[7] = 0;
+        }
+    }
+    /* the stream's earlier work may still read the workspace (the last
+     * step's table): wait for it, then copy */
+    st = tc_stream_synchronize(ctx, stream);
+    if (st == TC_OK)
+        st = tc_memcpy_htod(ctx, a->workspace, table, table_bytes);
+    free(table);
+    if (st != TC_OK)
+        return st;
+    RtStdlibKernelLaunch *l = calloc(1, sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    RtStdlibArgs args = rt_stdlib_kernel_args(l);
+    rt_stdlib_arg_ptr(&args, "params", t0->param, true);
+    rt_stdlib_arg_ptr(&args, "grads", t0->grad, true);
+    rt_stdlib_arg_ptr(&args, "exp_avg", t0->exp_avg, true);
+    rt_stdlib_arg_ptr(&args, "exp_avg_sq", t0->exp_avg_sq, true);
+    rt_stdlib_arg_ptr(&args, "master", a->master ? t0->master : t0->exp_avg, a->master != 0);
+    rt_stdlib_arg_ptr(&args, "table", a->workspace, true);
+    rt_stdlib_arg_ptr(&args, "step", a->step, true);
+    rt_stdlib_kernel_arg_f32(l, "lr", a->lr);
+    rt_stdlib_kernel_arg_f32(l, "beta1", a->beta1);
+    rt_stdlib_kernel_arg_f32(l, "beta2", a->beta2);
+    rt_stdlib_kernel_arg_f32(l, "eps", a->eps);
+    rt_stdlib_kernel_arg_f32(l, "weight_decay", a->weight_decay);
+    rt_stdlib_kernel_arg_f32(l, "grad_scale", a->grad_scale);
+    l->cx[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)a->param_dtype, 0};
+    l->cx[1] = (tc_constexpr){"G", TC_CONSTEXPR_DTYPE, (int64_t)a->grad_dtype, 0};
+    l->cx[2] = (tc_constexpr){"MASTER", TC_CONSTEXPR_BOOL, a->master, 0};
+    l->num_cx = 3;
+    st = rt_stdlib_kernel_launch(ctx, stream, entry, "adamw.tile", "adamw", 4, (tc_dim3){(unsigned)chunks, 1, 1}, l);
+    if (st == TC_OK) {
+        memset(l, 0, sizeof *l);
+        args = rt_stdlib_kernel_args(l);
+        rt_stdlib_arg_ptr(&args, "step", a->step, true);
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "adamw.tile", "adamw_step", 1, (tc_dim3){1, 1, 1}, l);
+    }
+    free(l);
+    return st;
+}
