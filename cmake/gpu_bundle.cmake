@@ -37,7 +37,7 @@ set_target_properties(bench_tune PROPERTIES OUTPUT_NAME tune RUNTIME_OUTPUT_DIRE
                       INSTALL_RPATH "$ORIGIN/../lib")
 
 set(_bundle_targets tilec tilec-bin tilec-opt bench_launch_overhead bench_tune)
-foreach(t test_softmax test_rmsnorm test_swiglu test_rope test_cross_entropy test_adamw test_features test_fp8 test_scan test_matmul test_attention test_attention_bwd
+foreach(t test_softmax test_rmsnorm test_layernorm test_swiglu test_rope test_cross_entropy test_adamw test_features test_fp8 test_scan test_matmul test_attention test_attention_bwd
           test_attention_kvcache test_lineinfo test_random_debug)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)

@@ -83,6 +83,32 @@ TC_API tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype
                                 CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr rstd, int64_t rows,
                                 int64_t cols, int64_t stride_dx, int64_t stride_dy, int64_t stride_x);
 
+/* ---- LayerNorm (lib/layernorm.tile) ---- */
+
+/* mean[r] and rstd[r] = 1 / sqrt(var[r] + eps) of row r of x (f32, rows
+ * elements each: the backward pass needs them) and
+ * y[r, c] = (x[r, c] - mean[r]) * rstd[r] * weight[c] + bias[c]; bias may be 0
+ * (none). weight and bias have cols elements of dtype; eps finite, >= 0. */
+TC_API tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr mean,
+                                  CUdeviceptr rstd, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr bias, int64_t rows,
+                                  int64_t cols, int64_t stride_y, int64_t stride_x, float eps);
+
+/* The workspace tc_layernorm_bwd needs on ctx's device for rows x cols. */
+TC_API tc_status tc_layernorm_bwd_workspace_size(tc_context *ctx, int64_t rows, int64_t cols, size_t *bytes);
+
+/* The gradients of LayerNorm, given dy and the forward pass's x, weight,
+ * mean and rstd; with xhat = (x - mean[r]) * rstd[r] and g = dy * weight:
+ *   dx[r, c]   = rstd[r] * (g - mean over c of g - xhat * mean over c of g * xhat)
+ *   dweight[c] = sum over r of dy * xhat,  dbias[c] = sum over r of dy
+ * dweight and dbias (f32, cols elements; dbias may be 0: not computed) are
+ * WRITTEN, not accumulated, and bit-identical from run to run: each group
+ * of rows sums into its own partial row of the workspace, and the groups
+ * are added in order. Three or four launches on `stream`. */
+TC_API tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr dweight,
+                                  CUdeviceptr dbias, CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight,
+                                  CUdeviceptr mean, CUdeviceptr rstd, int64_t rows, int64_t cols, int64_t stride_dx,
+                                  int64_t stride_dy, int64_t stride_x, CUdeviceptr workspace, size_t workspace_bytes);
+
 /* ---- SwiGLU (lib/swiglu.tile) ---- */
 
 /* out[r, c] = silu(gate[r, c]) * up[r, c], silu(g) = g * sigmoid(g): the

@@ -11,7 +11,7 @@
 #               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check), and
 #               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
-#   --only      run only these tests (test_softmax, test_rmsnorm, test_swiglu, test_rope, test_cross_entropy, test_adamw,
+#   --only      run only these tests (test_softmax, test_rmsnorm, test_layernorm, test_swiglu, test_rope, test_cross_entropy, test_adamw,
 #               test_features, test_fp8, test_scan,
 #               test_matmul, test_attention, test_attention_bwd, test_attention_kvcache, test_lineinfo,
 #               test_random_debug, examples, bench: every
@@ -137,7 +137,8 @@ run_one() {
     echo "-- $name: $result in ${secs}s (log: $log)"
 }
 
-for t in test_features test_fp8 test_scan test_softmax test_rmsnorm test_swiglu test_rope test_cross_entropy test_adamw \
+for t in test_features test_fp8 test_scan test_softmax test_rmsnorm test_layernorm test_swiglu test_rope \
+    test_cross_entropy test_adamw \
     test_matmul test_attention \
     test_attention_bwd test_attention_kvcache test_lineinfo test_random_debug; do
     wanted "$t" || continue
@@ -145,8 +146,8 @@ for t in test_features test_fp8 test_scan test_softmax test_rmsnorm test_swiglu 
     # the backward's and the KV cache's share the forward's log, the other language tests
     # test_features' (8 files at most)
     [ "$t" = test_attention_bwd ] || [ "$t" = test_attention_kvcache ] && log="$logs/test_attention.log"
-    [ "$t" = test_swiglu ] || [ "$t" = test_rope ] || [ "$t" = test_cross_entropy ] || [ "$t" = test_adamw ] &&
-        log="$logs/test_rmsnorm.log"
+    [ "$t" = test_layernorm ] || [ "$t" = test_swiglu ] || [ "$t" = test_rope ] || [ "$t" = test_cross_entropy ] ||
+        [ "$t" = test_adamw ] && log="$logs/test_rmsnorm.log"
     [ "$t" = test_fp8 ] || [ "$t" = test_scan ] || [ "$t" = test_lineinfo ] || [ "$t" = test_random_debug ] &&
         log="$logs/test_features.log"
     prog=$(find_prog "$t" tests/gpu .)

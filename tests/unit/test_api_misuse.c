@@ -871,6 +871,13 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(adamw_beta_1, NOCTX, INV, "beta1", adamw(W_BETA_1))                                                              \
     X(adamw_workspace_small, NOCTX, INV, "workspace_bytes", adamw(W_WORKSPACE))                                        \
     X(adamw_ws_null, NOCTX, INV, "bytes", tc_adamw_workspace_size(NULL, 1, NULL))                                      \
+    X(ln_null_ctx, NOCTX, INV, "ctx", tc_layernorm_fwd(NULL, NULL, TC_DTYPE_F16, P, P, P, P, P, 0, 4, 64, 64, 64, 1e-5f)) \
+    X(ln_stride_short, NOCTX, INV, "stride_x",                                                                         \
+      tc_layernorm_fwd(SCTX, NULL, TC_DTYPE_F16, P, P, P, P, P, 0, 4, 64, 64, 32, 1e-5f))                              \
+    X(ln_eps_neg, NOCTX, INV, "eps", tc_layernorm_fwd(SCTX, NULL, TC_DTYPE_F16, P, P, P, P, P, 0, 4, 64, 64, 64, -1.0f)) \
+    X(ln_bwd_null_ws, NOCTX, INV, "workspace",                                                                         \
+      tc_layernorm_bwd(SCTX, NULL, TC_DTYPE_BF16, P, P, 0, P, P, P, P, P, 4, 64, 64, 64, 64, 0, 1 << 20))             \
+    X(ln_ws_size_null, NOCTX, INV, "bytes", tc_layernorm_bwd_workspace_size(SCTX, 4, 64, NULL))                        \
     X(rmsnorm_eps_nan, NOCTX, INV, "eps", rmsnorm(4, 64, NAN))                                                         \
     X(rmsnorm_eps_neg, NOCTX, INV, "eps", rmsnorm(4, 64, -1.0f))                                                       \
     X(rmsnorm_eps_inf, NOCTX, INV, "eps", rmsnorm(4, 64, INFINITY))                                                    \

@@ -1,0 +1,241 @@
+/*
+ * layernorm.c — tc_layernorm_fwd and tc_layernorm_bwd (include/tilec/
+ * stdlib.h, lib/layernorm.tile).
+ *
+ *  1. Validate as the row-wise family does: dtype, rows and cols, every
+ *     pointer aligned to its element (bias and dbias may be 0), every row
+ *     stride >= cols and the last row addressable; eps finite and >= 0; the
+ *     workspace 16-byte aligned and large enough.
+ *  2. Plan: forward, the row in one tile up to 16384 columns (the next power
+ *     of two, at least 32), else loops over tiles of 8192; backward, one
+ *     column tile up to 8192 columns, else tiles of 4096 and the rows' two
+ *     means computed first (layernorm_bwd_stats); warps grow with the tile
+ *     (1 up to 256 columns, 2, 4, 8 from 1024, 16 past 8192). The rows go in
+ *     groups: twice the device's multiprocessors, at most one group per row.
+ *  3. Launch with the facts of aligned pointers and strides, as the other
+ *     families do.
+ */
+#include "tilec/stdlib.h"
+
+#include "runtime/runtime.h"
+#include "stdlib/stdlib_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    LN_MAX_SINGLE_FWD = 16384,
+    LN_LOOP_FWD = 8192,
+    LN_MAX_SINGLE_BWD = 8192,
+    LN_TILE_BWD = 4096,
+    LN_REDUCE_BLOCK = 1024,
+    LN_GROUPS_PER_SM = 2,
+};
+
+static int ln_warps(int64_t block) {
+    return block <= 256 ? 1 : block <= 512 ? 2 : block <= 1024 ? 4 : block <= 8192 ? 8 : 16;
+}
+
+static tc_status ln_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols) {
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        return st;
+    return TC_OK;
+}
+
+/* A [rows, cols] matrix with row stride `stride`. */
+static tc_status ln_check_matrix(const char *entry, const char *name, const char *stride_name, CUdeviceptr p,
+                                 size_t elem, int64_t rows, int64_t cols, int64_t stride) {
+    RtStdlibDim dims[2] = {{stride_name, rows, stride}, {NULL, cols, 1}};
+    tc_status st;
+    if ((st = rt_stdlib_check_ptr(entry, name, p, elem)) != TC_OK ||
+        (st = rt_stdlib_check_row_stride(entry, stride_name, stride, "cols", cols)) != TC_OK)
+        return st;
+    return rt_stdlib_check_strides(entry, name, dims, 2);
+}
+
+tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr mean,
+                           CUdeviceptr rstd, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr bias, int64_t rows,
+                           int64_t cols, int64_t stride_y, int64_t stride_x, float eps) {
+    const char *entry = "tc_layernorm_fwd";
+    size_t es = rt_dtype_size(dtype);
+    tc_status st;
+    if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
+        (st = ln_check_matrix(entry, "y", "stride_y", y, es, rows, cols, stride_y)) != TC_OK ||
+        (st = ln_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "rstd", rstd, 4)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "weight", weight, es)) != TC_OK ||
+        (bias && (st = rt_stdlib_check_ptr(entry, "bias", bias, es)) != TC_OK) ||
+        (st = rt_stdlib_check_finite(entry, "eps", eps, true)) != TC_OK)
+        return st;
+    int64_t block = rt_stdlib_pow2_clamped(cols, 32, LN_MAX_SINGLE_FWD);
+    bool single = cols <= block;
+    if (!single)
+        block = LN_LOOP_FWD;
+    int64_t vector = 16 / (int64_t)es;
+    RtStdlibKernelLaunch *l = calloc(1, sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    RtStdlibArgs args = rt_stdlib_kernel_args(l);
+    rt_stdlib_arg_ptr(&args, "y", y, true);
+    rt_stdlib_arg_ptr(&args, "mean_out", mean, true);
+    rt_stdlib_arg_ptr(&args, "rstd_out", rstd, true);
+    rt_stdlib_arg_ptr(&args, "x", x, true);
+    rt_stdlib_arg_ptr(&args, "weight", weight, true);
+    rt_stdlib_arg_ptr(&args, "bias", bias ? bias : weight, bias != 0);
+    rt_stdlib_arg_int(&args, "stride_y", stride_y, false, vector);
+    rt_stdlib_arg_int(&args, "stride_x", stride_x, false, vector);
+    rt_stdlib_arg_int(&args, "n_cols", cols, true, vector);
+    rt_stdlib_kernel_arg_f32(l, "eps", eps);
+    l->cx[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};
+    l->cx[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, block, 0};
+    l->cx[2] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, single, 0};
+    l->cx[3] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, bias != 0, 0};
+    l->num_cx = 4;
+    st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_fwd", ln_warps(block),
+                                 (tc_dim3){(unsigned)rows, 1, 1}, l);
+    free(l);
+    return st;
+}
+
+/* The backward plan: the column tile, whether it holds the row, the groups
+ * of rows, and the workspace's parts (partials, then the stats). */
+typedef struct LnBwdPlan {
+    int64_t block, tiles, groups, rows_per_group;
+    bool single;
+    size_t partial_bytes, stats_bytes;
+} LnBwdPlan;
+
+static void ln_bwd_plan(const tc_context *ctx, int64_t rows, int64_t cols, LnBwdPlan *p) {
+    p->block = rt_stdlib_pow2_clamped(cols, 32, LN_MAX_SINGLE_BWD);
+    p->single = cols <= p->block;
+    if (!p->single)
+        p->block = LN_TILE_BWD;
+    p->tiles = rt_stdlib_cdiv(cols, p->block);
+    int64_t want = (int64_t)tc_context_multiprocessors(ctx) * LN_GROUPS_PER_SM;
+    if (want < 1)
+        want = 1;
+    p->rows_per_group = rt_stdlib_cdiv(rows, want < rows ? want : rows);
+    p->groups = rt_stdlib_cdiv(rows, p->rows_per_group);
+    p->partial_bytes = (size_t)p->groups * (size_t)cols * 4;
+    p->stats_bytes = p->single ? 0 : (size_t)rows * 8;
+}
+
+tc_status tc_layernorm_bwd_workspace_size(tc_context *ctx, int64_t rows, int64_t cols, size_t *bytes) {
+    const char *entry = "tc_layernorm_bwd_workspace_size";
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "bytes", bytes)) != TC_OK)
+        return st;
+    *bytes = 0;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        return st;
+    LnBwdPlan p;
+    ln_bwd_plan(ctx, rows, cols, &p);
+    *bytes = 2 * p.partial_bytes + p.stats_bytes;
+    return TC_OK;
+}
+
+tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr dx, CUdeviceptr dweight,
+                           CUdeviceptr dbias, CUdeviceptr dy, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr mean,
+                           CUdeviceptr rstd, int64_t rows, int64_t cols, int64_t stride_dx, int64_t stride_dy,
+                           int64_t stride_x, CUdeviceptr workspace, size_t workspace_bytes) {
+    const char *entry = "tc_layernorm_bwd";
+    size_t es = rt_dtype_size(dtype);
+    tc_status st;
+    if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
+        (st = ln_check_matrix(entry, "dx", "stride_dx", dx, es, rows, cols, stride_dx)) != TC_OK ||
+        (st = ln_check_matrix(entry, "dy", "stride_dy", dy, es, rows, cols, stride_dy)) != TC_OK ||
+        (st = ln_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "dweight", dweight, 4)) != TC_OK ||
+        (dbias && (st = rt_stdlib_check_ptr(entry, "dbias", dbias, 4)) != TC_OK) ||
+        (st = rt_stdlib_check_ptr(entry, "weight", weight, es)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "rstd", rstd, 4)) != TC_OK)
+        return st;
+    LnBwdPlan p;
+    ln_bwd_plan(ctx, rows, cols, &p);
+    if (p.tiles > 65535)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: cols (%lld) needs more than 65535 tiles of %d (grid.y)", entry,
+                       (long long)cols, LN_TILE_BWD);
+    size_t need = 2 * p.partial_bytes + p.stats_bytes;
+    if (!workspace || workspace % 16 != 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
+                       entry, (unsigned long long)workspace);
+    if (workspace_bytes < need)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: workspace_bytes (%zu) is less than the %zu bytes needed (tc_layernorm_bwd_workspace_size)",
+                       entry, workspace_bytes, need);
+    CUdeviceptr pdw = workspace, pdb = workspace + p.partial_bytes, stats = workspace + 2 * p.partial_bytes;
+    int64_t vector = 16 / (int64_t)es;
+    tc_constexpr tcx = {"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};
+    RtStdlibKernelLaunch *l = calloc(1, sizeof *l);
+    if (!l)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
+    RtStdlibArgs args;
+    st = TC_OK;
+    if (!p.single) { /* the rows' two means first */
+        args = rt_stdlib_kernel_args(l);
+        rt_stdlib_arg_ptr(&args, "stats", stats, true);
+        rt_stdlib_arg_ptr(&args, "dy", dy, true);
+        rt_stdlib_arg_ptr(&args, "x", x, true);
+        rt_stdlib_arg_ptr(&args, "weight", weight, true);
+        rt_stdlib_arg_ptr(&args, "mean", mean, true);
+        rt_stdlib_arg_ptr(&args, "rstd", rstd, true);
+        rt_stdlib_arg_int(&args, "stride_dy", stride_dy, false, vector);
+        rt_stdlib_arg_int(&args, "stride_x", stride_x, false, vector);
+        rt_stdlib_arg_int(&args, "n_cols", cols, true, vector);
+        l->cx[0] = tcx;
+        l->cx[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, LN_LOOP_FWD, 0};
+        l->num_cx = 2;
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_stats",
+                                     ln_warps(LN_LOOP_FWD), (tc_dim3){(unsigned)rows, 1, 1}, l);
+    }
+    if (st == TC_OK) {
+        memset(l, 0, sizeof *l);
+        args = rt_stdlib_kernel_args(l);
+        rt_stdlib_arg_ptr(&args, "dx", dx, true);
+        rt_stdlib_arg_ptr(&args, "partial_dw", pdw, true);
+        rt_stdlib_arg_ptr(&args, "partial_db", pdb, true);
+        rt_stdlib_arg_ptr(&args, "dy", dy, true);
+        rt_stdlib_arg_ptr(&args, "x", x, true);
+        rt_stdlib_arg_ptr(&args, "weight", weight, true);
+        rt_stdlib_arg_ptr(&args, "mean", mean, true);
+        rt_stdlib_arg_ptr(&args, "rstd", rstd, true);
+        rt_stdlib_arg_ptr(&args, "stats", p.single ? mean : stats, !p.single);
+        rt_stdlib_arg_int(&args, "stride_dx", stride_dx, false, vector);
+        rt_stdlib_arg_int(&args, "stride_dy", stride_dy, false, vector);
+        rt_stdlib_arg_int(&args, "stride_x", stride_x, false, vector);
+        rt_stdlib_arg_int(&args, "n_rows", rows, true, 0);
+        rt_stdlib_arg_int(&args, "n_cols", cols, true, vector);
+        rt_stdlib_arg_int(&args, "rows_per_group", p.rows_per_group, true, 0);
+        l->cx[0] = tcx;
+        l->cx[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, p.block, 0};
+        l->cx[2] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, p.single, 0};
+        l->num_cx = 3;
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd", ln_warps(p.block),
+                                     (tc_dim3){(unsigned)p.groups, (unsigned)p.tiles, 1}, l);
+    }
+    if (st == TC_OK) {
+        memset(l, 0, sizeof *l);
+        args = rt_stdlib_kernel_args(l);
+        rt_stdlib_arg_ptr(&args, "dweight", dweight, true);
+        rt_stdlib_arg_ptr(&args, "dbias", dbias ? dbias : dweight, dbias != 0);
+        rt_stdlib_arg_ptr(&args, "partial_dw", pdw, true);
+        rt_stdlib_arg_ptr(&args, "partial_db", pdb, true);
+        rt_stdlib_arg_int(&args, "groups", p.groups, true, 0);
+        rt_stdlib_arg_int(&args, "n_cols", cols, true, 4);
+        l->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, LN_REDUCE_BLOCK, 0};
+        l->cx[1] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, dbias != 0, 0};
+        l->num_cx = 2;
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_reduce", 4,
+                                     (tc_dim3){(unsigned)rt_stdlib_cdiv(cols, LN_REDUCE_BLOCK), 1, 1}, l);
+    }
+    free(l);
+    return st;
+}
