@@ -335,7 +335,7 @@ static tc_status make_dirs(const char *dir, size_t base) {
  * openat: the checked directory is the one used. With create, it and its
  * missing parents below `base` are created first. Without, a directory
  * that does not exist sets *missing (no cache yet: not an error). */
-static tc_status open_dir(const char *dir, bool create, size_t base, int *out, bool *missing) {
+tc_status rt_cache_open_dir(const char *dir, bool create, size_t base, int *out, bool *missing) {
     *out = -1;
     if (missing)
         *missing = false;
@@ -373,7 +373,7 @@ static tc_status open_dir(const char *dir, bool create, size_t base, int *out, b
 
 tc_status rt_cache_prepare(const char *dir, size_t base) {
     int fd;
-    tc_status st = open_dir(dir, true, base, &fd, NULL);
+    tc_status st = rt_cache_open_dir(dir, true, base, &fd, NULL);
     if (st == TC_OK)
         close(fd);
     return st;
@@ -394,7 +394,7 @@ static void remove_own(int dfd, const char *name, const struct stat *opened) {
 tc_status rt_cache_remove(const char *dir, const uint8_t key[32]) {
     int dfd;
     bool missing;
-    tc_status st = open_dir(dir, false, 0, &dfd, &missing);
+    tc_status st = rt_cache_open_dir(dir, false, 0, &dfd, &missing);
     if (st != TC_OK || missing)
         return st;
     char name[80];
@@ -562,7 +562,7 @@ tc_status rt_cache_trim(const char *dir, uint64_t max_bytes, RtCacheTrim *out) {
     memset(out, 0, sizeof *out);
     int dfd;
     bool missing;
-    tc_status st = open_dir(dir, false, 0, &dfd, &missing);
+    tc_status st = rt_cache_open_dir(dir, false, 0, &dfd, &missing);
     if (st != TC_OK || missing)
         return st;
     int fd = open_stats(dfd);
@@ -611,7 +611,7 @@ tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind k
     if (st != TC_OK)
         return st;
     int dfd;
-    if ((st = open_dir(dir, true, 0, &dfd, NULL)) != TC_OK)
+    if ((st = rt_cache_open_dir(dir, true, 0, &dfd, NULL)) != TC_OK)
         return st;
     RtBytes bytes = {0};
     if (!rt_cache_encode(&bytes, key, kind, meta, meta_len, payload, payload_len)) {
@@ -665,7 +665,7 @@ tc_status rt_cache_load(const char *dir, const uint8_t key[32], RtPayloadKind ki
         return st;
     int dfd;
     bool missing;
-    if ((st = open_dir(dir, false, 0, &dfd, &missing)) != TC_OK || missing)
+    if ((st = rt_cache_open_dir(dir, false, 0, &dfd, &missing)) != TC_OK || missing)
         return st;
     entry_name(key, name);
     /* O_NONBLOCK: a FIFO opens at once (and is then refused) instead of

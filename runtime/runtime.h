@@ -238,6 +238,12 @@ bool rt_cache_entry_trusted(const struct stat *st, uid_t uid, char *why, size_t 
  * effective user. TC_ERROR_IO saying why not ("cache directory D refused:
  * ..."); such a directory must not be used. */
 tc_status rt_cache_prepare(const char *dir, size_t base);
+/* Opens the directory dir (O_DIRECTORY, no link followed) and checks that
+ * it is trusted (rt_cache_dir_trusted); with create, makes it and its
+ * parents from byte `base` of dir on (0700). *missing (may be NULL) says a
+ * directory that does not exist, with TC_OK and *out -1. TC_ERROR_IO with
+ * the reason otherwise. */
+tc_status rt_cache_open_dir(const char *dir, bool create, size_t base, int *out, bool *missing);
 /* The tilec build: the GNU build-id note of the object holding tilec's code
  * in hex, or without one a hash of the version and of the runtime's compile
  * time. Computed once, thread-safe. */

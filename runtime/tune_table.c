@@ -647,34 +647,6 @@ static bool name_ok(const char *name) {
 
 /* dir as a checked descriptor (rt_cache_dir_trusted), or -1 with *missing
  * when it does not exist (only if missing is given), or an error. */
-static tc_status open_dir(const char *dir, int *out, bool *missing) {
-    *out = -1;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        struct stat ls;
-        if ((err == ELOOP || err == ENOTDIR) && lstat(dir, &ls) == 0 && S_ISLNK(ls.st_mode))
-            return rt_fail(TC_ERROR_IO, "tuning table directory %s refused: a symbolic link", dir);
-        if (missing && err == ENOENT) {
-            *missing = true;
-            return TC_OK;
-        }
-        return rt_fail(TC_ERROR_IO, "cannot open tuning table directory %s: %s", dir, strerror(err));
-    }
-    struct stat sb;
-    char why[128];
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return rt_fail(TC_ERROR_IO, "cannot stat tuning table directory %s: %s", dir, strerror(err));
-    }
-    if (!rt_cache_dir_trusted(&sb, geteuid(), why, sizeof why)) {
-        close(fd);
-        return rt_fail(TC_ERROR_IO, "tuning table directory %s refused: %s", dir, why);
-    }
-    *out = fd;
-    return TC_OK;
-}
 
 tc_status rt_tune_table_load_file(const char *dir, const char *name, RtTuneTable *t, bool *found) {
     if (found)
@@ -686,7 +658,7 @@ tc_status rt_tune_table_load_file(const char *dir, const char *name, RtTuneTable
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "rt_tune_table_load_file: the table to load into is not empty");
     int dfd;
     bool missing = false;
-    tc_status st = open_dir(dir, &dfd, &missing);
+    tc_status st = rt_cache_open_dir(dir, false, 0, &dfd, &missing);
     if (st != TC_OK || missing)
         return st;
     /* O_NONBLOCK: a FIFO opens at once (and is then refused) instead of waiting for a writer */
@@ -763,7 +735,7 @@ tc_status rt_tune_table_store_file(const char *dir, const char *name, const RtTu
         st = rt_fail(TC_ERROR_INVALID_ARGUMENT, "tuning table %s/%s: %zu bytes, more than the 64 MiB it may have", dir,
                      name, text.len);
     int dfd = -1;
-    if (st != TC_OK || (st = open_dir(dir, &dfd, NULL)) != TC_OK) {
+    if (st != TC_OK || (st = rt_cache_open_dir(dir, false, 0, &dfd, NULL)) != TC_OK) {
         rt_bytes_free(&text);
         return st;
     }

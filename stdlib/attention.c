@@ -216,12 +216,7 @@ static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q
         return;
     p->block_m = (int)bm;
     p->block_n = (int)bn;
-    if (t.num_warps > 0)
-        p->num_warps = t.num_warps;
-    if (t.num_stages > 0)
-        p->num_stages = t.num_stages;
-    if (t.warp_specialize >= 0)
-        p->warp_specialize = t.warp_specialize;
+    rt_stdlib_tuned_options(&t, &p->num_warps, &p->num_stages, &p->warp_specialize);
     p->grid.x = (unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m);
     bool even_n = seqlen_k % p->block_n == 0 &&
                   (p->causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));

@@ -228,12 +228,7 @@ static void mm_apply_tuned(tc_context *ctx, const char *arch, int64_t M, int64_t
     p->block_m = (int)bm;
     p->block_n = (int)bn;
     p->block_k = (int)bk;
-    if (t.num_warps > 0)
-        p->num_warps = t.num_warps;
-    if (t.num_stages > 0)
-        p->num_stages = t.num_stages;
-    if (t.warp_specialize >= 0)
-        p->warp_specialize = t.warp_specialize;
+    rt_stdlib_tuned_options(&t, &p->num_warps, &p->num_stages, &p->warp_specialize);
     p->even_k = K % p->block_k == 0;
     p->grid = (tc_dim3){(unsigned)(rt_stdlib_cdiv(M, p->block_m) * rt_stdlib_cdiv(N, p->block_n)), 1, 1};
     set_plan_cx(p->constexprs, p->num_constexprs, "BM", bm);

@@ -151,6 +151,9 @@ bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const 
 bool rt_stdlib_tuned_plan(tc_context *ctx, const char *arch, const char *file, const char *kernel,
                           const tc_constexpr *plan_cx, size_t num_plan_cx, const char *const *leave_out,
                           const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
+/* Sets the options a tuned configuration sets (num_warps, num_stages,
+ * warp_specialize), leaving the others. */
+void rt_stdlib_tuned_options(const RtStdlibTuned *t, int *num_warps, int *num_stages, int *warp_specialize);
 /* The tuned value of constexpr `name`; false when the configuration sets
  * none. */
 bool rt_stdlib_tuned_value(const RtStdlibTuned *t, const char *name, int64_t *v);

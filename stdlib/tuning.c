@@ -183,6 +183,15 @@ static bool lookup(tc_context *ctx, const char *arch, const char *file, const ch
     return true;
 }
 
+void rt_stdlib_tuned_options(const RtStdlibTuned *t, int *num_warps, int *num_stages, int *warp_specialize) {
+    if (t->num_warps > 0)
+        *num_warps = t->num_warps;
+    if (t->num_stages > 0)
+        *num_stages = t->num_stages;
+    if (t->warp_specialize >= 0)
+        *warp_specialize = t->warp_specialize;
+}
+
 bool rt_stdlib_tuned_value(const RtStdlibTuned *t, const char *name, int64_t *v) {
     for (size_t i = 0; i < t->num_fields; i++)
         if (strcmp(t->names[i], name) == 0) {
