@@ -158,15 +158,15 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "rstd", rstd, 4)) != TC_OK)
         return st;
+    if (!workspace || workspace % 16 != 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
+                       entry, (unsigned long long)workspace);
     LnBwdPlan p;
     ln_bwd_plan(ctx, rows, cols, &p);
     if (p.tiles > 65535)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: cols (%lld) needs more than 65535 tiles of %d (grid.y)", entry,
                        (long long)cols, LN_TILE_BWD);
     size_t need = 2 * p.partial_bytes + p.stats_bytes;
-    if (!workspace || workspace % 16 != 0)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
-                       entry, (unsigned long long)workspace);
     if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is less than the %zu bytes needed (tc_layernorm_bwd_workspace_size)",

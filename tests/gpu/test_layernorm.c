@@ -38,7 +38,7 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
     double *ref_mu = malloc(sizeof(double) * (size_t)rows), *ref_rs = malloc(sizeof(double) * (size_t)rows);
     double *sdw = calloc((size_t)cols, sizeof(double)), *sdb = calloc((size_t)cols, sizeof(double));
     double *adw = calloc((size_t)cols, sizeof(double)), *adb = calloc((size_t)cols, sizeof(double));
-    void *dw1 = malloc((size_t)cols * 4 + 64), *db1 = malloc((size_t)cols * 4 + 64);
+    void *dw1 = malloc(dw.n * 4 + 1), *db1 = malloc(db.n * 4 + 1); /* dw.n: 0 if its allocation failed */
     ok = ok && ref_mu && ref_rs && sdw && sdb && adw && adb && dw1 && db1;
     CUdeviceptr ws = 0;
     size_t ws_bytes = 0;
