@@ -31,6 +31,8 @@
 #include <tilec/runtime.h>
 #include <tilec/stdlib.h>
 
+#include "f16.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -62,17 +64,7 @@ static double uniform01(void) {
  * on the data. */
 static uint16_t rand_half(tc_dtype t) {
     float f = (float)(sqrt(-2 * log(uniform01())) * cos(6.283185307179586 * uniform01()));
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (t == TC_DTYPE_BF16)
-        return (uint16_t)(u >> 16);
-    /* f16 (|f| < 8): sign, exponent, 10 mantissa bits, truncated; tiny values flush to 0 */
-    uint32_t sign = u >> 31, exp = (u >> 23) & 0xff, man = (u >> 13) & 0x3ff;
-    if (exp < 113)
-        return (uint16_t)(sign << 15);
-    if (exp > 142)
-        return (uint16_t)(sign << 15 | 0x7bff);
-    return (uint16_t)(sign << 15 | (exp - 112) << 10 | man);
+    return t == TC_DTYPE_BF16 ? f32_to_bf16(f) : f32_to_f16(f);
 }
 
 static int fill(tc_context *ctx, CUdeviceptr p, size_t elems, tc_dtype t) {

@@ -33,6 +33,7 @@ set_tests_properties(bench.launch_overhead PROPERTIES SKIP_RETURN_CODE 77
 # bench/tune: tunes the library's matmul and attention, and measures the cost model
 add_executable(bench_tune ${CMAKE_SOURCE_DIR}/bench/tune.c)
 target_link_libraries(bench_tune PRIVATE tilec m)
+target_include_directories(bench_tune PRIVATE ${CMAKE_SOURCE_DIR}/examples) # f16.h
 set_target_properties(bench_tune PROPERTIES OUTPUT_NAME tune RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench
                       INSTALL_RPATH "$ORIGIN/../lib")
 

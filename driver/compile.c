@@ -1060,6 +1060,7 @@ struct tc_tune_space {
     size_t num_keys;
     char **keys;
     size_t *key_params;
+    tc_dtype *key_dtypes;
     size_t num_configs;
     tc_tune_config *configs;
     tc_constexpr *cx; /* every configuration's constexprs, one array */
@@ -1073,6 +1074,7 @@ void tc_tune_space_destroy(tc_tune_space *s) {
         free(s->keys[i]);
     free(s->keys);
     free(s->key_params);
+    free(s->key_dtypes);
     free(s->configs);
     free(s->cx);
     free(s->names);
@@ -1086,13 +1088,15 @@ static bool copy_space(const FeTuneSpace *f, tc_tune_space *s) {
     s->num_keys = (size_t)f->num_keys;
     s->keys = calloc(s->num_keys ? s->num_keys : 1, sizeof *s->keys);
     s->key_params = calloc(s->num_keys ? s->num_keys : 1, sizeof *s->key_params);
-    if (!s->keys || !s->key_params)
+    s->key_dtypes = calloc(s->num_keys ? s->num_keys : 1, sizeof *s->key_dtypes);
+    if (!s->keys || !s->key_params || !s->key_dtypes)
         return false;
     for (size_t i = 0; i < s->num_keys; i++) {
         s->keys[i] = strdup(f->keys[i]);
         if (!s->keys[i])
             return false;
         s->key_params[i] = (size_t)f->key_params[i];
+        s->key_dtypes[i] = (tc_dtype)f->key_types[i]; /* the same order as IrTypeKind's */
     }
     size_t total = 0, name_bytes = 0;
     for (int i = 0; i < f->num_configs; i++)
@@ -1201,6 +1205,10 @@ const char *tc_tune_space_key(const tc_tune_space *s, size_t i) {
 }
 size_t tc_tune_space_key_param(const tc_tune_space *s, size_t i) {
     return s && i < s->num_keys ? s->key_params[i] : 0;
+}
+
+tc_dtype tc_tune_space_key_dtype(const tc_tune_space *s, size_t i) {
+    return s && i < s->num_keys ? s->key_dtypes[i] : TC_DTYPE_I32;
 }
 
 tc_status tc_tune_space_config(const tc_tune_space *s, size_t i, tc_tune_config *out) {

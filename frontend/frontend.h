@@ -235,6 +235,7 @@ typedef struct FeTuneSpace {
     bool declared;      /* the kernel has an @autotune clause */
     const char **keys;  /* key = [...]: runtime parameter names */
     int *key_params;    /* and their indices among the runtime parameters */
+    IrTypeKind *key_types; /* and their types (i8 .. i64) */
     int num_keys;
     FeTuneConfig *configs;
     int num_configs;

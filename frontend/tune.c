@@ -437,6 +437,7 @@ static void read_key(Tune *t, const AstNode *named, FeTuneSpace *out) {
     }
     const char **names = ARENA_ARRAY(t->a, const char *, list->num_items > 0 ? list->num_items : 1);
     int *params = ARENA_ARRAY(t->a, int, list->num_items > 0 ? list->num_items : 1);
+    IrTypeKind *types = ARENA_ARRAY(t->a, IrTypeKind, list->num_items > 0 ? list->num_items : 1);
     for (int i = 0; i < list->num_items; i++) {
         const AstNode *n = list->items[i];
         const AstNode *p = n->kind == AST_IDENT ? find_param(t->k, n->name) : NULL;
@@ -457,10 +458,12 @@ static void read_key(Tune *t, const AstNode *named, FeTuneSpace *out) {
             if (t->k->items[j]->kind == AST_PARAM && !t->k->items[j]->type.is_constexpr)
                 idx++;
         params[i] = idx;
+        types[i] = p->type.scalar;
     }
     if (out) {
         out->keys = names;
         out->key_params = params;
+        out->key_types = types;
         out->num_keys = list->num_items;
     }
 }

@@ -172,68 +172,27 @@ typedef struct Tuning {
     RtLogger log;
 } Tuning;
 
-/* Reads the key values from the request's args, as the kernel's signature
- * types them (the signature from tc_compile's front end). */
-static tc_status key_values(Tuning *t, const tc_source *src) {
+/* Reads the key values from the request's args, typed as the space says. */
+static tc_status key_values(Tuning *t) {
     const tc_tune_space *s = t->space;
     size_t nk = tc_tune_space_num_keys(s);
     if (nk > RT_TUNE_MAX_KEYS)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_autotune: more than %d keys", RT_TUNE_MAX_KEYS);
     t->key.num_keys = nk;
-    if (nk == 0)
-        return TC_OK;
-    tc_compiler *cc = NULL;
-    tc_target target = {t->arch};
-    tc_status st = tc_compiler_create(&target, &cc);
-    if (st != TC_OK)
-        return st;
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.emit = TC_EMIT_SIGNATURE;
-    tc_binary *bin = NULL;
-    st = tc_compile(cc, src, t->req->kernel, t->req->constexprs, t->req->num_constexprs, &opt, &bin, NULL);
-    tc_compiler_destroy(cc);
-    if (st == TC_ERROR_COMPILE) {
-        /* the fixed constexprs may leave tuned ones without a value: the
-         * signature's types do not depend on them, so try with the first
-         * configuration's */
-        tc_tune_config c0;
-        if (tc_tune_space_config(s, 0, &c0) == TC_OK) {
-            tc_constexpr cx[TUNE_MAX_CX];
-            size_t n = 0;
-            for (size_t i = 0; i < t->req->num_constexprs && n < TUNE_MAX_CX; i++)
-                cx[n++] = t->req->constexprs[i];
-            for (size_t i = 0; i < c0.num_constexprs && n < TUNE_MAX_CX; i++)
-                cx[n++] = c0.constexprs[i];
-            tc_compiler_create(&target, &cc);
-            st = cc ? tc_compile(cc, src, t->req->kernel, cx, n, &opt, &bin, NULL) : TC_ERROR_OUT_OF_MEMORY;
-            tc_compiler_destroy(cc);
-        }
-    }
-    if (st != TC_OK)
-        return st;
-    size_t np = tc_binary_kernel_num_params(bin, 0);
-    if (!t->req->args || t->req->num_args != np) {
-        tc_binary_destroy(bin);
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_autotune: the request needs the launch's args (%zu, got %zu)",
-                       np, t->req->args ? t->req->num_args : 0);
-    }
     for (size_t i = 0; i < nk; i++) {
         size_t p = tc_tune_space_key_param(s, i);
-        tc_param_desc d;
-        if (p >= np || tc_binary_kernel_param(bin, 0, p, &d) != TC_OK || d.is_pointer || !t->req->args[p]) {
-            tc_binary_destroy(bin);
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_autotune: key %s is not an integer argument",
-                           tc_tune_space_key(s, i));
-        }
+        if (!t->req->args || p >= t->req->num_args || !t->req->args[p])
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "tc_autotune: the request needs the launch's args: key %s is runtime parameter %zu",
+                           tc_tune_space_key(s, i), p);
         const void *a = t->req->args[p];
-        int64_t v = d.dtype == TC_DTYPE_I64   ? *(const int64_t *)a
-                    : d.dtype == TC_DTYPE_I32 ? *(const int32_t *)a
-                    : d.dtype == TC_DTYPE_I16 ? *(const int16_t *)a
-                                              : *(const int8_t *)a;
+        tc_dtype d = tc_tune_space_key_dtype(s, i);
+        int64_t v = d == TC_DTYPE_I64   ? *(const int64_t *)a
+                    : d == TC_DTYPE_I32 ? *(const int32_t *)a
+                    : d == TC_DTYPE_I16 ? *(const int16_t *)a
+                                        : *(const int8_t *)a;
         t->key.keys[i] = rt_tune_bucket(v);
     }
-    tc_binary_destroy(bin);
     return TC_OK;
 }
 
@@ -271,10 +230,9 @@ static tc_status tuning_init(Tuning *t, tc_context *ctx, const tc_jit_request *r
     rt_tune_source_digest(src.text, src.len, digest);
     rt_tune_kernel_hash(digest, req->kernel, req->constexprs, req->num_constexprs - num_derived, req->options, t->arch,
                         t->key.hash);
-    st = key_values(t, &src);
     if (owned)
         tc_source_free(&src);
-    return st;
+    return key_values(t);
 }
 
 /* The index of the space's configuration that entry e names, or SIZE_MAX. */
@@ -520,6 +478,16 @@ static void config_request(const tc_jit_request *base, const tc_tune_config *c, 
     r->req.options = &r->opt;
 }
 
+/* The kernel of configuration i, compiled. */
+static tc_status jit_config(tc_context *ctx, const tc_jit_request *base, const tc_tune_space *space, size_t i,
+                            tc_kernel **kernel) {
+    tc_tune_config c;
+    tc_tune_space_config(space, i, &c);
+    ConfigRequest r;
+    config_request(base, &c, &r);
+    return tc_jit(ctx, &r.req, kernel);
+}
+
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
@@ -643,11 +611,7 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
     if (!ar->force && lookup(&t, disk, &hit)) {
         size_t i = config_of(space, &hit);
         if (i != SIZE_MAX) {
-            tc_tune_config c;
-            tc_tune_space_config(space, i, &c);
-            ConfigRequest r;
-            config_request(ar->jit, &c, &r);
-            if (kernel && (st = tc_jit(ctx, &r.req, kernel)) != TC_OK)
+            if (kernel && (st = jit_config(ctx, ar->jit, space, i, kernel)) != TC_OK)
                 return st;
             out->config = i;
             out->ms = hit.ms;
@@ -775,14 +739,8 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
         if (disk)
             store(&t);
     }
-    if (kernel) {
-        tc_tune_config c;
-        tc_tune_space_config(space, best_i, &c);
-        ConfigRequest r;
-        config_request(ar->jit, &c, &r);
-        if ((st = tc_jit(ctx, &r.req, kernel)) != TC_OK)
-            return st;
-    }
+    if (kernel && (st = jit_config(ctx, ar->jit, space, best_i, kernel)) != TC_OK)
+        return st;
     out->config = best_i;
     out->ms = best;
     out->tuning_ms = now_ms() - t0;

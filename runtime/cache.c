@@ -604,9 +604,34 @@ bool rt_write_all(int fd, const uint8_t *p, size_t n) {
     return true;
 }
 
+tc_status rt_cache_write_file(int dfd, const char *dir, const char *name, const void *data, size_t len) {
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, ".tmp-%.32s-%ld-%016llx", name, (long)getpid(), (unsigned long long)rt_random_u64());
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return rt_fail(TC_ERROR_IO, "cannot create %s/%s: %s", dir, tmp, strerror(errno));
+    /* 0600 exactly: the umask may have taken the owner's bits too */
+    bool ok = fchmod(fd, 0600) == 0 && rt_write_all(fd, data, len) && fsync(fd) == 0;
+    int err = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        unlinkat(dfd, tmp, 0);
+        return rt_fail(TC_ERROR_IO, "cannot write %s/%s: %s", dir, tmp, strerror(err));
+    }
+    if (renameat(dfd, tmp, dfd, name) != 0) {
+        err = errno;
+        unlinkat(dfd, tmp, 0);
+        return rt_fail(TC_ERROR_IO, "cannot rename %s/%s to %s/%s: %s", dir, tmp, dir, name, strerror(err));
+    }
+    return TC_OK;
+}
+
 tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind kind, const void *meta, size_t meta_len,
                          const void *payload, size_t payload_len) {
-    char path[4096], name[80], tmp[128];
+    char path[4096], name[80];
     tc_status st = rt_cache_path(dir, key, path, sizeof path);
     if (st != TC_OK)
         return st;
@@ -620,33 +645,12 @@ tc_status rt_cache_store(const char *dir, const uint8_t key[32], RtPayloadKind k
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "out of memory encoding cache entry %s", path);
     }
     entry_name(key, name);
-    snprintf(tmp, sizeof tmp, ".tmp-%.16s-%ld-%016llx", name, (long)getpid(), (unsigned long long)rt_random_u64());
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        int err = errno;
-        rt_bytes_free(&bytes);
-        close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot create %s/%s: %s", dir, tmp, strerror(err));
-    }
-    /* 0600 exactly: the umask may have taken the owner's bits too */
-    bool ok = fchmod(fd, 0600) == 0 && rt_write_all(fd, bytes.data, bytes.len) && fsync(fd) == 0;
-    int err = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
     uint64_t size = bytes.len;
+    st = rt_cache_write_file(dfd, dir, name, bytes.data, bytes.len);
     rt_bytes_free(&bytes);
-    if (!ok) {
-        unlinkat(dfd, tmp, 0);
+    if (st != TC_OK) {
         close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot write %s/%s: %s", dir, tmp, strerror(err));
-    }
-    if (renameat(dfd, tmp, dfd, name) != 0) {
-        err = errno;
-        unlinkat(dfd, tmp, 0);
-        close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot rename %s/%s to %s: %s", dir, tmp, path, strerror(err));
+        return st;
     }
     account(dfd, dir, size);
     close(dfd);

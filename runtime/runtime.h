@@ -250,6 +250,12 @@ tc_status rt_cache_open_dir(const char *dir, bool create, size_t base, int *out,
 const char *rt_build_id(void);
 /* 64 random bits (getrandom, else the clock and a counter): temporary file names. */
 uint64_t rt_random_u64(void);
+/* Writes len bytes as the file `name` of the open directory dfd (dir is its
+ * path, for messages): a new temporary file of mode 0600 whatever the
+ * umask, written, fsynced and renamed over name, or removed on failure
+ * (TC_ERROR_IO). dfd stays open. The disk cache's entries and the tuning
+ * table are written this way. */
+tc_status rt_cache_write_file(int dfd, const char *dir, const char *name, const void *data, size_t len);
 /* Writes all n bytes to fd, through short writes and EINTR; false with errno set. */
 bool rt_write_all(int fd, const uint8_t *p, size_t n);
 /* tc_version() and the build id: an entry's "compiler" field. */

@@ -739,38 +739,11 @@ tc_status rt_tune_table_store_file(const char *dir, const char *name, const RtTu
         rt_bytes_free(&text);
         return st;
     }
-    char tmp[128];
-    int fd = -1, err = 0;
-    for (int tries = 0; fd < 0 && tries < 16; tries++) {
-        snprintf(tmp, sizeof tmp, ".tmp-%.32s-%ld-%016llx", name, (long)getpid(), (unsigned long long)rt_random_u64());
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        err = errno;
-        if (fd < 0 && err != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        rt_bytes_free(&text);
-        close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot create a temporary file in %s for %s: %s", dir, name, strerror(err));
-    }
-    /* 0600 exactly: the umask may have taken the owner's bits too */
-    bool ok = fchmod(fd, 0600) == 0 && rt_write_all(fd, text.data, text.len) && fsync(fd) == 0;
-    err = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
+    st = rt_cache_write_file(dfd, dir, name, text.data, text.len);
     rt_bytes_free(&text);
-    if (!ok) {
-        unlinkat(dfd, tmp, 0);
+    if (st != TC_OK) {
         close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot write %s/%s: %s", dir, tmp, strerror(err));
-    }
-    if (renameat(dfd, tmp, dfd, name) != 0) {
-        err = errno;
-        unlinkat(dfd, tmp, 0);
-        close(dfd);
-        return rt_fail(TC_ERROR_IO, "cannot rename %s/%s to %s/%s: %s", dir, tmp, dir, name, strerror(err));
+        return st;
     }
     fsync(dfd); /* the rename itself, durable (best effort: the table is written either way) */
     close(dfd);

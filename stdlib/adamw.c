@@ -95,15 +95,7 @@ static tc_status adamw_check(tc_context *ctx, const tc_adamw_args *a, size_t *ta
                        (double)a->weight_decay, (double)a->grad_scale);
     if ((st = rt_stdlib_check_ptr(entry, "step", a->step, 4)) != TC_OK)
         return st;
-    if (!a->workspace || a->workspace % 16 != 0)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
-                       entry, (unsigned long long)a->workspace);
-    if (a->workspace_bytes < *table_bytes)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: workspace_bytes (%zu) is less than the %zu bytes these tensors need "
-                       "(tc_adamw_workspace_size)",
-                       entry, a->workspace_bytes, *table_bytes);
-    return TC_OK;
+    return rt_stdlib_check_workspace(entry, a->workspace, a->workspace_bytes, *table_bytes, "tc_adamw_workspace_size");
 }
 
 /* (p - base) / elem: an element offset (the arrays are aligned to their elements). */

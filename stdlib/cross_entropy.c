@@ -41,17 +41,6 @@ tc_status tc_cross_entropy_workspace_size(int64_t rows, size_t *bytes) {
     return TC_OK;
 }
 
-/* A [rows, vocab] matrix of elem-byte elements with row stride `stride`. */
-static tc_status check_matrix(const char *name, const char *stride_name, CUdeviceptr p, size_t elem, int64_t rows,
-                              int64_t vocab, int64_t stride) {
-    RtStdlibDim dims[2] = {{stride_name, rows, stride}, {NULL, vocab, 1}};
-    tc_status st;
-    if ((st = rt_stdlib_check_ptr(entry, name, p, elem)) != TC_OK ||
-        (st = rt_stdlib_check_row_stride(entry, stride_name, stride, "vocab", vocab)) != TC_OK)
-        return st;
-    return rt_stdlib_check_strides(entry, name, dims, 2);
-}
-
 static tc_status ce_check(tc_context *ctx, const tc_cross_entropy_args *a) {
     tc_status st;
     if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK || (st = rt_stdlib_check_given(entry, "a", a)) != TC_OK)
@@ -64,7 +53,7 @@ static tc_status ce_check(tc_context *ctx, const tc_cross_entropy_args *a) {
     size_t es = rt_dtype_size(a->dtype), ls = rt_dtype_size(a->label_dtype);
     if ((st = rt_stdlib_check_count(entry, "rows", a->rows, INT32_MAX)) != TC_OK ||
         (st = rt_stdlib_check_count(entry, "vocab", a->vocab, INT32_MAX)) != TC_OK ||
-        (st = check_matrix("logits", "stride_logits", a->logits, es, a->rows, a->vocab, a->stride_logits)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "logits", "stride_logits", a->logits, es, a->rows, a->vocab, a->stride_logits)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "labels", a->labels, ls)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "loss", a->loss, 4)) != TC_OK)
         return st;
@@ -72,7 +61,7 @@ static tc_status ce_check(tc_context *ctx, const tc_cross_entropy_args *a) {
         (a->lse && (st = rt_stdlib_check_ptr(entry, "lse", a->lse, 4)) != TC_OK))
         return st;
     if (a->dlogits) {
-        if ((st = check_matrix("dlogits", "stride_dlogits", a->dlogits, es, a->rows, a->vocab, a->stride_dlogits)) !=
+        if ((st = rt_stdlib_check_matrix(entry, "dlogits", "stride_dlogits", a->dlogits, es, a->rows, a->vocab, a->stride_dlogits)) !=
             TC_OK)
             return st;
         /* in place with the same stride, or apart: a row's gradient must not
@@ -94,14 +83,7 @@ static tc_status ce_check(tc_context *ctx, const tc_cross_entropy_args *a) {
         return st;
     size_t need;
     tc_cross_entropy_workspace_size(a->rows, &need);
-    if (!a->workspace || a->workspace % 16 != 0)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
-                       entry, (unsigned long long)a->workspace);
-    if (a->workspace_bytes < need)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace_bytes (%zu) is less than the %zu bytes needed for %lld "
-                                                  "rows (tc_cross_entropy_workspace_size)",
-                       entry, a->workspace_bytes, need, (long long)a->rows);
-    return TC_OK;
+    return rt_stdlib_check_workspace(entry, a->workspace, a->workspace_bytes, need, "tc_cross_entropy_workspace_size");
 }
 
 tc_status tc_cross_entropy(tc_context *ctx, CUstream stream, const tc_cross_entropy_args *a) {

@@ -46,17 +46,6 @@ static tc_status ln_check_rows(const char *entry, tc_context *ctx, tc_dtype dtyp
     return TC_OK;
 }
 
-/* A [rows, cols] matrix with row stride `stride`. */
-static tc_status ln_check_matrix(const char *entry, const char *name, const char *stride_name, CUdeviceptr p,
-                                 size_t elem, int64_t rows, int64_t cols, int64_t stride) {
-    RtStdlibDim dims[2] = {{stride_name, rows, stride}, {NULL, cols, 1}};
-    tc_status st;
-    if ((st = rt_stdlib_check_ptr(entry, name, p, elem)) != TC_OK ||
-        (st = rt_stdlib_check_row_stride(entry, stride_name, stride, "cols", cols)) != TC_OK)
-        return st;
-    return rt_stdlib_check_strides(entry, name, dims, 2);
-}
-
 tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr mean,
                            CUdeviceptr rstd, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr bias, int64_t rows,
                            int64_t cols, int64_t stride_y, int64_t stride_x, float eps) {
@@ -64,8 +53,8 @@ tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     size_t es = rt_dtype_size(dtype);
     tc_status st;
     if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
-        (st = ln_check_matrix(entry, "y", "stride_y", y, es, rows, cols, stride_y)) != TC_OK ||
-        (st = ln_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "y", "stride_y", y, es, rows, cols, stride_y)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "rstd", rstd, 4)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "weight", weight, es)) != TC_OK ||
@@ -149,28 +138,26 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     size_t es = rt_dtype_size(dtype);
     tc_status st;
     if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
-        (st = ln_check_matrix(entry, "dx", "stride_dx", dx, es, rows, cols, stride_dx)) != TC_OK ||
-        (st = ln_check_matrix(entry, "dy", "stride_dy", dy, es, rows, cols, stride_dy)) != TC_OK ||
-        (st = ln_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "dx", "stride_dx", dx, es, rows, cols, stride_dx)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "dy", "stride_dy", dy, es, rows, cols, stride_dy)) != TC_OK ||
+        (st = rt_stdlib_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "dweight", dweight, 4)) != TC_OK ||
         (dbias && (st = rt_stdlib_check_ptr(entry, "dbias", dbias, 4)) != TC_OK) ||
         (st = rt_stdlib_check_ptr(entry, "weight", weight, es)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "rstd", rstd, 4)) != TC_OK)
         return st;
-    if (!workspace || workspace % 16 != 0)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
-                       entry, (unsigned long long)workspace);
+    if ((st = rt_stdlib_check_workspace(entry, workspace, 0, SIZE_MAX, NULL)) != TC_OK) /* before the plan */
+        return st;
     LnBwdPlan p;
     ln_bwd_plan(ctx, rows, cols, &p);
     if (p.tiles > 65535)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: cols (%lld) needs more than 65535 tiles of %d (grid.y)", entry,
                        (long long)cols, LN_TILE_BWD);
     size_t need = 2 * p.partial_bytes + p.stats_bytes;
-    if (workspace_bytes < need)
-        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: workspace_bytes (%zu) is less than the %zu bytes needed (tc_layernorm_bwd_workspace_size)",
-                       entry, workspace_bytes, need);
+    if ((st = rt_stdlib_check_workspace(entry, workspace, workspace_bytes, need, "tc_layernorm_bwd_workspace_size")) !=
+        TC_OK)
+        return st;
     CUdeviceptr pdw = workspace, pdb = workspace + p.partial_bytes, stats = workspace + 2 * p.partial_bytes;
     int64_t vector = 16 / (int64_t)es;
     tc_constexpr tcx = {"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};

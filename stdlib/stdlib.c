@@ -238,6 +238,27 @@ tc_status rt_stdlib_kernel_launch(tc_context *ctx, CUstream stream, const char *
     return rt_stdlib_jit_launch(ctx, &l->req, grid, stream, l->args, l->num_args);
 }
 
+tc_status rt_stdlib_check_matrix(const char *entry, const char *name, const char *stride_name, CUdeviceptr p,
+                                 size_t elem, int64_t rows, int64_t cols, int64_t stride) {
+    RtStdlibDim dims[2] = {{stride_name, rows, stride}, {NULL, cols, 1}};
+    tc_status st;
+    if ((st = rt_stdlib_check_ptr(entry, name, p, elem)) != TC_OK ||
+        (st = rt_stdlib_check_row_stride(entry, stride_name, stride, "cols", cols)) != TC_OK)
+        return st;
+    return rt_stdlib_check_strides(entry, name, dims, 2);
+}
+
+tc_status rt_stdlib_check_workspace(const char *entry, CUdeviceptr workspace, size_t bytes, size_t need,
+                                    const char *size_fn) {
+    if (!workspace || workspace % 16 != 0)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace (0x%llx) must be a 16-byte aligned device address",
+                       entry, (unsigned long long)workspace);
+    if (need != SIZE_MAX && bytes < need)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace_bytes (%zu) is less than the %zu bytes needed (%s)",
+                       entry, bytes, need, size_fn);
+    return TC_OK;
+}
+
 /* ---- the memo (stdlib_internal.h says why its keys are sound) ---- */
 
 typedef struct RtStdlibMemo RtStdlibMemo;

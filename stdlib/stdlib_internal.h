@@ -108,6 +108,17 @@ tc_status rt_stdlib_check_row_stride(const char *entry, const char *name, int64_
 /* A float that is finite, and >= 0 when nonnegative. */
 tc_status rt_stdlib_check_finite(const char *entry, const char *name, float v, bool nonnegative);
 
+/* A [rows, cols] matrix of elem-byte elements with row stride `stride`
+ * (stride_name): the pointer aligned, the stride >= cols, every offset
+ * within RT_STDLIB_MAX_OFFSET. */
+tc_status rt_stdlib_check_matrix(const char *entry, const char *name, const char *stride_name, CUdeviceptr p,
+                                 size_t elem, int64_t rows, int64_t cols, int64_t stride);
+/* A caller's workspace: a 16-byte aligned device address (the address
+ * alone, when need is SIZE_MAX) of at least `need` bytes, as size_fn (the
+ * entry point that tells the size) says. */
+tc_status rt_stdlib_check_workspace(const char *entry, CUdeviceptr workspace, size_t bytes, size_t need,
+                                    const char *size_fn);
+
 /* Adds (count - 1) * stride (stride >= 0) to *used, the largest element
  * offset so far; false, with *used unchanged, if the sum would pass
  * RT_STDLIB_MAX_OFFSET. The products of all the checks below. */
@@ -138,16 +149,11 @@ typedef struct RtStdlibTuned {
 } RtStdlibTuned;
 
 /* The tuned configuration of kernel `kernel` of the library file `file`
- * ("matmul.tile") for arch, made with constexprs cx (the kernel's identity:
- * what the tuning fixed, never the tuned names nor what follows from them),
- * at these key values on ctx's device: the user's table, then the
- * library's. False (keep the family's plan) without an entry, and always
- * with TILEC_TUNED=0. */
-bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
-                     size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
-/* The same for a family's plan: its constexprs less those named in
- * leave_out (a NULL-terminated list: the tuned names and what follows from
- * them) are the kernel's identity. */
+ * ("matmul.tile") for arch at these key values on ctx's device: the user's
+ * table, then the library's. The kernel's identity is the plan's
+ * constexprs less those named in leave_out (a NULL-terminated list: the
+ * tuned names and what follows from them). False (keep the family's plan)
+ * without an entry, and always with TILEC_TUNED=0. */
 bool rt_stdlib_tuned_plan(tc_context *ctx, const char *arch, const char *file, const char *kernel,
                           const tc_constexpr *plan_cx, size_t num_plan_cx, const char *const *leave_out,
                           const int64_t *keys, size_t num_keys, RtStdlibTuned *out);

@@ -88,8 +88,9 @@ static size_t memo_slot(const char *kernel, const int64_t *keys, size_t num_keys
 static bool lookup(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
                    size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out);
 
-bool rt_stdlib_tuned(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
-                     size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out) {
+/* The lookup, memoized, for the kernel whose identity is cx. */
+static bool tuned(tc_context *ctx, const char *arch, const char *file, const char *kernel, const tc_constexpr *cx,
+                  size_t num_cx, const int64_t *keys, size_t num_keys, RtStdlibTuned *out) {
     memset(out, 0, sizeof *out);
     if (!ctx)
         return false;
@@ -149,7 +150,7 @@ bool rt_stdlib_tuned_plan(tc_context *ctx, const char *arch, const char *file, c
             id[n++] = plan_cx[i];
         }
     }
-    return rt_stdlib_tuned(ctx, arch, file, kernel, id, n, keys, num_keys, out);
+    return tuned(ctx, arch, file, kernel, id, n, keys, num_keys, out);
 }
 
 /* The lookup itself: the kernel's identity, then the tables. */

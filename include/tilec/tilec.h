@@ -358,6 +358,8 @@ TC_API tc_status tc_tune_space_config(const tc_tune_space *s, size_t i, tc_tune_
 TC_API size_t tc_tune_space_num_keys(const tc_tune_space *s);
 TC_API const char *tc_tune_space_key(const tc_tune_space *s, size_t i);
 TC_API size_t tc_tune_space_key_param(const tc_tune_space *s, size_t i);
+/* Its type: TC_DTYPE_I8, _I16, _I32 or _I64 (how a launch passes its value). */
+TC_API tc_dtype tc_tune_space_key_dtype(const tc_tune_space *s, size_t i);
 /* Writes configuration i as "BM=128,BN=64,num_warps=8" (the tuning
  * table's form; "-" when it sets nothing) into out, cap bytes, always
  * NUL-terminated when cap > 0. Returns the length it needs. */

@@ -74,6 +74,7 @@ TEST(space_order_and_filters) {
     CHECK_EQ_INT(tc_tune_space_num_keys(s), 1);
     CHECK_EQ_STR(tc_tune_space_key(s, 0), "n");
     CHECK_EQ_INT(tc_tune_space_key_param(s, 0), 1);
+    CHECK_EQ_INT(tc_tune_space_key_dtype(s, 0), TC_DTYPE_I32);
     CHECK(tc_tune_space_key(s, 1) == NULL);
     /* a short buffer: truncated, NUL-terminated, the full length returned */
     tc_tune_space_config(s, 5, &c);
