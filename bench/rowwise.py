@@ -55,7 +55,8 @@ class Target(C.Structure):  # tc_target
 class Plan(C.Structure):  # tc_stdlib_plan
     _fields_ = [("file", C.c_char_p), ("kernel", C.c_char_p), ("constexprs", Constexpr * 3),
                 ("num_constexprs", C.c_size_t), ("block", C.c_int64), ("single_tile", C.c_int),
-                ("num_warps", C.c_int), ("aligned_params", ParamSpec * 16), ("num_aligned_params", C.c_size_t)]
+                ("num_warps", C.c_int), ("aligned_params", ParamSpec * 16), ("num_aligned_params", C.c_size_t),
+                ("grid_y", C.c_uint)]
 
 
 def load_stdlib_api(path):

@@ -5,11 +5,13 @@ AdamW against PyTorch eager and torch.compile, and against the copy rate.
 
 In one process, on the same inputs (bf16 unless said; LLaMA-7B-like widths):
   - layernorm fwd / bwd, 16384 x 4096: tc_layernorm_fwd / _bwd against F.layer_norm (eager,
-    compiled) and its autograd backward;
+    compiled), its autograd backward and the backward's formula compiled (what torch.compile
+    makes of a training graph's LayerNorm backward);
   - swiglu fwd / bwd, 16384 x 11008 from one [16384, 22016] gate/up tensor: tc_swiglu_fwd / _bwd
-    against F.silu(g) * u and its autograd backward;
+    against F.silu(g) * u, its autograd backward and the backward's formula compiled;
+  - add, 16384 x 4096, a += b (a residual add): tc_add in place against Tensor.add_;
   - rope, 8 x 2048 tokens, q 32 heads and k 8 heads of 128 in place, NeoX form, cos/sin tables:
-    tc_rope against the rotate-half formula (out of place in PyTorch);
+    tc_rope against the rotate-half formula, written back in place as tc_rope does;
   - cross-entropy fwd + bwd, 8192 x 128256 logits, i64 labels with some -100: tc_cross_entropy
     with dlogits in place against F.cross_entropy + backward, with the peak memory of each;
   - adamw, one step over the tensors of a LLaMA-7B-like layer (f32 parameters and gradients):
@@ -68,6 +70,7 @@ def load_api(path):
         "tc_layernorm_bwd": (I, [P, P, I, U64, U64, U64, U64, U64, U64, U64, U64, I64, I64, I64, I64, I64, U64, S]),
         "tc_swiglu_fwd": (I, [P, P, I, U64, U64, U64, I64, I64, I64, I64, I64]),
         "tc_swiglu_bwd": (I, [P, P, I, U64, U64, U64, U64, U64, I64, I64, I64, I64, I64, I64, I64]),
+        "tc_add": (I, [P, P, I, U64, U64, U64, I64, I64, I64, I64, I64]),
         "tc_rope": (I, [P, P, C.POINTER(RopeArgs)]),
         "tc_cross_entropy_workspace_size": (I, [I64, C.POINTER(S)]),
         "tc_cross_entropy": (I, [P, P, C.POINTER(CrossEntropyArgs)]),
@@ -173,8 +176,18 @@ def main():
     we = w.detach().requires_grad_()
     be = b.detach().requires_grad_()
     out_e = F.layer_norm(xe, (N,), we, be, 1e-5)
-    compare("layernorm", f"bwd bf16 {M}x{N}", 3 * M * N * 2 + 8 * M + 8 * N,
-            {"tilec": ln_bwd, "eager": lambda: torch.autograd.grad(out_e, (xe, we, be), dy, retain_graph=True)})
+    fns = {"tilec": ln_bwd, "eager": lambda: torch.autograd.grad(out_e, (xe, we, be), dy, retain_graph=True)}
+
+    def ln_bwd_formula():  # the backward graph torch.compile makes of a LayerNorm (dx in bf16, dw and db in f32)
+        xhat = (x.float() - mean[:, None]) * rstd[:, None]
+        gw = dy.float() * w.float()
+        dxf = rstd[:, None] * (gw - gw.mean(1, keepdim=True) - xhat * (gw * xhat).mean(1, keepdim=True))
+        return dxf.to(x.dtype), (dy.float() * xhat).sum(0), dy.float().sum(0)
+    ln_bwd_c = compiled(ln_bwd_formula)
+    if ln_bwd_c:
+        check("layernorm dx (compiled formula)", relerr(ln_bwd_c()[0], xr.grad), 1e-2)
+        fns["compile"] = ln_bwd_c
+    compare("layernorm", f"bwd bf16 {M}x{N}", 3 * M * N * 2 + 8 * M + 8 * N, fns)
 
     # ---- SwiGLU ----
     M, H = (2048, 11008) if q else (16384, 11008)
@@ -209,8 +222,34 @@ def main():
     ge = g.detach().requires_grad_()
     ue = u.detach().requires_grad_()
     out_e = F.silu(ge) * ue
-    compare("swiglu", f"bwd bf16 {M}x{H}", 5 * M * H * 2,
-            {"tilec": sw_bwd, "eager": lambda: torch.autograd.grad(out_e, (ge, ue), dh, retain_graph=True)})
+    fns = {"tilec": sw_bwd, "eager": lambda: torch.autograd.grad(out_e, (ge, ue), dh, retain_graph=True)}
+
+    def sw_bwd_formula():  # the backward graph torch.compile makes of silu(g) * u
+        gf, uf, df = g.float(), u.float(), dh.float()
+        s = torch.sigmoid(gf)
+        return (df * uf * s * (1 + gf * (1 - s))).to(g.dtype), (df * gf * s).to(u.dtype)
+    sw_bwd_c = compiled(sw_bwd_formula)
+    if sw_bwd_c:
+        check("swiglu dgate (compiled formula)", relerr(sw_bwd_c()[0], gr.grad), 1e-2)
+        fns["compile"] = sw_bwd_c
+    compare("swiglu", f"bwd bf16 {M}x{H}", 5 * M * H * 2, fns)
+
+    # ---- the residual add, in place ----
+    M, N = (2048, 4096) if q else (16384, 4096)
+    ra = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    rb = torch.randn(M, N, device="cuda", dtype=torch.bfloat16)
+    want = ra.float() + rb.float()
+
+    def add():
+        tc_check(lib, lib.tc_add(ctx, stream(), TC_DTYPE["bf16"], ptr(ra), ptr(ra), ptr(rb), M, N, N, N, N), "tc_add")
+    add()
+    check("add", relerr(ra, want), 1e-2)
+    add_eager = lambda: ra.add_(rb)  # noqa: E731
+    fns = {"tilec": add, "eager": add_eager}
+    add_c = compiled(add_eager)
+    if add_c:
+        fns["compile"] = add_c
+    compare("add", f"in place bf16 {M}x{N}", 3 * M * N * 2, fns)
 
     # ---- RoPE ----
     B, S, QH, KH, D = (2, 1024, 32, 8, 128) if q else (8, 2048, 32, 8, 128)
@@ -241,13 +280,13 @@ def main():
     qt.copy_(q0)
     kt.copy_(k0)
 
-    def rope_eager():
+    def rope_eager():  # in place, as tc_rope: the rotated values written back into q and k
         for t, heads in ((qt, QH), (kt, KH)):
             v = t.view(B, S, heads, D)
             c, s = cos[None, :, None, :].to(t.dtype), sin[None, :, None, :].to(t.dtype)
             t1, t2 = v[..., : D // 2], v[..., D // 2:]
-            torch.cat((t1 * c - t2 * s, t2 * c + t1 * s), -1)
-    fns = {"tilec": rope, "eager": rope_eager}  # tilec rotates in place each run: the same work on new values
+            v.copy_(torch.cat((t1 * c - t2 * s, t2 * c + t1 * s), -1))
+    fns = {"tilec": rope, "eager": rope_eager}  # each rotates in place every run: the same work on new values
     rope_c = compiled(rope_eager)
     if rope_c:
         fns["compile"] = rope_c

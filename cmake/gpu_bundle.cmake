@@ -12,7 +12,8 @@
 #   gpu-bundle/tests/gpu/test_*          the GPU tests
 #   gpu-bundle/bench/*.py, launch_overhead, tune, RESULTS.md   the benchmarks, their Triton baselines
 #                                        (baselines.py) and the library's tuner (docs/autotune.md)
-#   gpu-bundle/examples/*                the examples, which run.sh runs too
+#   gpu-bundle/examples/*                the examples, which run.sh runs too, and libllama_layer.so
+#                                        (examples/llama_layer.c as a library, for bench/llama_layer.py)
 #   gpu-bundle/include, share/tilec      headers, the library's .tile files, the docs
 #
 # Every program finds libtilec through a relative RPATH ($ORIGIN/...), so the
@@ -52,13 +53,19 @@ install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/b
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
 install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-foreach(t jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax)
+foreach(t jit_softmax stdlib_rmsnorm stdlib_attention llama_layer aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
     install(TARGETS ${t} RUNTIME DESTINATION examples COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
     list(APPEND _bundle_targets ${t})
   endif()
 endforeach()
+# examples/libllama_layer.so: the layer of examples/llama_layer.c as a library, for bench/llama_layer.py
+if(TARGET llama_layer_lib)
+  set_target_properties(llama_layer_lib PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")
+  install(TARGETS llama_layer_lib LIBRARY DESTINATION examples COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+  list(APPEND _bundle_targets llama_layer_lib)
+endif()
 
 set(TILEC_BUNDLE_DIR ${CMAKE_SOURCE_DIR}/gpu-bundle CACHE PATH "Where the gpu-bundle target installs")
 add_custom_target(gpu-bundle

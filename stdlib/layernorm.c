@@ -9,9 +9,10 @@
  *  2. Plan: forward, the row in one tile up to 16384 columns (the next power
  *     of two, at least 32), else loops over tiles of 8192; backward, one
  *     column tile up to 8192 columns, else tiles of 4096 and the rows' two
- *     means computed first (layernorm_bwd_stats); warps grow with the tile
- *     (1 up to 256 columns, 2, 4, 8 from 1024, 16 past 8192). The rows go in
- *     groups: twice the device's multiprocessors, at most one group per row.
+ *     means computed first (layernorm_bwd_stats); a warp per 1024 columns of
+ *     the tile (1 to 16). The rows go in groups: twice the device's
+ *     multiprocessors, at most one group per row; the groups' partial sums
+ *     are added 64 at a time in programs of 32 columns.
  *  3. Launch with the facts of aligned pointers and strides, as the other
  *     families do.
  */
@@ -28,12 +29,17 @@ enum {
     LN_LOOP_FWD = 8192,
     LN_MAX_SINGLE_BWD = 8192,
     LN_TILE_BWD = 4096,
-    LN_REDUCE_BLOCK = 1024,
+    LN_REDUCE_BLOCK = 32,  /* columns per program of layernorm_bwd_reduce: 128-byte rows of partials */
+    LN_REDUCE_GROUPS = 64, /* ... and the groups it adds at a time */
     LN_GROUPS_PER_SM = 2,
 };
 
+/* Warps for a tile of block columns: about 32 elements a thread (measured
+ * on the H200 at 4096 columns, bf16: 4 warps ran the forward pass 8% and the
+ * backward pass 16% faster than 8; bench/RESULTS.md), 1 to 16. */
 static int ln_warps(int64_t block) {
-    return block <= 256 ? 1 : block <= 512 ? 2 : block <= 1024 ? 4 : block <= 8192 ? 8 : 16;
+    int64_t w = block / 1024;
+    return w < 1 ? 1 : w > 16 ? 16 : (int)w;
 }
 
 static tc_status ln_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols) {
@@ -180,8 +186,8 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         l->cx[0] = tcx;
         l->cx[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, LN_LOOP_FWD, 0};
         l->num_cx = 2;
-        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_stats",
-                                     ln_warps(LN_LOOP_FWD), (tc_dim3){(unsigned)rows, 1, 1}, l);
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_stats", ln_warps(LN_LOOP_FWD),
+                                     (tc_dim3){(unsigned)rows, 1, 1}, l);
     }
     if (st == TC_OK) {
         memset(l, 0, sizeof *l);
@@ -218,8 +224,9 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         rt_stdlib_arg_int(&args, "groups", p.groups, true, 0);
         rt_stdlib_arg_int(&args, "n_cols", cols, true, 4);
         l->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, LN_REDUCE_BLOCK, 0};
-        l->cx[1] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, dbias != 0, 0};
-        l->num_cx = 2;
+        l->cx[1] = (tc_constexpr){"GROUPS", TC_CONSTEXPR_INT, LN_REDUCE_GROUPS, 0};
+        l->cx[2] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, dbias != 0, 0};
+        l->num_cx = 3;
         st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_reduce", 4,
                                      (tc_dim3){(unsigned)rt_stdlib_cdiv(cols, LN_REDUCE_BLOCK), 1, 1}, l);
     }

@@ -1,7 +1,7 @@
 /*
  * rowwise.c — the row-wise kernels as C calls (include/tilec/stdlib.h):
- * softmax, RMSNorm and SwiGLU, forward and backward (lib/softmax.tile,
- * lib/rmsnorm.tile, lib/swiglu.tile).
+ * softmax, RMSNorm and SwiGLU, forward and backward, and the element-wise
+ * sum (lib/softmax.tile, lib/rmsnorm.tile, lib/swiglu.tile, lib/add.tile).
  *
  * Every entry point is the same three steps (stdlib_internal.h), driven by a table that
  * describes the kernel's runtime parameters (OpDesc):
@@ -47,9 +47,12 @@ _Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_par
 
 /* Tile widths and warps: the policy of step 2. Tune with bench/rowwise.py. */
 enum {
-    MIN_BLOCK = 32,          /* lib kernels static_assert BLOCK >= 32 */
-    MAX_SINGLE_TILE = 16384, /* widest row kept in registers: 32 f32 values per thread at 16 warps */
-    LOOP_BLOCK = 8192,       /* tile of the loops over wider rows */
+    MIN_BLOCK = 32,                /* lib kernels static_assert BLOCK >= 32 */
+    MAX_SINGLE_TILE = 16384,       /* widest row kept in registers: 32 f32 values per thread at 16 warps */
+    LOOP_BLOCK = 8192,             /* tile of the loops over wider rows */
+    ELEMENTWISE_BLOCK = 2048,      /* the element-wise kernels' widest tile */
+    ELEMENTWISE_WARP_BLOCK = 1024, /* ... and its warps: those of a 1024-column tile (4), 16 elements a thread */
+    MAX_GRID_Y = 65535,            /* the launch's limit on grid.y */
     MAX_PARAMS = RT_STDLIB_MAX_PARAMS,
 };
 
@@ -80,11 +83,18 @@ typedef struct OpParam {
     ParamKind kind;
 } OpParam;
 
+/* How a kernel covers its rows. */
+typedef enum OpShape {
+    SHAPE_ROW,         /* one program per row, looping over the row's tiles */
+    SHAPE_ROW_SINGLE,  /* as SHAPE_ROW, or the whole row in one tile (constexpr SINGLE_TILE) when it fits */
+    SHAPE_ELEMENTWISE, /* programs (row, p) over the column tiles p, p + grid_y, ...: no reduction along a row */
+} OpShape;
+
 typedef struct OpDesc {
     const char *entry;  /* "tc_softmax_fwd": for messages */
     const char *file;   /* embedded source */
     const char *kernel; /* in the source */
-    bool has_single_tile;
+    OpShape shape;
     int num_params;
     OpParam params[MAX_PARAMS]; /* in the kernel's order */
 } OpDesc;
@@ -93,7 +103,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_SOFTMAX_FWD] = {"tc_softmax_fwd",
                                "softmax.tile",
                                "softmax_fwd",
-                               true,
+                               SHAPE_ROW_SINGLE,
                                5,
                                {{"out", PARAM_PTR_T},
                                 {"x", PARAM_PTR_T},
@@ -103,7 +113,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_SOFTMAX_BWD] = {"tc_softmax_bwd",
                                "softmax.tile",
                                "softmax_bwd",
-                               false,
+                               SHAPE_ROW,
                                7,
                                {{"dx", PARAM_PTR_T},
                                 {"y", PARAM_PTR_T},
@@ -115,7 +125,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_RMSNORM_FWD] = {"tc_rmsnorm_fwd",
                                "rmsnorm.tile",
                                "rmsnorm_fwd",
-                               true,
+                               SHAPE_ROW_SINGLE,
                                8,
                                {{"y", PARAM_PTR_T},
                                 {"rstd", PARAM_PTR_F32},
@@ -128,7 +138,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_RMSNORM_BWD] = {"tc_rmsnorm_bwd",
                                "rmsnorm.tile",
                                "rmsnorm_bwd",
-                               false,
+                               SHAPE_ROW,
                                10,
                                {{"dx", PARAM_PTR_T},
                                 {"dweight", PARAM_PTR_F32},
@@ -143,7 +153,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_SWIGLU_FWD] = {"tc_swiglu_fwd",
                               "swiglu.tile",
                               "swiglu_fwd",
-                              false,
+                              SHAPE_ELEMENTWISE,
                               7,
                               {{"out", PARAM_PTR_T},
                                {"gate", PARAM_PTR_T},
@@ -155,7 +165,7 @@ static const OpDesc ops[] = {
     [TC_STDLIB_SWIGLU_BWD] = {"tc_swiglu_bwd",
                               "swiglu.tile",
                               "swiglu_bwd",
-                              false,
+                              SHAPE_ELEMENTWISE,
                               11,
                               {{"dgate", PARAM_PTR_T},
                                {"dup", PARAM_PTR_T},
@@ -168,6 +178,18 @@ static const OpDesc ops[] = {
                                {"stride_gate", PARAM_STRIDE},
                                {"stride_up", PARAM_STRIDE},
                                {"n_cols", PARAM_COLS}}},
+    [TC_STDLIB_ADD] = {"tc_add",
+                       "add.tile",
+                       "add",
+                       SHAPE_ELEMENTWISE,
+                       7,
+                       {{"out", PARAM_PTR_T},
+                        {"a", PARAM_PTR_T},
+                        {"b", PARAM_PTR_T},
+                        {"stride_out", PARAM_STRIDE},
+                        {"stride_a", PARAM_STRIDE},
+                        {"stride_b", PARAM_STRIDE},
+                        {"n_cols", PARAM_COLS}}},
 };
 
 /* One argument of an entry point, in the kernel's parameter order. */
@@ -189,15 +211,23 @@ static void plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_pl
     p->file = d->file;
     p->kernel = d->kernel;
     int64_t block = block_for(cols);
-    p->single_tile = d->has_single_tile && cols <= block;
+    p->single_tile = d->shape == SHAPE_ROW_SINGLE && cols <= block;
     if (!p->single_tile && block > LOOP_BLOCK)
         block = LOOP_BLOCK;
+    p->grid_y = 1;
+    if (d->shape == SHAPE_ELEMENTWISE) {
+        if (block > ELEMENTWISE_BLOCK)
+            block = ELEMENTWISE_BLOCK;
+        int64_t tiles = (cols + block - 1) / block;
+        p->grid_y = (unsigned)(tiles < MAX_GRID_Y ? tiles : MAX_GRID_Y);
+    }
     p->block = block;
-    p->num_warps = warps_for(block);
+    p->num_warps = d->shape == SHAPE_ELEMENTWISE && block > ELEMENTWISE_WARP_BLOCK ? warps_for(ELEMENTWISE_WARP_BLOCK)
+                                                                                   : warps_for(block);
     p->constexprs[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};
     p->constexprs[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, block, 0};
     p->num_constexprs = 2;
-    if (d->has_single_tile)
+    if (d->shape == SHAPE_ROW_SINGLE)
         p->constexprs[p->num_constexprs++] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, p->single_tile, 0};
     int64_t vector = 16 / (int64_t)rt_dtype_size(dtype);
     for (int i = 0; i < d->num_params; i++) {
@@ -299,7 +329,7 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
         }
     }
     l->num_args = (size_t)d->num_params;
-    l->grid = (tc_dim3){(unsigned)rows, 1, 1};
+    l->grid = (tc_dim3){(unsigned)rows, l->plan.grid_y, 1};
 
     tc_options_init(&l->options);
     l->options.num_warps = l->plan.num_warps;
@@ -357,7 +387,7 @@ tc_status tc_rmsnorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdev
 tc_status tc_swiglu_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr gate,
                         CUdeviceptr up, int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_gate,
                         int64_t stride_up) {
-    ArgValue v[] = {{.ptr = out},      {.ptr = gate},      {.ptr = up}, {.i = stride_out},
+    ArgValue v[] = {{.ptr = out},       {.ptr = gate},    {.ptr = up}, {.i = stride_out},
                     {.i = stride_gate}, {.i = stride_up}, {.i = cols}};
     return run(TC_STDLIB_SWIGLU_FWD, ctx, stream, dtype, rows, cols, v);
 }
@@ -366,8 +396,15 @@ tc_status tc_swiglu_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdevi
                         CUdeviceptr dout, CUdeviceptr gate, CUdeviceptr up, int64_t rows, int64_t cols,
                         int64_t stride_dgate, int64_t stride_dup, int64_t stride_dout, int64_t stride_gate,
                         int64_t stride_up) {
-    ArgValue v[] = {{.ptr = dgate},      {.ptr = dup},        {.ptr = dout},         {.ptr = gate},
-                    {.ptr = up},         {.i = stride_dgate}, {.i = stride_dup},     {.i = stride_dout},
-                    {.i = stride_gate},  {.i = stride_up},    {.i = cols}};
+    ArgValue v[] = {{.ptr = dgate},     {.ptr = dup},        {.ptr = dout},     {.ptr = gate},
+                    {.ptr = up},        {.i = stride_dgate}, {.i = stride_dup}, {.i = stride_dout},
+                    {.i = stride_gate}, {.i = stride_up},    {.i = cols}};
     return run(TC_STDLIB_SWIGLU_BWD, ctx, stream, dtype, rows, cols, v);
+}
+
+tc_status tc_add(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr a, CUdeviceptr b,
+                 int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_a, int64_t stride_b) {
+    ArgValue v[] = {{.ptr = out},    {.ptr = a},      {.ptr = b}, {.i = stride_out},
+                    {.i = stride_a}, {.i = stride_b}, {.i = cols}};
+    return run(TC_STDLIB_ADD, ctx, stream, dtype, rows, cols, v);
 }

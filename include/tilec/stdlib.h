@@ -131,6 +131,16 @@ TC_API tc_status tc_swiglu_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype,
                                int64_t stride_dgate, int64_t stride_dup, int64_t stride_dout, int64_t stride_gate,
                                int64_t stride_up);
 
+/* ---- the element-wise sum (lib/add.tile) ---- */
+
+/* out[r, c] = a[r, c] + b[r, c], arithmetic in f32, for rows x cols elements
+ * of dtype (F16, BF16, F32): the residual adds of a transformer layer and of
+ * its backward pass. out may be a or b (in place); otherwise it must not
+ * overlap them. */
+TC_API tc_status tc_add(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr out, CUdeviceptr a,
+                        CUdeviceptr b, int64_t rows, int64_t cols, int64_t stride_out, int64_t stride_a,
+                        int64_t stride_b);
+
 /* ---- rotary position embeddings (lib/rope.tile) ---- */
 
 /* What tc_rope rotates, and how. Zero it, then set the fields that apply. */
@@ -178,7 +188,7 @@ typedef struct tc_cross_entropy_args {
     tc_dtype dtype;        /* of logits and dlogits: TC_DTYPE_F16, TC_DTYPE_BF16 or TC_DTYPE_F32 */
     tc_dtype label_dtype;  /* TC_DTYPE_I32 or TC_DTYPE_I64 (PyTorch's) */
     int64_t rows;          /* tokens, 1 .. 2^31 - 1 */
-    int64_t vocab;         /* classes, 1 .. 2^31 - 1 */
+    int64_t vocab;         /* classes, 1 .. 2^30 */
     CUdeviceptr logits;    /* [rows, vocab], row stride stride_logits (elements) */
     int64_t stride_logits;
     CUdeviceptr labels;    /* [rows]: a class, or ignore_index; a label outside [0, vocab) is ignored too */
@@ -358,6 +368,7 @@ typedef enum tc_stdlib_op {
     TC_STDLIB_RMSNORM_BWD,
     TC_STDLIB_SWIGLU_FWD,
     TC_STDLIB_SWIGLU_BWD,
+    TC_STDLIB_ADD,
 } tc_stdlib_op;
 
 /* The specialization an entry point compiles for a dtype and a row width:
@@ -376,6 +387,8 @@ typedef struct tc_stdlib_plan {
     int num_warps;
     tc_param_spec aligned_params[16]; /* the alignment facts of the fully aligned case */
     size_t num_aligned_params;
+    unsigned grid_y; /* the launch is (rows, grid_y, 1): 1, or for the element-wise kernels (SwiGLU, add) the
+                        column tiles up to 65535, program (r, p) taking row r's tiles p, p + grid_y, ... */
 } tc_stdlib_plan;
 
 /* Fills *out for op, dtype (F16, BF16, F32) and cols >= 1; the strings

@@ -184,11 +184,13 @@ for t in test_features test_fp8 test_scan test_softmax test_rmsnorm test_layerno
 done
 
 if wanted examples; then
-    for ex in jit_softmax stdlib_rmsnorm stdlib_attention aot_softmax; do
+    for ex in jit_softmax stdlib_rmsnorm stdlib_attention llama_layer aot_softmax; do
         prog=$(find_prog "$ex" examples)
         [ -n "$prog" ] || continue
+        exargs=()
+        [ "$ex" = llama_layer ] && exargs=(--tiny --check) # one train step against a float64 reference
         echo "== example $ex"
-        run_one "example $ex" "$logs/examples.log" "$prog"
+        run_one "example $ex" "$logs/examples.log" "$prog" "${exargs[@]}"
         tail -2 "$logs/examples.log"
     done
 fi

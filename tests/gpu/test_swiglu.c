@@ -1,6 +1,6 @@
 /*
- * test_swiglu.c — tc_swiglu_fwd and tc_swiglu_bwd on the GPU against a
- * float64 CPU reference.
+ * test_swiglu.c — tc_swiglu_fwd, tc_swiglu_bwd and tc_add (the element-wise
+ * kernels) on the GPU against a float64 CPU reference.
  *
  *     test_swiglu [--quick]     (--quick: only cases of at most 2^20 elements)
  *
@@ -11,17 +11,21 @@
  * gate/up projection writes them; the backward pass writes dgate and dup the
  * same way. Inputs are normal with a standard deviation of 2, so that silu's
  * curved part and both tails are exercised. Every output is poisoned first,
- * and what lies outside it must stay poisoned.
+ * and what lies outside it must stay poisoned. tc_add runs in each case too:
+ * sum = gate + up into a matrix of its own with two separate inputs, and in
+ * place, out += dout, with the fused ones.
  */
 #include <tilec/stdlib.h>
 
 #include "gpu_test.h"
 
-static double sigmoid(double g) { return 1.0 / (1.0 + exp(-g)); }
+static double sigmoid(double g) {
+    return 1.0 / (1.0 + exp(-g));
+}
 
 /* Where the halves of a fused matrix, or the two matrices, live. */
 typedef struct Pair {
-    Mat a, b;   /* separate: gate/dgate in a, up/dup in b; fused: both in a */
+    Mat a, b; /* separate: gate/dgate in a, up/dup in b; fused: both in a */
     bool fused;
     int64_t cols;
 } Pair;
@@ -42,7 +46,9 @@ static void pair_free(tc_context *ctx, Pair *p) {
 
 /* half 0 (gate) or 1 (up): its matrix, the element index of (r, c), its
  * base pointer and stride */
-static Mat *pair_mat(Pair *p, int half) { return p->fused || half == 0 ? &p->a : &p->b; }
+static Mat *pair_mat(Pair *p, int half) {
+    return p->fused || half == 0 ? &p->a : &p->b;
+}
 static size_t pair_at(Pair *p, int half, int64_t r, int64_t c) {
     return mat_at(pair_mat(p, half), r, p->fused && half ? p->cols + c : c);
 }
@@ -50,7 +56,9 @@ static CUdeviceptr pair_base(Pair *p, int half) {
     Mat *m = pair_mat(p, half);
     return mat_base(m) + (p->fused && half ? (CUdeviceptr)((size_t)p->cols * gt_dtype_bytes(m->dtype)) : 0);
 }
-static int64_t pair_stride(Pair *p, int half) { return pair_mat(p, half)->stride; }
+static int64_t pair_stride(Pair *p, int half) {
+    return pair_mat(p, half)->stride;
+}
 
 static bool pair_io(tc_context *ctx, Pair *p, int what) { /* 0 upload, 1 poison, 2 download */
     bool ok = true;
@@ -61,18 +69,22 @@ static bool pair_io(tc_context *ctx, Pair *p, int what) { /* 0 upload, 1 poison,
     return ok;
 }
 
-static size_t pair_clobbered(Pair *p) { return mat_clobbered(&p->a) + (p->fused ? 0 : mat_clobbered(&p->b)); }
+static size_t pair_clobbered(Pair *p) {
+    return mat_clobbered(&p->a) + (p->fused ? 0 : mat_clobbered(&p->b));
+}
 
 static bool run_one(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, int64_t cols, const GtLayout *lay,
                     bool fused) {
     Pair in, grad;
-    Mat out, dout;
+    Mat out, dout, sum;
     memset(&out, 0, sizeof out);
     memset(&dout, 0, sizeof dout);
+    memset(&sum, 0, sizeof sum);
     bool ok = pair_alloc(ctx, &in, t, rows, cols, lay->kind, fused) &&
               pair_alloc(ctx, &grad, t, rows, cols, lay->kind, fused) &&
-              mat_alloc(ctx, &out, t, rows, cols, lay->kind) && mat_alloc(ctx, &dout, t, rows, cols, lay->kind);
-    GtErr eo = {0}, eg = {0}, eu = {0};
+              mat_alloc(ctx, &out, t, rows, cols, lay->kind) && mat_alloc(ctx, &dout, t, rows, cols, lay->kind) &&
+              mat_alloc(ctx, &sum, t, rows, cols, lay->kind);
+    GtErr eo = {0}, eg = {0}, eu = {0}, es = {0};
     size_t clob = 0;
     if (ok) {
         for (int64_t r = 0; r < rows; r++)
@@ -88,6 +100,17 @@ static bool run_one(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, 
                                  pair_base(&in, 0), pair_base(&in, 1), rows, cols, pair_stride(&grad, 0),
                                  pair_stride(&grad, 1), dout.stride, pair_stride(&in, 0), pair_stride(&in, 1))) &&
              GT_OK(tc_stream_synchronize(ctx, stream)) && mat_download(ctx, &out) && pair_io(ctx, &grad, 2);
+        /* the add: gate + up into sum, or in place out += dout (sum then holds out's values before) */
+        if (ok && !fused)
+            ok = mat_poison(ctx, &sum) &&
+                 GT_OK(tc_add(ctx, stream, t, mat_base(&sum), pair_base(&in, 0), pair_base(&in, 1), rows, cols,
+                              sum.stride, pair_stride(&in, 0), pair_stride(&in, 1)));
+        if (ok && fused) {
+            memcpy(sum.host, out.host, sum.n * gt_dtype_bytes(t));
+            ok = GT_OK(tc_add(ctx, stream, t, mat_base(&out), mat_base(&out), mat_base(&dout), rows, cols, out.stride,
+                              out.stride, dout.stride));
+        }
+        ok = ok && GT_OK(tc_stream_synchronize(ctx, stream)) && mat_download(ctx, fused ? &out : &sum);
     }
     if (ok) {
         for (int64_t r = 0; r < rows; r++)
@@ -95,25 +118,34 @@ static bool run_one(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, 
                 double g = gt_get(t, pair_mat(&in, 0)->host, pair_at(&in, 0, r, c));
                 double u = gt_get(t, pair_mat(&in, 1)->host, pair_at(&in, 1, r, c));
                 double d = gt_get(t, dout.host, mat_at(&dout, r, c)), s = sigmoid(g);
-                gt_err_add(&eo, gt_get(t, out.host, mat_at(&out, r, c)), g * s * u);
+                void *fwd = fused ? sum.host : out.host; /* out before the in-place add */
+                gt_err_add(&eo, gt_get(t, fwd, mat_at(&out, r, c)), g * s * u);
                 gt_err_add(&eg, gt_get(t, pair_mat(&grad, 0)->host, pair_at(&grad, 0, r, c)),
                            d * u * s * (1 + g * (1 - s)));
                 gt_err_add(&eu, gt_get(t, pair_mat(&grad, 1)->host, pair_at(&grad, 1, r, c)), d * g * s);
+                if (fused)
+                    gt_err_add(&es, gt_get(t, out.host, mat_at(&out, r, c)),
+                               gt_get(t, sum.host, mat_at(&sum, r, c)) + d);
+                else
+                    gt_err_add(&es, gt_get(t, sum.host, mat_at(&sum, r, c)), g + u);
             }
-        clob = mat_clobbered(&out) + pair_clobbered(&grad);
+        clob = mat_clobbered(&out) + pair_clobbered(&grad) + (fused ? 0 : mat_clobbered(&sum));
     }
     double tol = gt_tolerance(t), vo = gt_err_value(&eo), vg = gt_err_value(&eg), vu = gt_err_value(&eu);
+    double vs = gt_err_value(&es);
     bool pass = ok;
     pass = gt_record(t, vo, tol) && pass;
     pass = gt_record(t, vg, tol) && pass;
     pass = gt_record(t, vu, tol) && pass;
+    pass = gt_record(t, vs, tol) && pass;
     pass = pass && clob == 0;
-    printf("swiglu %-4s rows=%-5lld cols=%-6lld %-9s %-8s out %.2e dgate %.2e dup %.2e (tol %.0e)", gt_dtype_name(t),
-           (long long)rows, (long long)cols, lay->name, fused ? "fused" : "separate", vo, vg, vu, tol);
+    printf("swiglu %-4s rows=%-5lld cols=%-6lld %-9s %-8s out %.2e dgate %.2e dup %.2e add %.2e (tol %.0e)",
+           gt_dtype_name(t), (long long)rows, (long long)cols, lay->name, fused ? "fused" : "separate", vo, vg, vu, vs,
+           tol);
     if (clob)
         printf(" wrote %zu elements outside the outputs", clob);
-    if (eo.nan || eg.nan || eu.nan)
-        printf(" NaN or unwritten: out %zu dgate %zu dup %zu", eo.nan, eg.nan, eu.nan);
+    if (eo.nan || eg.nan || eu.nan || es.nan)
+        printf(" NaN or unwritten: out %zu dgate %zu dup %zu add %zu", eo.nan, eg.nan, eu.nan, es.nan);
     printf(" %s\n", pass ? "ok" : "FAIL");
     fflush(stdout);
     gt_case_done(pass);
@@ -121,6 +153,7 @@ static bool run_one(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows, 
     pair_free(ctx, &grad);
     mat_free(ctx, &out);
     mat_free(ctx, &dout);
+    mat_free(ctx, &sum);
     return pass;
 }
 

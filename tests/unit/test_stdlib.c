@@ -65,16 +65,29 @@ TEST(test_plans) {
         int64_t block;
         int single;
         int warps;
+        unsigned grid_y;
     } want[] = {
-        {TC_STDLIB_SOFTMAX_FWD, 1, 32, 1, 1},         {TC_STDLIB_SOFTMAX_FWD, 33, 64, 1, 1},
-        {TC_STDLIB_SOFTMAX_FWD, 512, 512, 1, 2},      {TC_STDLIB_SOFTMAX_FWD, 1000, 1024, 1, 4},
-        {TC_STDLIB_SOFTMAX_FWD, 1025, 2048, 1, 8},    {TC_STDLIB_SOFTMAX_FWD, 4096, 4096, 1, 8},
-        {TC_STDLIB_SOFTMAX_FWD, 8192, 8192, 1, 8},   {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16},
-        {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 8},   {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 8},
-        {TC_STDLIB_RMSNORM_FWD, 12288, 16384, 1, 16}, {TC_STDLIB_SOFTMAX_BWD, 7, 32, 0, 1},
-        {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8},    {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 8},
-        {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4},    {TC_STDLIB_SWIGLU_FWD, 11008, 8192, 0, 8},
-        {TC_STDLIB_SWIGLU_FWD, 1, 32, 0, 1},          {TC_STDLIB_SWIGLU_BWD, 4096, 4096, 0, 8},
+        {TC_STDLIB_SOFTMAX_FWD, 1, 32, 1, 1, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 33, 64, 1, 1, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 512, 512, 1, 2, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 1000, 1024, 1, 4, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 1025, 2048, 1, 8, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 4096, 4096, 1, 8, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 8192, 8192, 1, 8, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16, 1},
+        {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 8, 1},
+        {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 8, 1},
+        {TC_STDLIB_RMSNORM_FWD, 12288, 16384, 1, 16, 1},
+        {TC_STDLIB_SOFTMAX_BWD, 7, 32, 0, 1, 1},
+        {TC_STDLIB_SOFTMAX_BWD, 4096, 4096, 0, 8, 1},
+        {TC_STDLIB_RMSNORM_BWD, 12288, 8192, 0, 8, 1},
+        {TC_STDLIB_RMSNORM_BWD, 1000, 1024, 0, 4, 1},
+        {TC_STDLIB_SWIGLU_FWD, 11008, 2048, 0, 4, 6},
+        {TC_STDLIB_SWIGLU_FWD, 1, 32, 0, 1, 1},
+        {TC_STDLIB_SWIGLU_BWD, 4096, 2048, 0, 4, 2},
+        {TC_STDLIB_ADD, 1000, 1024, 0, 4, 1},
+        {TC_STDLIB_ADD, 4096, 2048, 0, 4, 2},
+        {TC_STDLIB_ADD, (int64_t)1 << 30, 2048, 0, 4, 65535},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_stdlib_plan p;
@@ -82,6 +95,7 @@ TEST(test_plans) {
         CHECK_EQ_INT(p.block, want[i].block);
         CHECK_EQ_INT(p.single_tile, want[i].single);
         CHECK_EQ_INT(p.num_warps, want[i].warps);
+        CHECK_EQ_INT(p.grid_y, want[i].grid_y);
         CHECK_EQ_INT(cx_value(&p, "BLOCK"), want[i].block);
         CHECK_EQ_INT(cx_value(&p, "T"), TC_DTYPE_BF16);
         bool fwd = want[i].op == TC_STDLIB_SOFTMAX_FWD || want[i].op == TC_STDLIB_RMSNORM_FWD;
