@@ -9,7 +9,10 @@
  * one, and several with a ragged end) allocated apart in any order (so that
  * some lie below the first); three steps in a row, which checks the step
  * count on the device (bias correction) and that the moments carry over;
- * weight decay and a gradient scale. The reference keeps the master
+ * weight decay and a gradient scale; every array 16-byte aligned (the
+ * library's vector plan, a second launch for the tensors' last numel % 4
+ * elements), and, for two of the cases, one tensor's arrays misaligned by an
+ * element (the scalar plan). The reference keeps the master
  * weights (or the params) in double, each step from the values the device
  * holds after the previous one. Checked: the params (in their type), the
  * master weights and both moments (f32, to 1e-5), and the step count.
@@ -20,11 +23,15 @@
 
 typedef struct Tensor {
     int64_t n;
-    CUdeviceptr d[5]; /* param, grad, m, v, master */
+    CUdeviceptr d[5];    /* param, grad, m, v, master */
+    CUdeviceptr base[5]; /* the allocations: d, or d less one element when misaligned */
     void *h[5];
 } Tensor;
 
-static bool run_case(tc_context *ctx, CUstream stream, tc_dtype pt, tc_dtype gt, int master, bool quick) {
+/* misalign: tensor 2's arrays one element past a 16-byte boundary (the
+ * library's scalar plan); otherwise every array is aligned (its vector plan) */
+static bool run_case(tc_context *ctx, CUstream stream, tc_dtype pt, tc_dtype gt, int master, bool quick,
+                     bool misalign) {
     static const int64_t sizes_full[] = {1000, 1, 200001, 7, 65536, 65537};
     static const int64_t sizes_quick[] = {1000, 1, 70001, 7, 65536};
     const int64_t *sizes = quick ? sizes_quick : sizes_full;
@@ -42,7 +49,8 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype pt, tc_dtype gt,
             if (f == 4 && !master)
                 continue;
             ts[i].h[f] = malloc((size_t)ts[i].n * es[f]);
-            ok = ts[i].h[f] && GT_OK(tc_mem_alloc(ctx, (size_t)ts[i].n * es[f] + 256, &ts[i].d[f]));
+            ok = ts[i].h[f] && GT_OK(tc_mem_alloc(ctx, (size_t)ts[i].n * es[f] + 256, &ts[i].base[f]));
+            ts[i].d[f] = ts[i].base[f] + (misalign && i == 2 ? es[f] : 0);
         }
         if (i == 0)
             ok = ok && GT_OK(tc_mem_alloc(ctx, 4096, &spacer));
@@ -83,8 +91,8 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype pt, tc_dtype gt,
                 gt_put(gt, ts[i].h[1], (size_t)k, gt_normal());
             ok = GT_OK(tc_memcpy_htod(ctx, ts[i].d[1], ts[i].h[1], (size_t)ts[i].n * es[1]));
         }
-        tc_adamw_args a = {pt, gt, desc, (size_t)nt, master, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd,
-                           (float)gs, step, ws, ws_bytes};
+        tc_adamw_args a = {pt,        gt,         desc,      (size_t)nt, master, (float)lr, (float)b1,
+                           (float)b2, (float)eps, (float)wd, (float)gs,  step,   ws,        ws_bytes};
         ok = ok && GT_OK(tc_adamw(ctx, stream, &a)) && GT_OK(tc_stream_synchronize(ctx, stream));
         for (int i = 0; ok && i < nt; i++)
             for (int f = 0; ok && f < 5; f++)
@@ -119,15 +127,15 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype pt, tc_dtype gt,
     pass = gt_record(TC_DTYPE_F32, vv, tol32) && pass;
     if (master)
         pass = gt_record(TC_DTYPE_F32, vw, tol32) && pass;
-    printf("adamw params %-4s grads %-4s %s %d tensors, 3 steps: params %.2e master %.2e m %.2e v %.2e step %d %s\n",
-           gt_dtype_name(pt), gt_dtype_name(gt), master ? "master" : "no-master", nt, vp, vw, vm, vv, step_back,
-           pass ? "ok" : "FAIL");
+    printf("adamw params %-4s grads %-4s %s %d tensors%s, 3 steps: params %.2e master %.2e m %.2e v %.2e step %d %s\n",
+           gt_dtype_name(pt), gt_dtype_name(gt), master ? "master" : "no-master", nt, misalign ? " (misaligned)" : "",
+           vp, vw, vm, vv, step_back, pass ? "ok" : "FAIL");
     fflush(stdout);
     gt_case_done(pass);
     for (int i = 0; i < nt; i++) {
         for (int f = 0; f < 5; f++) {
-            if (ts[i].d[f])
-                tc_mem_free(ctx, ts[i].d[f]);
+            if (ts[i].base[f])
+                tc_mem_free(ctx, ts[i].base[f]);
             free(ts[i].h[f]);
         }
         free(w[i]);
@@ -151,11 +159,13 @@ int main(int argc, char **argv) {
     CUstream stream;
     if (!GT_OK(tc_stream_create(ctx, &stream)))
         return 1;
-    run_case(ctx, stream, TC_DTYPE_F32, TC_DTYPE_F32, 0, quick);
-    run_case(ctx, stream, TC_DTYPE_BF16, TC_DTYPE_BF16, 1, quick);
-    run_case(ctx, stream, TC_DTYPE_F16, TC_DTYPE_F32, 1, quick);
-    run_case(ctx, stream, TC_DTYPE_BF16, TC_DTYPE_F16, 0, quick);
-    run_case(ctx, stream, TC_DTYPE_F32, TC_DTYPE_BF16, 0, quick);
+    run_case(ctx, stream, TC_DTYPE_F32, TC_DTYPE_F32, 0, quick, false);
+    run_case(ctx, stream, TC_DTYPE_BF16, TC_DTYPE_BF16, 1, quick, false);
+    run_case(ctx, stream, TC_DTYPE_F16, TC_DTYPE_F32, 1, quick, false);
+    run_case(ctx, stream, TC_DTYPE_BF16, TC_DTYPE_F16, 0, quick, false);
+    run_case(ctx, stream, TC_DTYPE_F32, TC_DTYPE_BF16, 0, quick, false);
+    run_case(ctx, stream, TC_DTYPE_F32, TC_DTYPE_F32, 0, quick, true);
+    run_case(ctx, stream, TC_DTYPE_BF16, TC_DTYPE_BF16, 1, quick, true);
     tc_stream_destroy(ctx, stream);
     tc_context_destroy(ctx);
     return gt_finish();
