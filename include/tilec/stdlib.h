@@ -250,8 +250,10 @@ typedef struct tc_adamw_args {
 TC_API tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_tensors, size_t *bytes);
 
 /* One AdamW step (decoupled weight decay, bias correction with the step
- * count read on the device) over every tensor, in one launch (a program per
- * chunk of 65536 elements of a tensor), then the step count + 1. With t the
+ * count read on the device) over every tensor, in one launch (8 programs per
+ * chunk of 65536 elements of a tensor; when every array is 16-byte aligned,
+ * vectors of 4 elements and a second launch for each tensor's last numel % 4
+ * elements), then the step count + 1. With t the
  * step count + 1 and g = grad * grad_scale:
  *   w = w (1 - lr weight_decay); m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2
  *   w -= lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
