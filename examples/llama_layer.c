@@ -458,10 +458,9 @@ static int ll_rope(llama_layer *L, CUstream s, CUdeviceptr qkv, int backward) {
 
 /* The forward and backward passes on `stream`: the loss (llama_layer_loss), every weight's gradient
  * (llama_layer_grad) and dx = dL/dx (bf16 [tokens, hidden]; 0: kept inside the layer). x: bf16 [batch *
- * seq, hidden]; labels: i32 [batch * seq] (a label outside [0, vocab), such as -100, is ignored). The
- * call first waits for `stream` and zeroes the norm weights' gradients, which tc_rmsnorm_bwd accumulates
- * into (tc_memset_d8 runs on the null stream: waiting for it orders it before a stream of any kind);
- * everything else is queued on `stream`. */
+ * seq, hidden]; labels: i32 [batch * seq] (a label outside [0, vocab), such as -100, is ignored). Everything
+ * is queued on `stream`, first the zeroing of the norm weights' gradients, which tc_rmsnorm_bwd accumulates
+ * into; the call does not wait for the GPU. */
 int llama_layer_forward_backward(llama_layer *L, CUstream s, CUdeviceptr x, CUdeviceptr labels, CUdeviceptr dx) {
     if (!L || !x || !labels)
         return ll_error(TC_ERROR_INVALID_ARGUMENT, "llama_layer_forward_backward: L, x and labels must be given");
@@ -473,10 +472,8 @@ int llama_layer_forward_backward(llama_layer *L, CUstream s, CUdeviceptr x, CUde
     const float scale = (float)(1.0 / sqrt((double)hd));
     if (!dx)
         dx = L->dx;
-    TRY(NULL, tc_stream_synchronize(ctx, s));
-    TRY("norm1 grad", tc_memset_d8(ctx, L->grad[LLAMA_NORM1], 0, (size_t)D * LL_F32));
-    TRY("norm2 grad", tc_memset_d8(ctx, L->grad[LLAMA_NORM2], 0, (size_t)D * LL_F32));
-    TRY(NULL, tc_stream_synchronize(ctx, NULL));
+    TRY("norm1 grad", tc_memset_d8_async(ctx, s, L->grad[LLAMA_NORM1], 0, (size_t)D * LL_F32));
+    TRY("norm2 grad", tc_memset_d8_async(ctx, s, L->grad[LLAMA_NORM2], 0, (size_t)D * LL_F32));
 
     /* ---- forward ---- */
     TRY("norm1", tc_rmsnorm_fwd(ctx, s, bf, L->xn1, L->rstd1, x, L->param[LLAMA_NORM1], T, D, D, D, c->norm_eps));

@@ -68,6 +68,7 @@ static const Sym syms[] = {
     SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
     SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
     SYM(cuMemsetD8, "cuMemsetD8_v2"),
+    SYM(cuMemsetD8Async, "cuMemsetD8Async"),
     SYM(cuStreamCreate, "cuStreamCreate"),
     SYM(cuStreamDestroy, "cuStreamDestroy_v2"),
     SYM(cuStreamSynchronize, "cuStreamSynchronize"),

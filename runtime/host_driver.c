@@ -175,6 +175,12 @@ static RtCuResult host_memset(CUdeviceptr dst, unsigned char value, size_t bytes
     return RT_CUDA_SUCCESS;
 }
 
+/* Streams run in order on the host, each operation when it is queued. */
+static RtCuResult host_memset_async(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream) {
+    (void)stream;
+    return host_memset(dst, value, bytes);
+}
+
 /* ---- the device and contexts ---- */
 
 static struct {
@@ -441,6 +447,7 @@ void rt_host_driver(RtCuda *cu) {
     cu->cuMemcpyHtoD = host_htod;
     cu->cuMemcpyDtoH = host_dtoh;
     cu->cuMemsetD8 = host_memset;
+    cu->cuMemsetD8Async = host_memset_async;
     cu->cuStreamCreate = host_stream_create;
     cu->cuStreamDestroy = host_stream_destroy;
     cu->cuStreamSynchronize = host_stream_sync;

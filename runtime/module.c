@@ -949,6 +949,14 @@ tc_status tc_memset_d8(tc_context *ctx, CUdeviceptr dst, unsigned char value, si
     WITH_CONTEXT(ctx, rt_cu.cuMemsetD8(dst, value, bytes), "cuMemsetD8");
 }
 
+tc_status tc_memset_d8_async(tc_context *ctx, CUstream stream, CUdeviceptr dst, unsigned char value, size_t bytes) {
+    if (!bytes)
+        return TC_OK;
+    if (!dst)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_memset_d8_async: dst is 0");
+    WITH_CONTEXT(ctx, rt_cu.cuMemsetD8Async(dst, value, bytes, stream), "cuMemsetD8Async");
+}
+
 tc_status tc_stream_create(tc_context *ctx, CUstream *out) {
     if (!out)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_stream_create: out is NULL");

@@ -137,6 +137,7 @@ struct RtCuda {
     RtCuResult (*cuMemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);   /* _v2 */
     RtCuResult (*cuMemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);         /* _v2 */
     RtCuResult (*cuMemsetD8)(CUdeviceptr dst, unsigned char value, size_t bytes); /* _v2 */
+    RtCuResult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
     RtCuResult (*cuStreamCreate)(CUstream *stream, unsigned flags);
     RtCuResult (*cuStreamDestroy)(CUstream stream); /* _v2 */
     RtCuResult (*cuStreamSynchronize)(CUstream stream);

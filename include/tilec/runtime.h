@@ -406,6 +406,10 @@ TC_API tc_status tc_mem_free(tc_context *ctx, CUdeviceptr ptr);
 TC_API tc_status tc_memcpy_htod(tc_context *ctx, CUdeviceptr dst, const void *src, size_t bytes);
 TC_API tc_status tc_memcpy_dtoh(tc_context *ctx, void *dst, CUdeviceptr src, size_t bytes);
 TC_API tc_status tc_memset_d8(tc_context *ctx, CUdeviceptr dst, unsigned char value, size_t bytes);
+/* tc_memset_d8 queued on stream, in order with its kernels (NULL: the legacy default stream); returns
+ * before it runs */
+TC_API tc_status tc_memset_d8_async(tc_context *ctx, CUstream stream, CUdeviceptr dst, unsigned char value,
+                                    size_t bytes);
 TC_API tc_status tc_stream_create(tc_context *ctx, CUstream *out);
 TC_API tc_status tc_stream_destroy(tc_context *ctx, CUstream stream);
 TC_API tc_status tc_stream_synchronize(tc_context *ctx, CUstream stream);

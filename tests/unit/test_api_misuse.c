@@ -820,6 +820,8 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(dtoh_null_src, CTX, INV, "src is 0", tc_memcpy_dtoh(fx.ctx, (char[4]){0}, 0, 4))                                 \
     X(memset_null_dst, CTX, INV, "dst is 0", tc_memset_d8(fx.ctx, 0, 0, 4))                                            \
     X(memset_null_ctx, NOCTX, INV, "ctx", tc_memset_d8(NULL, 0x1000, 0, 4))                                            \
+    X(memset_async_null_dst, CTX, INV, "dst is 0", tc_memset_d8_async(fx.ctx, NULL, 0, 0, 4))                        \
+    X(memset_async_null_ctx, NOCTX, INV, "ctx", tc_memset_d8_async(NULL, NULL, 0x1000, 0, 4))                          \
     X(stream_null_out, CTX, INV, "out", stream_create(fx.ctx, 0))                                                      \
     X(stream_null_ctx, NOCTX, INV, "ctx", stream_create(NULL, 1))                                                      \
     X(stream_destroy_null_ctx, NOCTX, INV, "ctx", tc_stream_destroy(NULL, (CUstream)(uintptr_t)0x10))                  \
