@@ -349,7 +349,9 @@ typedef bool (*GtRowwiseCase)(tc_context *ctx, CUstream stream, tc_dtype t, int6
  * 7, 1000, 1024, 4095, 4096, 12288, 65536 × 1, 3, 37, 1000 rows, dense, and
  * for 3 and 37 rows also strided and unaligned; with --quick only the cases
  * of at most 2^20 elements. Returns the exit status. */
-static inline int gt_rowwise_main(const char *name, int argc, char **argv, GtRowwiseCase run_case) {
+/* The cases of gt_rowwise_main, then extra(ctx, stream) when not NULL. */
+static inline int gt_rowwise_main_ex(const char *name, int argc, char **argv, GtRowwiseCase run_case,
+                                     void (*extra)(tc_context *, CUstream)) {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     tc_context *ctx = gt_start(name);
     CUstream stream;
@@ -369,9 +371,15 @@ static inline int gt_rowwise_main(const char *name, int argc, char **argv, GtRow
                         continue;
                     run_case(ctx, stream, dtypes[d], rows, cols, gt_layout(l));
                 }
+    if (extra)
+        extra(ctx, stream);
     tc_stream_destroy(ctx, stream);
     tc_context_destroy(ctx);
     return gt_finish();
+}
+
+static inline int gt_rowwise_main(const char *name, int argc, char **argv, GtRowwiseCase run_case) {
+    return gt_rowwise_main_ex(name, argc, argv, run_case, NULL);
 }
 
 #endif

@@ -163,6 +163,62 @@ static bool run_case(tc_context *ctx, CUstream stream, tc_dtype t, int64_t rows,
     return a && b;
 }
 
+/* lib/add.tile's kernel launched directly with fewer column programs than
+ * tiles (the library uses 65535 at most, so only rows wider than 2^26 f16
+ * columns take more than one tile a program): 3 rows of 5 tiles of 32 and 3
+ * more columns, 2 programs a row, so that each program loops. */
+static void add_column_loop(tc_context *ctx, CUstream stream) {
+    enum { ROWS = 3, COLS = 5 * 32 + 3, STRIDE = COLS + 5 };
+    const char *src = NULL;
+    size_t len = 0;
+    tc_constexpr cx[] = {{"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F32, 0}, {"BLOCK", TC_CONSTEXPR_INT, 32, 0}};
+    float a[ROWS * STRIDE], b[ROWS * STRIDE], out[ROWS * STRIDE];
+    for (int i = 0; i < ROWS * STRIDE; i++) {
+        a[i] = (float)gt_normal();
+        b[i] = (float)gt_normal();
+    }
+    CUdeviceptr da = 0, db = 0, dout = 0;
+    tc_kernel *k = NULL;
+    size_t bytes = sizeof a;
+    bool ok = GT_OK(tc_stdlib_source("add.tile", &src, &len));
+    if (ok) {
+        tc_jit_request req;
+        tc_jit_request_init(&req);
+        req.source = src;
+        req.source_len = len;
+        req.path = "lib/add.tile";
+        req.kernel = "add";
+        req.constexprs = cx;
+        req.num_constexprs = 2;
+        ok = GT_OK(tc_jit(ctx, &req, &k));
+    }
+    ok = ok && GT_OK(tc_mem_alloc(ctx, bytes, &da)) && GT_OK(tc_mem_alloc(ctx, bytes, &db)) &&
+         GT_OK(tc_mem_alloc(ctx, bytes, &dout)) && GT_OK(tc_memcpy_htod(ctx, da, a, bytes)) &&
+         GT_OK(tc_memcpy_htod(ctx, db, b, bytes)) && GT_OK(tc_memset_d8(ctx, dout, 0xFF, bytes));
+    int64_t stride = STRIDE;
+    int32_t cols = COLS;
+    void *args[] = {&dout, &da, &db, &stride, &stride, &stride, &cols};
+    ok = ok && GT_OK(tc_launch(k, (tc_dim3){ROWS, 2, 1}, stream, args, 7)) &&
+         GT_OK(tc_stream_synchronize(ctx, stream)) && GT_OK(tc_memcpy_dtoh(ctx, out, dout, bytes));
+    size_t wrong = 0, clobbered = 0;
+    for (int r = 0; ok && r < ROWS; r++)
+        for (int c = 0; c < STRIDE; c++) {
+            int i = r * STRIDE + c;
+            if (c < COLS)
+                wrong += out[i] != a[i] + b[i];
+            else
+                clobbered += !gt_is_poison(TC_DTYPE_F32, out, (size_t)i);
+        }
+    bool pass = ok && wrong == 0 && clobbered == 0;
+    printf("add: %d rows x %d columns, tiles of 32, 2 programs a row: %zu wrong, %zu written outside %s\n", ROWS, COLS,
+           wrong, clobbered, pass ? "ok" : "FAIL");
+    gt_case_done(pass);
+    CUdeviceptr ptrs[] = {da, db, dout};
+    for (int i = 0; i < 3; i++)
+        if (ptrs[i])
+            tc_mem_free(ctx, ptrs[i]);
+}
+
 int main(int argc, char **argv) {
-    return gt_rowwise_main("test_swiglu", argc, argv, run_case);
+    return gt_rowwise_main_ex("test_swiglu", argc, argv, run_case, add_column_loop);
 }
