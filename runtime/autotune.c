@@ -697,7 +697,8 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
     /* The close finish: the GPU's clock drifts with its temperature while
      * the configurations are timed one after another, so those within
      * TUNE_CLOSE of the best are timed again, in turn, and each keeps the
-     * mean of its two medians. */
+     * mean of its two medians. The best is then the lowest score of all
+     * (a slow second timing can leave one timed once below the others). */
     qsort(ran, num_ran, sizeof *ran, cmp_ranked);
     size_t close = 0;
     while (close < num_ran && close < TUNE_CLOSE_MAX && ran[close].score <= best * (1 + TUNE_CLOSE))
@@ -716,7 +717,7 @@ tc_status tc_autotune(tc_context *ctx, CUstream stream, const tc_autotune_reques
                 ran[i].score = (ran[i].score + ms) / 2;
         }
         best = INFINITY;
-        for (size_t i = 0; i < close; i++)
+        for (size_t i = 0; i < num_ran; i++)
             if (ran[i].score < best || (ran[i].score == best && ran[i].config < best_i)) {
                 best = ran[i].score;
                 best_i = ran[i].config;

@@ -707,6 +707,11 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     v->next = fam->variants;
     fam->variants = v;
     *out = k;
+    tc_kernel_info info;
+    if (!ctx->host && tc_kernel_get_info(k, &info) == TC_OK)
+        rt_log(log, 1, "tilec: loaded %s: %d registers and %d bytes of local memory a thread, %d bytes of static "
+               "shared memory, %d programs a multiprocessor", req->kernel, info.registers, info.local_bytes,
+               info.static_shared_bytes, info.programs_per_sm);
     return TC_OK;
 }
 

@@ -26,6 +26,7 @@
 #include "runtime/runtime.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,6 +701,42 @@ const tc_kernel_desc *tc_kernel_get_desc(const tc_kernel *k) {
 }
 CUfunction tc_kernel_function(const tc_kernel *k) {
     return k ? k->fn : NULL;
+}
+
+tc_status tc_kernel_get_info(const tc_kernel *k, tc_kernel_info *out) {
+    if (!k || !out)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "tc_kernel_get_info: %s is NULL", !k ? "k" : "out");
+    memset(out, 0, sizeof *out);
+    tc_context *ctx = k->module->ctx;
+    tc_status st = rt_ctx_push(ctx);
+    if (st != TC_OK)
+        return st;
+    static const struct {
+        int attrib;
+        size_t offset;
+        const char *what;
+    } attrs[] = {
+        {RT_CU_FUNC_ATTRIBUTE_NUM_REGS, offsetof(tc_kernel_info, registers), "NUM_REGS"},
+        {RT_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, offsetof(tc_kernel_info, local_bytes), "LOCAL_SIZE_BYTES"},
+        {RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, offsetof(tc_kernel_info, static_shared_bytes), "SHARED_SIZE_BYTES"},
+        {RT_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(tc_kernel_info, max_threads), "MAX_THREADS_PER_BLOCK"},
+    };
+    char what[300];
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0] && st == TC_OK; i++) {
+        snprintf(what, sizeof what, "cuFuncGetAttribute(%s, %s)", k->name, attrs[i].what);
+        st = rt_cuda_check(rt_cu.cuFuncGetAttribute((int *)((char *)out + attrs[i].offset), attrs[i].attrib, k->fn),
+                           what);
+    }
+    if (st == TC_OK) {
+        snprintf(what, sizeof what, "cuOccupancyMaxActiveBlocksPerMultiprocessor(%s)", k->name);
+        st = rt_cuda_check(
+            rt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&out->programs_per_sm, k->fn, (int)k->block, k->shared),
+            what);
+    }
+    rt_ctx_pop(ctx);
+    if (st != TC_OK)
+        memset(out, 0, sizeof *out);
+    return st;
 }
 
 /* ---- launches ---- */

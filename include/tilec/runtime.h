@@ -251,6 +251,20 @@ TC_API tc_status tc_module_get_kernel(tc_module *mod, const char *name, tc_kerne
 TC_API const tc_kernel_desc *tc_kernel_get_desc(const tc_kernel *k);
 TC_API CUfunction tc_kernel_function(const tc_kernel *k);
 
+/* What the driver made of a loaded kernel, as Triton's n_regs and
+ * n_spills: the first things to look at when a kernel is slower than its
+ * bytes or FLOPs say. On the interpreter every field is 0 but
+ * programs_per_sm (1). */
+typedef struct tc_kernel_info {
+    int registers;           /* per thread */
+    int local_bytes;         /* per thread, in local memory: spilled registers and arrays (0: none) */
+    int static_shared_bytes; /* per program, besides the kernel's dynamic shared memory */
+    int max_threads;         /* per program, the most the driver would launch it with */
+    int programs_per_sm;     /* programs of 32 * num_warps threads with the dynamic shared memory that
+                                one multiprocessor holds at once (the occupancy) */
+} tc_kernel_info;
+TC_API tc_status tc_kernel_get_info(const tc_kernel *k, tc_kernel_info *out);
+
 /* Launches `grid` programs of k on `stream`: 32 * num_warps threads each,
  * with the kernel's dynamic shared memory. args[i] points to the value of
  * runtime parameter i (see tc_param_desc); num_args must equal the kernel's

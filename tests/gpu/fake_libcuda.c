@@ -306,10 +306,12 @@ API CUresult cuFuncSetAttribute(void *fn, int attr, int v) {
 }
 /* Static shared memory (attribute 1) is 0, or $TILEC_FAKE_CUDA_STATIC_SHARED
  * bytes: the runtime's shared-memory sums are tested with it. */
+/* Static shared memory: $TILEC_FAKE_CUDA_STATIC_SHARED (else 0); 40 registers, 8 bytes of local memory and at most
+ * 1024 threads, for tc_kernel_get_info. */
 API CUresult cuFuncGetAttribute(int *v, int attr, void *fn) {
     (void)fn;
     const char *s = getenv("TILEC_FAKE_CUDA_STATIC_SHARED");
-    *v = attr == 1 && s ? atoi(s) : 0;
+    *v = attr == 1 && s ? atoi(s) : attr == 4 ? 40 : attr == 3 ? 8 : attr == 0 ? 1024 : 0;
     return OK;
 }
 /* Programs of a block that fit on one multiprocessor at once: 2, or
@@ -446,6 +448,11 @@ API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
     return OK;
 }
 API CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t bytes) {
+    memset((void *)(uintptr_t)dst, v, bytes);
+    return OK;
+}
+API CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t bytes, void *stream) {
+    (void)stream;
     memset((void *)(uintptr_t)dst, v, bytes);
     return OK;
 }

@@ -837,13 +837,18 @@ static tc_status fake_compile(void *user, const RtCompileRequest *req, RtBytes *
 }
 
 typedef struct LogLines {
-    int count;
-    char last[512];
-    int compiled, rejected, hits, unlinkable;
+    int count; /* every line but the "loaded" ones, which go to loaded and last_loaded */
+    char last[512], last_loaded[512];
+    int compiled, rejected, hits, unlinkable, loaded;
 } LogLines;
 
 static void log_line(void *user, const char *line) {
     LogLines *l = user;
+    if (strstr(line, "tilec: loaded ")) {
+        l->loaded++;
+        snprintf(l->last_loaded, sizeof l->last_loaded, "%s", line);
+        return;
+    }
     l->count++;
     snprintf(l->last, sizeof l->last, "%s", line);
     l->compiled += strstr(line, "compiled") != NULL;
@@ -1492,6 +1497,10 @@ TEST(test_jit_parses_once) {
     CHECK_EQ_INT(lines2.compiled, 0);
     CHECK_EQ_INT(lines2.hits, 1);
     CHECK(has(lines2.last, "cubin"));
+    /* each load says what the driver made of the kernel (the fake's figures) */
+    CHECK_EQ_INT(lines2.loaded, 1);
+    CHECK(has(lines2.last_loaded, "tilec: loaded softmax: 40 registers and 8 bytes of local memory a thread, 0 bytes "
+                                  "of static shared memory, 2 programs a multiprocessor"));
 
     /* errors in the source: one parse, the diagnostics rendered once */
     static const char bad[] = "kernel k(f32* x) { let = ; }";
@@ -2134,6 +2143,13 @@ TEST(test_launch_persistent_driver) {
     CHECK_EQ_INT(tc_module_load(ctx, bin, &m), TC_OK);
     CHECK_EQ_INT(tc_module_get_kernel(m, "empty_persistent", &k), TC_OK);
     CHECK(k && tc_kernel_get_desc(k)->persistent == 1 && k->programs == 264);
+    /* the driver's figures for the kernel (the fake's: 40 registers, 8 bytes local, 2 programs) */
+    tc_kernel_info info;
+    CHECK_EQ_INT(tc_kernel_get_info(k, &info), TC_OK);
+    CHECK(info.registers == 40 && info.local_bytes == 8 && info.static_shared_bytes == 0 && info.max_threads == 1024 &&
+          info.programs_per_sm == 2);
+    CHECK_EQ_INT(tc_kernel_get_info(k, NULL), TC_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_INT(tc_kernel_get_info(NULL, &info), TC_ERROR_INVALID_ARGUMENT);
     CUdeviceptr a = 0;
     CHECK_EQ_INT(tc_mem_alloc(ctx, 1 << 16, &a), TC_OK);
     int32_t M = 100, K = 64;
