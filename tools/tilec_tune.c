@@ -17,6 +17,7 @@
 #include "tilec/tilec.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,8 +265,36 @@ static void tune_usage(FILE *out) {
           "                      too little data); default: time every configuration\n"
           "  --reps N            timed launches per configuration (the median counts); default 10\n"
           "  --force             tune even when the table has an entry for these key values\n"
+          "  --verbose           also print every configuration timed, fastest first, with its time\n"
+          "                      and its ratio to the best\n"
           "  --arch ARCH         compile for ARCH instead of the device's\n",
           out);
+}
+
+/* --verbose: the configurations timed, fastest first (the order of the
+ * space among equal times), each with its median and its ratio to the best. */
+static void print_timed(const tc_tune_space *space, const double *ms, size_t n, double best) {
+    size_t *order = malloc(n * sizeof *order);
+    if (!order)
+        return;
+    size_t timed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(ms[i]))
+            order[timed++] = i;
+    for (size_t i = 1; i < timed; i++) { /* insertion sort: stable, and spaces are small */
+        size_t c = order[i], j = i;
+        for (; j > 0 && ms[order[j - 1]] > ms[c]; j--)
+            order[j] = order[j - 1];
+        order[j] = c;
+    }
+    for (size_t r = 0; r < timed; r++) {
+        tc_tune_config cfg;
+        char text[1024];
+        tc_tune_space_config(space, order[r], &cfg);
+        tc_tune_config_format(&cfg, text, sizeof text);
+        printf("  %-60s %10.4f ms  %6.3fx\n", text, ms[order[r]], best > 0 ? ms[order[r]] / best : 1.0);
+    }
+    free(order);
 }
 
 int tune_main(int argc, char **argv) {
@@ -277,6 +306,7 @@ int tune_main(int argc, char **argv) {
     size_t num_given = 0;
     Grid grid = {0};
     tc_autotune_request ar = {0};
+    bool verbose = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -342,6 +372,8 @@ int tune_main(int argc, char **argv) {
             *(strcmp(a, "--top-k") == 0 ? &ar.top_k : &ar.reps) = (int)n;
         } else if (strcmp(a, "--force") == 0) {
             ar.force = 1;
+        } else if (strcmp(a, "--verbose") == 0 || strcmp(a, "-v") == 0) {
+            verbose = true;
         } else if (a[0] == '-') {
             fprintf(stderr, "tilec tune: unknown option '%s' (see tilec tune --help)\n", a);
             return 2;
@@ -461,8 +493,16 @@ int tune_main(int argc, char **argv) {
     ar.jit = &req;
     ar.grid = grid_of;
     ar.grid_user = &grid;
+    size_t num_configs = tc_tune_space_num_configs(space);
+    double *config_ms = verbose ? malloc(num_configs * sizeof *config_ms) : NULL;
+    if (verbose && !config_ms) {
+        fprintf(stderr, "tilec tune: out of memory\n");
+        goto done;
+    }
+    ar.config_ms = config_ms;
     tc_autotune_result res;
     if (tc_autotune(ctx, NULL, &ar, space, &res, NULL) != TC_OK || grid.failed) {
+        free(config_ms);
         fprintf(stderr, "tilec tune: %s\n", grid.failed ? "bad --grid" : tc_last_error());
         goto done;
     }
@@ -474,6 +514,9 @@ int tune_main(int argc, char **argv) {
                                                                         : "");
     printf("%zu of %zu configurations timed, %zu skipped%s, in %.1f s\n", res.timed, tc_tune_space_num_configs(space),
            res.failed, res.used_model ? " (ranked by the cost model)" : "", res.tuning_ms / 1e3);
+    if (config_ms && !res.from_table)
+        print_timed(space, config_ms, num_configs, res.ms);
+    free(config_ms);
     rc = 0;
 done:
     for (size_t p = 0; p < np && p < MAX_ARGS && ctx; p++)
