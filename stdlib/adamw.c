@@ -35,8 +35,8 @@ enum {
     ADAMW_CHUNK = 65536, /* elements of a chunk: a row of the table */
     ADAMW_PARTS = 8,     /* programs per chunk (grid.y), each a tile of 1024 in 8 */
     ADAMW_ROW = 8,
-    ADAMW_MAX_CHUNKS = INT32_MAX - 65536, /* room for the remainders' rows */
-    ADAMW_VEC = 4,                        /* elements of a vector when every array is 16-byte aligned */
+    ADAMW_MAX_CHUNKS = INT32_MAX, /* table rows: the chunks and the remainders (grid.x) */
+    ADAMW_VEC = 4,                /* elements of a vector when every array is 16-byte aligned */
 };
 
 static int64_t chunks_of(int64_t numel) {
@@ -59,9 +59,11 @@ tc_status tc_adamw_workspace_size(const tc_adamw_tensor *tensors, size_t num_ten
             return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: tensors[%zu].numel (%lld) must be 1 .. 2^48", fn, i,
                            (long long)tensors[i].numel);
         chunks += chunks_of(tensors[i].numel) + 1; /* + 1: the remainder's row of the vector plan */
-        if (chunks > ADAMW_MAX_CHUNKS || i >= 65535)
+        if (chunks > ADAMW_MAX_CHUNKS)
             return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                           "%s: more than 65535 tensors or 2^31 - 2^16 chunks of %d elements", fn, ADAMW_CHUNK);
+                           "%s: more than 2^31 - 1 rows of its table (chunks of %d elements "
+                           "and one more per tensor)",
+                           fn, ADAMW_CHUNK);
     }
     *bytes = (size_t)chunks * ADAMW_ROW * sizeof(int64_t);
     return TC_OK;
