@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 static const char *softmax_src =
@@ -210,22 +211,36 @@ TEST(attention_lowers_and_verifies) {
 }
 
 /* Lowering one specialization of the attention kernel must take well under
- * 2 ms (the budget for source -> IR); measured as a mean over many runs. */
+ * 2 ms (the budget for source -> IR): the best mean of 5 batches of 40 runs,
+ * so that other tests running at the same time do not count. Under the
+ * sanitizers (several times slower by design) the figure is printed, not
+ * checked. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LOWER_TIME_CHECKED 0
+#else
+#define LOWER_TIME_CHECKED 1
+#endif
 TEST(attention_is_fast) {
     Lowered r;
     lower_with(&r, attention_src, NULL);
     ir_module_destroy(r.m);
     r.m = NULL;
-    enum { RUNS = 200 };
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < RUNS; i++)
-        ir_module_destroy(fe_lower(r.file, NULL, &r.diags));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / RUNS;
-    CHECK(ms < 2.0);
-    if (ms >= 2.0)
-        fprintf(stderr, "lowering attention took %.3f ms\n", ms);
+    enum { BATCHES = 5, RUNS = 40 };
+    double best = INFINITY;
+    for (int b = 0; b < BATCHES; b++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < RUNS; i++)
+            ir_module_destroy(fe_lower(r.file, NULL, &r.diags));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / RUNS;
+        if (ms < best)
+            best = ms;
+    }
+    if (LOWER_TIME_CHECKED)
+        CHECK(best < 2.0);
+    if (!LOWER_TIME_CHECKED || best >= 2.0)
+        fprintf(stderr, "lowering attention took %.3f ms (best of %d batches)\n", best, BATCHES);
     lowered_free(&r);
 }
 
