@@ -61,7 +61,8 @@ def load_api(path):
 
 class KernelDesc(C.Structure):  # tc_kernel_desc
     _fields_ = [("name", C.c_char_p), ("num_warps", C.c_int), ("shared_bytes", C.c_size_t),
-                ("num_params", C.c_size_t), ("params", C.c_void_p)]
+                ("num_params", C.c_size_t), ("params", C.c_void_p), ("num_tensor_maps", C.c_size_t),
+                ("tensor_maps", C.c_void_p), ("persistent", C.c_int)]
 
 
 def occupancy(lib, kernel, carveout=None):

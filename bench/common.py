@@ -42,7 +42,7 @@ class AttentionPlan(C.Structure):  # tc_attention_plan
     _fields_ = [("file", C.c_char_p), ("kernel", C.c_char_p), ("constexprs", Constexpr * 16),
                 ("num_constexprs", C.c_size_t), ("head_dim", C.c_int), ("block_d", C.c_int), ("block_m", C.c_int),
                 ("block_n", C.c_int), ("num_warps", C.c_int), ("num_stages", C.c_int), ("warp_specialize", C.c_int),
-                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3), ("persistent", C.c_int)]
+                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3), ("persistent", C.c_int), ("tuned", C.c_int)]
 
 
 class AttentionBwdPlan(C.Structure):  # tc_attention_bwd_plan

@@ -48,7 +48,7 @@ class MatmulPlan(C.Structure):  # tc_matmul_plan
                 ("num_constexprs", C.c_size_t), ("block_m", C.c_int), ("block_n", C.c_int), ("block_k", C.c_int),
                 ("group_m", C.c_int), ("a_order", C.c_int), ("b_order", C.c_int), ("c_order", C.c_int),
                 ("even_k", C.c_int), ("num_warps", C.c_int), ("warp_specialize", C.c_int), ("grid", Dim3),
-                ("persistent", C.c_int)]
+                ("persistent", C.c_int), ("num_stages", C.c_int), ("tuned", C.c_int)]
 
 
 def load_matmul_api(path):
