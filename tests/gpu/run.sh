@@ -9,7 +9,8 @@
 #               bench/matmul.py (tc_matmul against cuBLAS and Triton's tutorial matmul), and
 #               bench/attention.py (tc_attention_fwd against Triton, SDPA flash and cuDNN; --bwd:
 #               tc_attention_bwd against SDPA flash and cuDNN, with a gradient check), and
-#               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache)
+#               bench/decode.py (tc_attention_kvcache's rate of reading a KV cache), and
+#               bench/prefill.py (chunked prefill through a paged cache against tc_attention_fwd)
 #   --quick     the row-wise tests on cases of at most 2^20 elements, rowwise.py on one shape
 #   --only      run only these tests (test_softmax, test_rmsnorm, test_layernorm, test_swiglu, test_rope, test_cross_entropy, test_adamw,
 #               test_features, test_fp8, test_scan,
@@ -17,7 +18,7 @@
 #               test_random_debug, examples, bench: every
 #               benchmark, bench_matmul:
 #               bench/matmul.py alone, bench_attention: bench/attention.py alone (with --bwd too),
-#               bench_decode: bench/decode.py alone)
+#               bench_decode: bench/decode.py and bench/prefill.py alone)
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_fp8 a third time with TILEC_ARCH=sm_80 (fp8 conversions
 # in software), test_matmul and test_attention a third time with
@@ -254,6 +255,8 @@ bench_py bench_attention attention.py "== attention"
 bench_py bench_attention attention.py "== attention backward" --bwd
 # tc_attention_kvcache: decode's rate of reading the cache against the copy rate, SDPA flash and cuDNN
 bench_py bench_decode decode.py "== decode"
+# tc_attention_kvcache on prefill chunks through a paged cache against tc_attention_fwd, contiguous
+bench_py bench_decode prefill.py "== chunked prefill"
 
 # ---- the table ----
 echo
