@@ -232,16 +232,43 @@ static void operand_list(Buf *s, int first, int n) {
         buf_puts(s, "}");
 }
 
+/* An eviction policy (the `evict` word of a load or store: "first",
+ * "last"): the access's L1 qualifier and an L2 cache policy made by
+ * createpolicy, which the access names with .L2::cache_hint. Both need PTX
+ * 7.4: on sm_80, whose PTX is 7.0 (tg_target_features: the oldest drivers
+ * that know the architecture), the access is emitted without them. NULL l1:
+ * none. */
+typedef struct Evict {
+    const char *l1;     /* ".L1::evict_first" ... */
+    LLVMValueRef policy; /* b64 */
+} Evict;
+
+static Evict evict_of(Cg *cg, const IrOp *op) {
+    Evict e = {NULL, NULL};
+    const char *w = ir_op_get_word(op, "evict");
+    if (!w || (strcmp(w, "first") != 0 && strcmp(w, "last") != 0) || cg->target->sm < 90)
+        return e;
+    bool first = strcmp(w, "first") == 0;
+    e.l1 = first ? ".L1::evict_first" : ".L1::evict_last";
+    e.policy = cg_asm(cg, cg->t_i64,
+                      first ? "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;"
+                            : "createpolicy.fractional.L2::evict_last.b64 $0, 1.0;",
+                      "=l", NULL, 0, false);
+    return e;
+}
+
 /* One predicated load of w's words into words[]; `other` (may be NULL) are
- * the words to keep where pred is false. */
+ * the words to keep where pred is false; ev (may be NULL) its eviction
+ * policy. */
 static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef *other, Words w,
-                        LLVMValueRef *words) {
+                        LLVMValueRef *words, const Evict *ev) {
     LLVMBuilderRef b = cg->b;
     Buf text, cons;
     buf_init(&text);
     buf_init(&cons);
     int n = w.n;
-    LLVMValueRef args[2 + 4];
+    bool hint = ev && ev->l1;
+    LLVMValueRef args[2 + 4 + 1];
     int na = 0;
     args[na++] = ptr;
     args[na++] = pred;
@@ -251,14 +278,22 @@ static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRe
             buf_printf(&text, "mov.b%d $%d, $%d;\n\t", w.bits == 32 ? 32 : 16, i, n + 2 + i);
         }
     }
-    buf_printf(&text, "@$%d ld.global%s.b%d ", n + 1, vec_suffix(n), w.bits);
+    buf_printf(&text, "@$%d ld.global%s%s%s.b%d ", n + 1, hint ? ev->l1 : "", hint ? ".L2::cache_hint" : "",
+               vec_suffix(n), w.bits);
     operand_list(&text, 0, n);
-    buf_printf(&text, ", [$%d];", n);
+    if (hint)
+        buf_printf(&text, ", [$%d], $%d;", n, na + n);
+    else
+        buf_printf(&text, ", [$%d];", n);
     for (int i = 0; i < n; i++)
         buf_printf(&cons, "=%c,", w.reg);
     buf_puts(&cons, "l,b");
     for (int i = 0; other && i < n; i++)
         buf_printf(&cons, ",%c", w.reg);
+    if (hint) {
+        args[na++] = ev->policy;
+        buf_puts(&cons, ",l");
+    }
     LLVMTypeRef ret = w.word;
     if (n > 1) {
         LLVMTypeRef el[4] = {w.word, w.word, w.word, w.word};
@@ -275,24 +310,30 @@ static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRe
         words[i] = LLVMBuildExtractValue(b, r, (unsigned)i, "");
 }
 
-static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef *words, LLVMValueRef pred, Words w) {
+static void masked_store(Cg *cg, LLVMValueRef ptr, LLVMValueRef *words, LLVMValueRef pred, Words w, const Evict *ev) {
     Buf text, cons;
     buf_init(&text);
     buf_init(&cons);
     int n = w.n;
-    LLVMValueRef args[2 + 4];
+    bool hint = ev && ev->l1;
+    LLVMValueRef args[2 + 4 + 1];
     args[0] = ptr;
     for (int i = 0; i < n; i++)
         args[1 + i] = words[i];
     args[1 + n] = pred;
-    buf_printf(&text, "@$%d st.global%s.b%d [$0], ", n + 1, vec_suffix(n), w.bits);
+    buf_printf(&text, "@$%d st.global%s%s%s.b%d [$0], ", n + 1, hint ? ev->l1 : "", hint ? ".L2::cache_hint" : "",
+               vec_suffix(n), w.bits);
     operand_list(&text, 1, n);
+    if (hint) {
+        buf_printf(&text, ", $%d", n + 2);
+        args[n + 2] = ev->policy;
+    }
     buf_puts(&text, ";");
     buf_puts(&cons, "l");
     for (int i = 0; i < n; i++)
         buf_printf(&cons, ",%c", w.reg);
-    buf_puts(&cons, ",b");
-    cg_asm(cg, cg->t_void, text.data, cons.data, args, n + 2, true);
+    buf_puts(&cons, hint ? ",b,l" : ",b");
+    cg_asm(cg, cg->t_void, text.data, cons.data, args, n + 2 + hint, true);
     buf_free(&text);
     buf_free(&cons);
 }
@@ -581,7 +622,7 @@ LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMV
     } else {
         if (other)
             pack(cg, &other, 1, elem, w, ow);
-        masked_load(cg, ptr, pred, other ? ow : NULL, w, words);
+        masked_load(cg, ptr, pred, other ? ow : NULL, w, words, NULL);
     }
     unpack(cg, words, 1, elem, w, &out);
     return out;
@@ -602,10 +643,13 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     CgVal *res = cg_new_val(cg, n, ll);
     LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     cg_group_pointers(cg, op->operands[0], ll, v, gp);
+    Evict ev = evict_of(cg, op); /* a hinted access is inline PTX, predicated on true when unmasked */
     for (int r = 0; r < n; r += v) {
         LLVMValueRef words[4];
-        if (!mask) {
+        if (!mask && !ev.l1) {
             plain_load(cg, gp[r], w, (unsigned)(v * eb), words);
+        } else if (!mask) {
+            masked_load(cg, gp[r], LLVMConstInt(cg->t_i1, 1, 0), NULL, w, words, &ev);
         } else {
             LLVMValueRef ow[4];
             if (other) {
@@ -614,7 +658,7 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
                     vals[j] = cg_reg(other, r + j);
                 pack(cg, vals, v, elem, w, ow);
             }
-            masked_load(cg, gp[r], cg_reg(mask, r), other ? ow : NULL, w, words);
+            masked_load(cg, gp[r], cg_reg(mask, r), other ? ow : NULL, w, words, &ev);
         }
         unpack(cg, words, v, elem, w, res->v + r);
     }
@@ -641,16 +685,17 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
         owner = cg_owner(cg, ll);
     LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     cg_group_pointers(cg, op->operands[0], ll, v, gp);
+    Evict ev = evict_of(cg, op);
     for (int r = 0; r < n; r += v) {
         LLVMValueRef group[16], words[4];
         for (int j = 0; j < v; j++)
             group[j] = cg_reg(vals, r + j);
         pack(cg, group, v, elem, w, words);
         LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
-        if (!pred)
+        if (!pred && !ev.l1)
             plain_store(cg, gp[r], w, (unsigned)(v * eb), words);
         else
-            masked_store(cg, gp[r], words, pred, w);
+            masked_store(cg, gp[r], words, pred ? pred : LLVMConstInt(cg->t_i1, 1, 0), w, &ev);
     }
     return true;
 }

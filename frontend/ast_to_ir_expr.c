@@ -940,8 +940,8 @@ Val lower_expr_any(Lower *L, const AstNode *n) {
                     ir_scalar_name(n->type.scalar));
         return val_error();
     case AST_STRING_LIT:
-        lower_error(L, n, "a string is only allowed as the label of device_print or the message of device_assert or "
-                          "static_assert");
+        lower_error(L, n, "a string is only allowed as the label of device_print, the message of device_assert or "
+                          "static_assert, or the eviction policy of load or store");
         return val_error();
     case AST_LIST:
         lower_error(L, n, "a list like [64, 32] is only allowed as a shape or permutation argument");

@@ -645,7 +645,55 @@ static bool ptr_and_mask(Lower *L, const AstNode *call, const char *fname, Val *
     return is_value(p) && is_value(mask);
 }
 
-static Val b_load(Lower *L, const AstNode *call, const Builtin *bi) {
+/* A load's or store's last argument may name an eviction policy, as Triton's
+ * eviction_policy does: "evict_first" (data used once: out of the caches
+ * first), "evict_last" (data used again soon: kept in L2 longest),
+ * "evict_normal" (the default). *view is the call without it; *word the IR's
+ * `evict` word ("first", "last"), NULL for the default. Atomics take none. */
+static bool eviction_policy(Lower *L, const AstNode *call, const Builtin *bi, AstNode *view, const char **word) {
+    *view = *call;
+    *word = NULL;
+    const AstNode *last = call->num_items ? call->items[call->num_items - 1] : NULL;
+    int plain_max = bi->max_args - 1; /* the table counts the policy */
+    if (!last || last->kind != AST_STRING_LIT) {
+        if (call->num_items > plain_max && bi->opc == IR_OP_ATOMIC) {
+            lower_error(L, call, "'%s' takes %d to %d arguments, got %d", bi->name, bi->min_args, plain_max,
+                        call->num_items);
+            return false;
+        }
+        if (call->num_items > plain_max) {
+            lower_error(L, last, "the last argument of '%s' must be its eviction policy: \"evict_first\", "
+                                 "\"evict_last\" or \"evict_normal\"", bi->name);
+            return false;
+        }
+        return true;
+    }
+    if (bi->opc == IR_OP_ATOMIC) {
+        lower_error(L, last, "'%s' takes no eviction policy", bi->name);
+        return false;
+    }
+    if (call->num_items - 1 < bi->min_args) /* not a policy: the string stands for an operand */
+        return true;
+    const char *s = last->str ? last->str : "";
+    if (strcmp(s, "evict_first") == 0)
+        *word = "first";
+    else if (strcmp(s, "evict_last") == 0)
+        *word = "last";
+    else if (strcmp(s, "evict_normal") != 0) {
+        lower_error(L, last, "unknown eviction policy \"%s\" of '%s': \"evict_first\", \"evict_last\" or "
+                             "\"evict_normal\"", s, bi->name);
+        return false;
+    }
+    view->num_items--;
+    return true;
+}
+
+static Val b_load(Lower *L, const AstNode *whole, const Builtin *bi) {
+    AstNode view;
+    const char *evict;
+    if (!eviction_policy(L, whole, bi, &view, &evict))
+        return val_error();
+    const AstNode *call = &view;
     Val p = lower_expr(L, arg(call, 0));
     Val mask = arg(call, 1) ? lower_expr(L, arg(call, 1)) : val_void("none");
     Val other = arg(call, 2) ? need_number(L, lower_expr(L, arg(call, 2)), arg(call, 2), bi->name) : val_void("none");
@@ -671,11 +719,19 @@ static Val b_load(Lower *L, const AstNode *call, const Builtin *bi) {
         ops[n++] = lower_ir(L, &other);
     }
     lower_at(L, call);
-    return val_ir(ir_build(&L->b, IR_OP_LOAD, lower_tile_type(L, pointee, &s), n, ops));
+    IrValue *r = ir_build(&L->b, IR_OP_LOAD, lower_tile_type(L, pointee, &s), n, ops);
+    if (evict)
+        ir_op_set_word(L->m, r->def, "evict", evict);
+    return val_ir(r);
 }
 
 /* store(ptr, value [, mask]) and atomic_*(ptr, value [, mask]). */
-static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
+static Val b_store(Lower *L, const AstNode *whole, const Builtin *bi) {
+    AstNode view;
+    const char *evict;
+    if (!eviction_policy(L, whole, bi, &view, &evict))
+        return val_error();
+    const AstNode *call = &view;
     Val p = lower_expr(L, arg(call, 0));
     Val v = lower_expr(L, arg(call, 1));
     Val mask = arg(call, 2) ? lower_expr(L, arg(call, 2)) : val_void("none");
@@ -718,7 +774,9 @@ static Val b_store(Lower *L, const AstNode *call, const Builtin *bi) {
     if (mask.kind != VAL_VOID)
         ops[n++] = lower_ir(L, &mask);
     if (bi->opc == IR_OP_STORE) {
-        ir_build(&L->b, IR_OP_STORE, NULL, n, ops);
+        IrOp *st = ir_build_op(&L->b, IR_OP_STORE, n, ops, 0, NULL);
+        if (evict)
+            ir_op_set_word(L->m, st, "evict", evict);
         return val_void(bi->name);
     }
     IrValue *old = ir_build(&L->b, IR_OP_ATOMIC, lower_tile_type(L, pointee, &s), n, ops);
@@ -845,12 +903,12 @@ static const Builtin builtins[] = {
     {"randn", 2, 2, b_random, IR_OP_UMULHI, NULL},
     {"randint", 2, 2, b_random, IR_OP_UMULHI, NULL},
     {"dot", 2, 3, b_dot, IR_OP_DOT, NULL},
-    {"load", 1, 3, b_load, IR_OP_LOAD, NULL},
-    {"store", 2, 3, b_store, IR_OP_STORE, NULL},
-    {"atomic_add", 2, 3, b_store, IR_OP_ATOMIC, "add"},
-    {"atomic_max", 2, 3, b_store, IR_OP_ATOMIC, "max"},
-    {"atomic_min", 2, 3, b_store, IR_OP_ATOMIC, "min"},
-    {"atomic_xchg", 2, 3, b_store, IR_OP_ATOMIC, "xchg"},
+    {"load", 1, 4, b_load, IR_OP_LOAD, NULL}, /* a last string: the eviction policy */
+    {"store", 2, 4, b_store, IR_OP_STORE, NULL},
+    {"atomic_add", 2, 4, b_store, IR_OP_ATOMIC, "add"}, /* 4: to say that atomics take no policy */
+    {"atomic_max", 2, 4, b_store, IR_OP_ATOMIC, "max"},
+    {"atomic_min", 2, 4, b_store, IR_OP_ATOMIC, "min"},
+    {"atomic_xchg", 2, 4, b_store, IR_OP_ATOMIC, "xchg"},
     {"device_print", 1, 64, b_device_print, IR_OP_PRINT, NULL},
     {"device_assert", 1, 2, b_device_assert, IR_OP_ASSERT, NULL},
 };

@@ -159,10 +159,12 @@ static const char SRC_TRANSPOSE[] =
     "    }\n"
     "}\n";
 
+/* The 1-D access with eviction policies (a masked load kept in L2, an
+ * unmasked store out of it first), the 2-D one without. */
 static const char SRC_MASKED[] =
     "kernel masked(f32* out, const f32* x, i32 n, f32 other, constexpr i32 BLOCK = 256) {\n"
     "    let i = arange(0, BLOCK);\n"
-    "    store(out + i, load(x + i, i < n, other));\n"
+    "    store(out + i, load(x + i, i < n, other, \"evict_last\"), \"evict_first\");\n"
     "    let j = arange(0, 16);\n"
     "    let k = arange(0, 32);\n"
     "    let m2 = (j[:, None] < 5) & (k[None, :] < n % 32);\n"
