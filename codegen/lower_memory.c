@@ -239,7 +239,7 @@ static void operand_list(Buf *s, int first, int n) {
  * that know the architecture), the access is emitted without them. NULL l1:
  * none. */
 typedef struct Evict {
-    const char *l1;     /* ".L1::evict_first" ... */
+    const char *l1;      /* ".L1::evict_first" ... */
     LLVMValueRef policy; /* b64 */
 } Evict;
 
@@ -260,8 +260,8 @@ static Evict evict_of(Cg *cg, const IrOp *op) {
 /* One predicated load of w's words into words[]; `other` (may be NULL) are
  * the words to keep where pred is false; ev (may be NULL) its eviction
  * policy. */
-static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef *other, Words w,
-                        LLVMValueRef *words, const Evict *ev) {
+static void masked_load(Cg *cg, LLVMValueRef ptr, LLVMValueRef pred, LLVMValueRef *other, Words w, LLVMValueRef *words,
+                        const Evict *ev) {
     LLVMBuilderRef b = cg->b;
     Buf text, cons;
     buf_init(&text);

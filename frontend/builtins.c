@@ -662,8 +662,10 @@ static bool eviction_policy(Lower *L, const AstNode *call, const Builtin *bi, As
             return false;
         }
         if (call->num_items > plain_max) {
-            lower_error(L, last, "the last argument of '%s' must be its eviction policy: \"evict_first\", "
-                                 "\"evict_last\" or \"evict_normal\"", bi->name);
+            lower_error(L, last,
+                        "the last argument of '%s' must be its eviction policy: \"evict_first\", "
+                        "\"evict_last\" or \"evict_normal\"",
+                        bi->name);
             return false;
         }
         return true;
@@ -680,8 +682,10 @@ static bool eviction_policy(Lower *L, const AstNode *call, const Builtin *bi, As
     else if (strcmp(s, "evict_last") == 0)
         *word = "last";
     else if (strcmp(s, "evict_normal") != 0) {
-        lower_error(L, last, "unknown eviction policy \"%s\" of '%s': \"evict_first\", \"evict_last\" or "
-                             "\"evict_normal\"", s, bi->name);
+        lower_error(L, last,
+                    "unknown eviction policy \"%s\" of '%s': \"evict_first\", \"evict_last\" or "
+                    "\"evict_normal\"",
+                    s, bi->name);
         return false;
     }
     view->num_items--;
