@@ -783,11 +783,33 @@ static void feat_transpose(Ft *f) {
 
 /* ---- memory ---- */
 
+/* tc_kernel_get_info on a loaded kernel: the driver's registers (1 to 255),
+ * local memory, a program of 4 warps allowed, at least one program per SM;
+ * on the interpreter zeros and one program. */
+static void kernel_info(Ft *f, tc_kernel *k) {
+    const char *label = "tc_kernel_get_info";
+    tc_kernel_info info;
+    if (!GT_OK(tc_kernel_get_info(k, &info))) {
+        fail_case(label, "failed");
+        return;
+    }
+    bool ok = tc_context_interpreted(f->ctx)
+                  ? info.registers == 0 && info.local_bytes == 0 && info.programs_per_sm == 1
+                  : info.registers >= 1 && info.registers <= 255 && info.local_bytes >= 0 && info.max_threads >= 128 &&
+                        info.programs_per_sm >= 1 && info.static_shared_bytes >= 0;
+    printf("%s %-34s %d registers, %d bytes local, %d static shared, %d threads at most, %d programs/SM %s\n",
+           ft_prefix, label, info.registers, info.local_bytes, info.static_shared_bytes, info.max_threads,
+           info.programs_per_sm, ok ? "ok" : "FAIL");
+    fflush(stdout);
+    gt_case_done(ok);
+}
+
 static void feat_masked(Ft *f) {
     const char *label = "masked loads with other";
     tc_kernel *k = get(f, label, SRC_MASKED, "masked", NULL, 0, 4);
     if (!k)
         return;
+    kernel_info(f, k);
     const int n = 200, block = 256, total = block + 16 * 32;
     Buf x, out;
     if (!buf_new(f, &x, (size_t)block * 4) || !buf_new(f, &out, (size_t)(total + FGUARD) * 4)) {
