@@ -49,13 +49,15 @@ class KvPlan(C.Structure):  # tc_attention_kvcache_plan
                 ("lse_part_offset", C.c_size_t), ("o_part_offset", C.c_size_t)]
 
 
-def load_api(path):
+def load_api(path, more=None):
+    """libtilec with the KV cache's calls declared, and those of more ({name: (restype, argtypes)})."""
     P, I = C.c_void_p, C.c_int
     return load_tilec(path, {
         "tc_attention_kvcache": (I, [P, P, C.POINTER(KvArgs)]),
         "tc_attention_kvcache_workspace_size": (I, [P, C.POINTER(KvArgs), C.POINTER(C.c_size_t)]),
         "tc_attention_kvcache_plan_for": (I, [C.POINTER(KvArgs), I, C.POINTER(KvPlan)]),
         "tc_context_multiprocessors": (I, [P]),
+        **(more or {}),
     })
 
 

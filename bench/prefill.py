@@ -27,9 +27,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import arg_parser, attention_reference, find_lib, load_tilec, relerr, tc_check  # noqa: E402
+from common import arg_parser, attention_reference, find_lib, relerr, tc_check  # noqa: E402
 from common import tc_context_from_torch, write_json  # noqa: E402
-from decode import KvArgs  # noqa: E402
+from decode import KvArgs, load_api as kv_api  # noqa: E402
 
 PROG = "prefill.py"
 F16 = 5
@@ -38,11 +38,7 @@ U, L = C.c_uint64, C.c_int64
 
 def load_api(path):
     P, I = C.c_void_p, C.c_int
-    return load_tilec(path, {
-        "tc_attention_kvcache": (I, [P, P, C.POINTER(KvArgs)]),
-        "tc_attention_kvcache_workspace_size": (I, [P, C.POINTER(KvArgs), C.POINTER(C.c_size_t)]),
-        "tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I]),
-    })
+    return kv_api(path, {"tc_attention_fwd": (I, [P, P, I, U, U, U, U, U] + [L] * 6 + [L] * 12 + [U, U, C.c_float, I])})
 
 
 def main():

@@ -708,7 +708,7 @@ static tc_status jit_locked(tc_context *ctx, const tc_jit_request *req, const tc
     fam->variants = v;
     *out = k;
     tc_kernel_info info;
-    if (!ctx->host && tc_kernel_get_info(k, &info) == TC_OK)
+    if (!ctx->host && rt_context_logs(ctx, 1) && tc_kernel_get_info(k, &info) == TC_OK) /* the driver's queries */
         rt_log(log, 1, "tilec: loaded %s: %d registers and %d bytes of local memory a thread, %d bytes of static "
                "shared memory, %d programs a multiprocessor", req->kernel, info.registers, info.local_bytes,
                info.static_shared_bytes, info.programs_per_sm);

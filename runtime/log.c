@@ -13,6 +13,10 @@ static int env_log_level(void) {
     return v && *v ? atoi(v) : 0;
 }
 
+bool rt_log_env_wants(int level) {
+    return env_log_level() >= level;
+}
+
 static void emit(tc_log_fn fn, void *user, int level, const char *line) {
     if (fn)
         fn(user, line);

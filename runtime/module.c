@@ -287,6 +287,13 @@ void rt_context_log_flush(tc_context *ctx, RtBytes *queue) {
     rt_log_deliver(queue, fn, user);
 }
 
+bool rt_context_logs(tc_context *ctx, int level) {
+    pthread_mutex_lock(&ctx->log_lock);
+    bool fn = ctx->log.fn != NULL;
+    pthread_mutex_unlock(&ctx->log_lock);
+    return fn || rt_log_env_wants(level);
+}
+
 /* ---- modules ---- */
 
 static void module_free(tc_module *m) {

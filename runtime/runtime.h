@@ -47,6 +47,8 @@ struct RtLogger {
     RtBytes *queue; /* NULL: deliver at once */
 };
 void rt_log(const RtLogger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Does TILEC_LOG ask for lines of this level on stderr? */
+bool rt_log_env_wants(int level);
 /* Delivers and frees a queue's lines: to fn if set, else to stderr by TILEC_LOG. */
 void rt_log_deliver(RtBytes *queue, tc_log_fn fn, void *user);
 
@@ -381,6 +383,8 @@ void rt_ctx_pop(tc_context *ctx);
 /* Delivers (and frees) lines queued while ctx's locks were held to ctx's log
  * callback as it is now; called with no lock held. */
 void rt_context_log_flush(tc_context *ctx, RtBytes *queue);
+/* Will a line of this level logged on ctx be seen (a callback, or TILEC_LOG)? For lines that cost work to make. */
+bool rt_context_logs(tc_context *ctx, int level);
 /* Whether PTX text carries line info: a `.loc` directive (tilec -g, nvcc
  * -lineinfo). The driver compiles such PTX with CU_JIT_GENERATE_LINE_INFO
  * (rt_module_load, rt_link_ptx), so that the cubin maps SASS to source lines. */

@@ -42,23 +42,13 @@ static int ln_warps(int64_t block) {
     return w < 1 ? 1 : w > 16 ? 16 : (int)w;
 }
 
-static tc_status ln_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols) {
-    tc_status st;
-    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
-        (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
-        return st;
-    return TC_OK;
-}
-
 tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr mean,
                            CUdeviceptr rstd, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr bias, int64_t rows,
                            int64_t cols, int64_t stride_y, int64_t stride_x, float eps) {
     const char *entry = "tc_layernorm_fwd";
     size_t es = rt_dtype_size(dtype);
     tc_status st;
-    if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
+    if ((st = rt_stdlib_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "y", "stride_y", y, es, rows, cols, stride_y)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "mean", mean, 4)) != TC_OK ||
@@ -143,7 +133,7 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     const char *entry = "tc_layernorm_bwd";
     size_t es = rt_dtype_size(dtype);
     tc_status st;
-    if ((st = ln_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
+    if ((st = rt_stdlib_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "dx", "stride_dx", dx, es, rows, cols, stride_dx)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "dy", "stride_dy", dy, es, rows, cols, stride_dy)) != TC_OK ||
         (st = rt_stdlib_check_matrix(entry, "x", "stride_x", x, es, rows, cols, stride_x)) != TC_OK ||

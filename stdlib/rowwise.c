@@ -259,10 +259,7 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
                           const ArgValue *v) {
     const char *entry = d->entry;
     tc_status st;
-    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
-        (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+    if ((st = rt_stdlib_check_rows(entry, ctx, dtype, rows, cols)) != TC_OK)
         return st;
     for (int i = 0; i < d->num_params && st == TC_OK; i++) {
         const OpParam *q = &d->params[i];

@@ -85,6 +85,15 @@ tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, 
     return TC_OK;
 }
 
+tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols) {
+    tc_status st;
+    if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
+        (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
+        (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK)
+        return st;
+    return rt_stdlib_check_count(entry, "cols", cols, INT32_MAX);
+}
+
 tc_status rt_stdlib_check_ptr(const char *entry, const char *name, CUdeviceptr p, size_t elem_bytes) {
     if (!p)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is 0", entry, name);

@@ -100,6 +100,8 @@ bool rt_stdlib_wgmma(const char *arch);
 tc_status rt_stdlib_check_dtype(const char *entry, tc_dtype dtype, bool f32_too);
 /* A count (rows, an extent, a block count) in 1..max. */
 tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, int64_t max);
+/* The row-wise families' first checks: ctx given, dtype f16, bf16 or f32, rows and cols in 1..2^31 - 1. */
+tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols);
 /* A device pointer: not 0, aligned to its elem_bytes-byte elements. */
 tc_status rt_stdlib_check_ptr(const char *entry, const char *name, CUdeviceptr p, size_t elem_bytes);
 /* A row stride at least the row's width (min_name: "cols", "nblocks * bin"). */
