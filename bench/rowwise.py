@@ -4,8 +4,8 @@
 
 In one process, on the same inputs (the shapes of docs/gpu.md):
   - softmax f16 and RMSNorm bf16 forward, 32768x4096, 8192x8192, 65536x1024 (and, without
-    --quick, the vocabulary-wide rows 4096x50257 and 1024x131072, Triton's single tile only up
-    to 65536 columns): tilec's
+    --quick, the widest single tile 4096x16384 and the vocabulary-wide rows 4096x32000,
+    4096x50257 and 1024x131072, Triton's single tile only up to 65536 columns): tilec's
     tc_softmax_fwd / tc_rmsnorm_fwd (libtilec through ctypes, launched on torch tensors'
     pointers and torch's current stream, in the CUcontext torch made), the Triton kernels
     of baselines.py, torch eager and torch.compile; each checked against torch in f32
@@ -209,7 +209,7 @@ def main():
 
     # ---- softmax f16 and RMSNorm bf16 (and vocabulary-wide rows: the loop plan) ----
     eps = 1e-6
-    long_rows = [] if args.quick else [(4096, 50257), (1024, 131072)]
+    long_rows = [] if args.quick else [(4096, 16384), (4096, 32000), (4096, 50257), (1024, 131072)]
     for (M, N) in shapes + long_rows:
         torch.manual_seed(0)
         x = torch.randn(M, N, device="cuda", dtype=torch.float16)
