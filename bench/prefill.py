@@ -13,11 +13,13 @@ K and V already appended to the cache, as a server appends before it attends):
     4 prefilling chunks of 512 after 1024 (cu_seqlens_q; each sequence its own length through
     seqused_k), against tc_attention_fwd on the same sequences one after the other (varlen, with
     cu_seqlens_q and cu_seqlens_k over contiguous K and V);
-(--quick: the first two). The cache holds 16-token pages shuffled at random in its pool. First a
-check of both against a float32 reference on the same inputs (relative error < 1e-2), then the
-times (triton.testing.do_bench medians), TFLOP/s (the causal products actually computed: 4 * D *
-the (query, key) pairs a query sees) and the ratio tc_attention_fwd's time / tc_attention_kvcache's
-(1.0 or more: the paged chunk runs as fast as the contiguous kernel).
+(--quick: the first two). The cache holds 16-token pages shuffled at random in its pool; the same
+keys also go to a contiguous cache [batch, longest, KV heads, D], which tc_attention_kvcache reads
+without a block table. First a check of all three against a float32 reference on the same inputs
+(relative error < 1e-2), then the times (triton.testing.do_bench medians), TFLOP/s of the paged
+call (the causal products actually computed: 4 * D * the (query, key) pairs a query sees) and the
+ratios tc_attention_fwd's time / tc_attention_kvcache's, paged and contiguous (1.0 or more: the
+chunk runs as fast as the forward kernel).
 """
 import ctypes as C
 import itertools
@@ -67,8 +69,8 @@ def main():
         cases = cases[:2]
     rows, bad = [], 0
     print(f"\n== chunked prefill: H{H} KV{KH} D{D} f16 causal, {PAGE}-token pages [{torch.cuda.get_device_name()}]")
-    print(f"{'shape':46s} {'err kv':>8s} {'err fwd':>8s} {'kvcache us':>10s} {'fwd us':>9s} {'TFLOP/s':>8s}"
-          f" {'fwd/kvcache':>11s}")
+    print(f"{'shape':46s} {'err page':>8s} {'err cont':>8s} {'err fwd':>8s} {'paged us':>9s} {'contig us':>9s}"
+          f" {'fwd us':>9s} {'TFLOP/s':>8s} {'fwd/paged':>9s} {'fwd/contig':>10s}")
     for label, seqs in cases:
         g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
         B = len(seqs)
@@ -103,8 +105,14 @@ def main():
             kp[perm[at:at + p].long()] = ks.view(p, PAGE, KH, D)
             vp[perm[at:at + p].long()] = vs.view(p, PAGE, KH, D)
             at += p
+        kc = torch.zeros(B, max_k, KH, D, device="cuda", dtype=dt)
+        vc = torch.zeros_like(kc)
+        for b in range(B):
+            kc[b, :lens_k[b]] = k[off_k[b]:off_k[b] + lens_k[b]]
+            vc[b, :lens_k[b]] = v[off_k[b]:off_k[b] + lens_k[b]]
         used = torch.tensor(lens_k, device="cuda", dtype=torch.int32)
         o_kv = torch.full_like(q, float("nan"))
+        o_kvc = torch.full_like(q, float("nan"))
         o_fwd = torch.full_like(q, float("nan"))
         lse = torch.empty(B, H, max_q, device="cuda", dtype=torch.float32)
 
@@ -124,9 +132,21 @@ def main():
         tc_check(lib, lib.tc_attention_kvcache_workspace_size(ctx, C.byref(a), C.byref(ws_bytes)), "workspace_size")
         ws = torch.empty(max(ws_bytes.value, 16), device="cuda", dtype=torch.uint8)
         a.workspace, a.workspace_bytes = (ws.data_ptr(), ws_bytes.value) if ws_bytes.value else (0, 0)
+        ac = KvArgs.from_buffer_copy(a)  # the contiguous cache
+        ac.o = o_kvc.data_ptr()
+        ac.k_cache, ac.v_cache, ac.block_table, ac.stride_bt, ac.page_size, ac.num_pages = \
+            kc.data_ptr(), vc.data_ptr(), 0, 0, 0, 0
+        ac.stride_kb, ac.stride_kn, ac.stride_kh = kc.stride(0), kc.stride(1), kc.stride(2)
+        ac.stride_vb, ac.stride_vn, ac.stride_vh = vc.stride(0), vc.stride(1), vc.stride(2)
+        tc_check(lib, lib.tc_attention_kvcache_workspace_size(ctx, C.byref(ac), C.byref(ws_bytes)), "workspace_size")
+        wsc = torch.empty(max(ws_bytes.value, 16), device="cuda", dtype=torch.uint8)
+        ac.workspace, ac.workspace_bytes = (wsc.data_ptr(), ws_bytes.value) if ws_bytes.value else (0, 0)
 
         def kvcache():
             return lib.tc_attention_kvcache(ctx, stream, C.byref(a))
+
+        def kvcache_contig():
+            return lib.tc_attention_kvcache(ctx, stream, C.byref(ac))
 
         def fwd():
             return lib.tc_attention_fwd(ctx, stream, F16, o_fwd.data_ptr(), lse.data_ptr(), q.data_ptr(),
@@ -135,10 +155,11 @@ def main():
                                         0, v.stride(1), v.stride(0), 0, o_fwd.stride(1), o_fwd.stride(0),
                                         cu_q.data_ptr(), cu_k.data_ptr(), scale, 1)
         tc_check(lib, kvcache(), "tc_attention_kvcache")
+        tc_check(lib, kvcache_contig(), "tc_attention_kvcache (contiguous)")
         tc_check(lib, fwd(), "tc_attention_fwd")
         torch.cuda.synchronize()
         errs, pairs = [], 0
-        for out in (o_kv, o_fwd):
+        for out in (o_kv, o_kvc, o_fwd):
             num = den = 0.0
             for b in range(B):
                 nq, nk = lens_q[b], lens_k[b]
@@ -154,12 +175,14 @@ def main():
             pairs += nq * (nk - nq) + nq * (nq + 1) // 2
         ok = all(e < 1e-2 for e in errs)
         bad += not ok
-        t_kv, t_fwd = bench(kvcache), bench(fwd)
+        t_kv, t_kvc, t_fwd = bench(kvcache), bench(kvcache_contig), bench(fwd)
         tflops = 4 * D * pairs * H / t_kv / 1e9
-        print(f"{label:46s} {errs[0]:8.1e} {errs[1]:8.1e} {t_kv * 1e3:10.1f} {t_fwd * 1e3:9.1f} {tflops:8.1f}"
-              f" {t_fwd / t_kv:11.3f} {'ok' if ok else 'FAIL'}", flush=True)
-        rows.append(dict(shape=label, err_kvcache=errs[0], err_fwd=errs[1], kvcache_us=t_kv * 1e3,
-                         fwd_us=t_fwd * 1e3, tflops=tflops, ratio=t_fwd / t_kv))
+        print(f"{label:46s} {errs[0]:8.1e} {errs[1]:8.1e} {errs[2]:8.1e} {t_kv * 1e3:9.1f} {t_kvc * 1e3:9.1f}"
+              f" {t_fwd * 1e3:9.1f} {tflops:8.1f} {t_fwd / t_kv:9.3f} {t_fwd / t_kvc:10.3f} {'ok' if ok else 'FAIL'}",
+              flush=True)
+        rows.append(dict(shape=label, err_kvcache=errs[0], err_contiguous=errs[1], err_fwd=errs[2],
+                         kvcache_us=t_kv * 1e3, contiguous_us=t_kvc * 1e3, fwd_us=t_fwd * 1e3, tflops=tflops,
+                         ratio=t_fwd / t_kv, ratio_contiguous=t_fwd / t_kvc))
     if args.json:
         write_json(args.json, rows=rows)
     print(f"prefill.py: {bad} failed correctness checks")

@@ -20,7 +20,8 @@
  *         paged one in 64-key tiles, 4 stages (two programs per SM); head
  *         dim 256 in 64-key tiles (32 paged), 3 stages;
  *       - wgmma, prefill: BM 128 on two warpgroups, BN 128 (64 at head dim
- *         256), 3 stages;
+ *         256), 3 stages; a contiguous cache up to head dim 128 with a
+ *         producer warpgroup that issues the TMA copies;
  *       - mma.sync (sm_80, sm_90): BM 64, BN 32, 4 warps, 3 stages.
  *     Split-KV (flash-decoding). With P programs per split, R of them
  *     resident at once (the SMs times the programs whose shared memory fits
@@ -221,11 +222,16 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
         t->block_n = wide ? (paged ? 32 : 64) : paged ? 64 : 128;
         t->num_stages = paged && !wide ? 4 : 3;
     } else if (wgmma) {
-        /* prefill chunks: two warpgroups on 128 rows */
+        /* prefill chunks: two warpgroups on 128 rows. A contiguous cache
+         * up to head dim 128 takes a producer warpgroup for its TMA copies,
+         * as attention_fwd's plan does (bench/prefill.py on an H200: 0.96-
+         * 1.01x tc_attention_fwd against 0.84-0.88x without); a paged one's
+         * rows are gathered with cp.async, which a producer does not take */
         t->block_m = 128;
         t->num_warps = 8;
         t->block_n = wide ? 64 : 128;
         t->num_stages = 3;
+        t->warp_specialize = !paged && !wide;
     } else {
         /* mma.sync: 16 rows per warp, 32-key blocks (64 spill with the
          * causal, split, paged variant) */

@@ -491,6 +491,12 @@ int main(int argc, char **argv) {
         {BF16, 5, 4, 1, 64, 200, 700, 1, 0, 0, 1, 1, 1, 2, 0, false},
         {F16, 4, 8, 8, 128, 150, 500, 1, 32, 1, 0, 0, 1, 2, 0, false},
         {BF16, 5, 16, 2, 256, 100, 400, 1, 64, 0, 0, 1, 0, 3, 0, false},
+        /* prefill against a contiguous cache at head dims 128 and 96 (a producer warpgroup on sm_90a), and
+           at 256; a chunk of 1 in a batch of chunks */
+        {F16, 4, 32, 8, 128, 333, 1500, 1, 0, 0, 0, 1, 1, 3, 0, false},
+        {BF16, 3, 8, 2, 96, 190, 650, 0, 0, 1, 1, 1, 0, 2, 0, false},
+        {F16, 3, 8, 8, 128, 257, 257, 0, 0, 0, 0, 0, 1, 2, 0.3, false},
+        {BF16, 2, 8, 2, 256, 150, 800, 1, 0, 0, 0, 1, 1, 2, 0, false},
         /* one long sequence: the split plan's case */
         {BF16, 1, 32, 8, 128, 1, 20000, 0, 16, 0, 0, 0, 1, 16, 0, true},
         {F16, 1, 8, 1, 128, 3, 9000, 0, 0, 0, 0, 1, 1, 9, 0, true},
