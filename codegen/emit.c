@@ -122,6 +122,36 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Appends the PTX text to out with `.reqnctapercluster N, 1, 1` before the
+ * body of each kernel that has CG_CLUSTER_ATTR (after its parameter list,
+ * among the directives LLVM wrote there). */
+static void append_ptx(LLVMModuleRef mod, const char *ptx, size_t n, Buf *out) {
+    size_t done = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        LLVMAttributeRef a =
+            LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, CG_CLUSTER_ATTR, (unsigned)strlen(CG_CLUSTER_ATTR));
+        if (!a)
+            continue;
+        unsigned len = 0;
+        const char *ctas = LLVMGetStringAttributeValue(a, &len);
+        size_t name_len = 0;
+        const char *name = LLVMGetValueName2(fn, &name_len);
+        char head[512];
+        int hl = snprintf(head, sizeof head, ".entry %.*s(", (int)name_len, name);
+        if (hl <= 0 || (size_t)hl >= sizeof head)
+            continue;
+        const char *entry = memmem(ptx, n, head, (size_t)hl);
+        const char *body = entry ? memmem(entry, n - (size_t)(entry - ptx), "\n{", 2) : NULL;
+        if (!body || (size_t)(body + 1 - ptx) < done)
+            continue;
+        size_t at = (size_t)(body + 1 - ptx);
+        buf_append(out, ptx + done, at - done);
+        buf_printf(out, ".reqnctapercluster %.*s, 1, 1\n", (int)len, ctas);
+        done = at;
+    }
+    buf_append(out, ptx + done, n - done);
+}
+
 bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats) {
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
@@ -163,7 +193,7 @@ bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out,
             diag_error(diags, srcloc_none(), "internal error: PTX emission failed: %s", e ? e : "?");
             ok = false;
         } else {
-            buf_append(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+            append_ptx(mod, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb), out);
             LLVMDisposeMemoryBuffer(mb);
         }
         LLVMDisposeMessage(e);

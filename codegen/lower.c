@@ -767,6 +767,7 @@ static bool lower_op(Cg *cg, IrOp *op) {
     case IR_OP_STORE: return cg_lower_store(cg, op);
     case IR_OP_ATOMIC: return cg_lower_atomic(cg, op);
     case IR_OP_REDUCE: return cg_lower_reduce(cg, op);
+    case IR_OP_CLUSTER_REDUCE: return cg_lower_cluster_reduce(cg, op);
     case IR_OP_SCAN: return cg_lower_scan(cg, op);
     case IR_OP_DOT: return cg_lower_dot(cg, op);
     case IR_OP_WARP_GROUP_DOT: return cg_lower_warp_group_dot(cg, op);
@@ -972,6 +973,16 @@ static bool lower_kernel(Cg *cg) {
         LLVMMetadataRef minc[] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "minctasm"), md_i32(cg, 1)};
         LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
                                     LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, minc, 3)));
+    }
+    int64_t ctas = ir_func_get_int(f, "num_ctas", 1);
+    if (ctas > 1) {
+        /* a cluster of ctas programs along x: LLVM 19 emits no
+         * .reqnctapercluster, so the attribute tells cg_emit_module to */
+        char text[24];
+        int len = snprintf(text, sizeof text, "%lld", (long long)ctas);
+        LLVMAddAttributeAtIndex(cg->fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(cg->ctx, CG_CLUSTER_ATTR, (unsigned)strlen(CG_CLUSTER_ATTR),
+                                                          text, (unsigned)len));
     }
     tensor_map_params(cg);
     if (cg->line_info)

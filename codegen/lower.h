@@ -234,6 +234,7 @@ bool cg_lower_arange(Cg *cg, IrOp *op);
 /* ---- lower_reduce.c ---- */
 
 bool cg_lower_reduce(Cg *cg, IrOp *op);
+bool cg_lower_cluster_reduce(Cg *cg, IrOp *op);
 
 /* ---- lower_scan.c ---- */
 

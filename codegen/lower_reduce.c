@@ -35,6 +35,9 @@
  * index. That order is total, so the result is the first extreme element
  * whatever the order of the combinations.
  *
+ * cluster_reduce (at the end of the file) combines one scalar per program of
+ * a thread-block cluster through distributed shared memory.
+ *
  * Worked example: 64x64 f32, #blocked<spt = [1, 4], tpw = [2, 16],
  * wpc = [4, 1], order = [1, 0]>, sum over axis 1. Registers (0,1) (0,2)
  * (8,0) (16,0) (32,0): bits 0, 1 are along the axis, so 32 registers become
@@ -257,5 +260,61 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
     for (int r = 0; r < nr; r++)
         res->v[r] = part[map[r]];
     cg_set(cg, op->results[0], res);
+    return true;
+}
+
+/* The threads of every program of the cluster arrive, then wait for all.
+ * An arrive releases and a wait acquires at cluster scope by default (the
+ * explicit .release / .acquire need PTX 8.0, sm_90's PTX is 7.8): the
+ * shared-memory stores before it are visible to the cluster's loads after. */
+static void cluster_sync(Cg *cg) {
+    cg_asm(cg, cg->t_void, "barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;", "", NULL, 0, true);
+}
+
+/* cluster_reduce {kind, ctas} (sm_90): thread 0 of each program puts its
+ * value in the op's scratch; after a cluster barrier every thread reads the
+ * ctas values through distributed shared memory (mapa + ld.shared::cluster)
+ * in rank order and combines them, so every program gets bitwise the same
+ * result; a second barrier keeps each program's scratch (and the program)
+ * alive until every program has read it. The barrier before the store
+ * orders it after this program's earlier readers of the scratch bytes. */
+bool cg_lower_cluster_reduce(Cg *cg, IrOp *op) {
+    int64_t ctas = ir_op_get_int(op, "ctas", 1);
+    const char *kind = ir_op_get_word(op, "kind");
+    const IrType *elem = op->operands[0]->type;
+    CgVal *x = cg_get(cg, op->operands[0]);
+    CgVal *r = cg_new_val(cg, 1, NULL);
+    if (!x)
+        return false;
+    if (ctas == 1) {
+        r->v[0] = cg_reg(x, 0);
+        cg_set(cg, op->results[0], r);
+        return true;
+    }
+    if (cg->target->sm < 90)
+        return cg_error(cg, op, "cluster_%s over %lld programs needs thread-block clusters (sm_90 or later), not sm_%d",
+                        kind, (long long)ctas, cg->target->sm);
+    if (cg->barrier_threads)
+        return cg_error(cg, op, "cluster_%s cannot be used in a warp-specialized kernel", kind);
+    LLVMValueRef off = cg_i32(cg, cg_scratch_base(op));
+    cg_barrier(cg);
+    LLVMBasicBlockRef cont = cg_begin_if(cg, LLVMBuildICmp(cg->b, LLVMIntEQ, cg->tid, cg_i32(cg, 0), ""), "cluster.put");
+    cg_smem_store(cg, cg_reg(x, 0), elem, off);
+    cg_end_if(cg, cont);
+    cluster_sync(cg);
+    LLVMValueRef addr = LLVMBuildPtrToInt(cg->b, cg_smem_ptr(cg, off), cg->t_i32, "");
+    bool f = elem->kind == IR_F32;
+    LLVMTypeRef t = f ? cg->t_f32 : cg->t_i32;
+    const char *text = f ? "{\n\t.reg .b32 a;\n\tmapa.shared::cluster.u32 a, $1, $2;\n\tld.shared::cluster.f32 $0, [a];\n\t}"
+                         : "{\n\t.reg .b32 a;\n\tmapa.shared::cluster.u32 a, $1, $2;\n\tld.shared::cluster.b32 $0, [a];\n\t}";
+    LLVMValueRef acc = NULL;
+    for (int64_t rank = 0; rank < ctas; rank++) {
+        LLVMValueRef args[2] = {addr, cg_i32(cg, rank)};
+        LLVMValueRef v = cg_asm(cg, t, text, f ? "=f,r,r" : "=r,r,r", args, 2, true);
+        acc = acc ? cg_combine(cg, kind, elem, acc, v) : v;
+    }
+    cluster_sync(cg);
+    r->v[0] = acc;
+    cg_set(cg, op->results[0], r);
     return true;
 }

@@ -314,6 +314,54 @@ static Val b_minmax2(Lower *L, const AstNode *call, const Builtin *bi) {
     return lower_arith(L, call, bi->opc, NULL, bi->name, a, b);
 }
 
+/* cluster_sum / cluster_max / cluster_min(x, C): a scalar combined over the
+ * C programs of a thread-block cluster along axis 0. Floats become f32,
+ * integers i32 (i64 is refused: the op moves 32 bits); C a constant 1..8,
+ * the same for every cluster op of the kernel (its num_ctas). */
+static Val b_cluster_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
+    Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
+    char what[64];
+    snprintf(what, sizeof what, "cluster size of '%s'", bi->name);
+    int64_t ctas;
+    if (!lower_const_int(L, arg(call, 1), what, &ctas) || !is_value(&x))
+        return val_error();
+    if (ctas < 1 || ctas > IR_MAX_CLUSTER_CTAS) {
+        lower_error(L, arg(call, 1), "cluster size of '%s' must be from 1 to %d, got %lld", bi->name,
+                    IR_MAX_CLUSTER_CTAS, (long long)ctas);
+        return val_error();
+    }
+    if (val_shape(&x).rank != 0) {
+        lower_error(L, arg(call, 0), "'%s' takes a scalar (reduce a tile with sum, max or min first), got %s",
+                    bi->name, lower_val_str(L, &x));
+        return val_error();
+    }
+    const IrType *e = val_elem(&x);
+    if (lower_reject_fp8(L, e, call, bi->name))
+        return val_error();
+    if (e->kind == IR_I64 || e->kind == IR_I1) {
+        lower_error(L, arg(call, 0), "'%s' takes an i32 or a float, got %s", bi->name, lower_val_str(L, &x));
+        return val_error();
+    }
+    if (L->fn->kind != IR_FUNC_KERNEL) {
+        lower_error(L, call, "'%s' may only be used in a kernel, not in a func", bi->name);
+        return val_error();
+    }
+    int64_t have = ir_func_get_int(L->fn, "num_ctas", 0);
+    if (have && have != ctas) {
+        lower_error(L, arg(call, 1), "cluster size %lld differs from the kernel's earlier cluster ops' %lld",
+                    (long long)ctas, (long long)have);
+        return val_error();
+    }
+    ir_func_set_int(L->fn, "num_ctas", ctas);
+    x = lower_convert(L, x, lower_scalar(L, ir_type_is_int(e) ? IR_I32 : IR_F32), call);
+    lower_at(L, call);
+    IrValue *v = lower_ir(L, &x);
+    IrValue *r = ir_build(&L->b, IR_OP_CLUSTER_REDUCE, v->type, 1, &v);
+    ir_op_set_word(L->m, r->def, "kind", bi->kind);
+    ir_op_set_int(L->m, r->def, "ctas", ctas);
+    return val_ir(r);
+}
+
 /* exp, log, sqrt... (float only: integers become f32) and abs (any number). */
 static Val b_math(Lower *L, const AstNode *call, const Builtin *bi) {
     Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
@@ -882,6 +930,9 @@ static const Builtin builtins[] = {
     {"max", 1, 2, b_reduce, IR_OP_MAX, "max"},
     {"sum", 1, 2, b_reduce, IR_OP_REDUCE, "sum"},
     {"argmax", 1, 2, b_argreduce, IR_OP_REDUCE, "argmax"},
+    {"cluster_sum", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "sum"},
+    {"cluster_max", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "max"},
+    {"cluster_min", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "min"},
     {"argmin", 1, 2, b_argreduce, IR_OP_REDUCE, "argmin"},
     {"cumsum", 2, 3, b_scan, IR_OP_ADD, NULL},
     {"cumprod", 2, 3, b_scan, IR_OP_MUL, NULL},

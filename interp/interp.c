@@ -100,7 +100,7 @@ static bool missing(Run *r, IrOp *op, IVal **vals, int n) {
 
 static bool exec_if(Run *r, IrOp *op, bool *returned) {
     int n = op->num_results;
-    IVal *stack[16], **out = n <= 16 ? stack : calloc((size_t)n, sizeof *out);
+    IVal *stack[16] = {0}, **out = n <= 16 ? stack : calloc((size_t)n, sizeof *out);
     if (!out)
         return interp_fail(r, RUN_ERROR, op, "out of memory");
     bool cond = interp_get(r, op->operands[0])->i[0] != 0;
@@ -236,6 +236,7 @@ static bool exec_op(Run *r, IrOp *op, bool *returned) {
     case IR_OP_STORE: return interp_store(r, op);
     case IR_OP_ATOMIC: return interp_atomic(r, op);
     case IR_OP_REDUCE: return interp_reduce(r, op);
+    case IR_OP_CLUSTER_REDUCE: return interp_cluster_reduce(r, op);
     case IR_OP_SCAN: return interp_scan(r, op);
     case IR_OP_DOT: return interp_dot(r, op);
     case IR_OP_FOR: return exec_for(r, op, returned);
@@ -435,6 +436,120 @@ static void release_slots(Run *r) {
     }
 }
 
+/* What a launch returns after its run r. */
+static tc_status launch_status(const Run *r, bool ok) {
+    if (ok)
+        return TC_OK;
+    if (r->status == RUN_OK || r->status == RUN_OOM)
+        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_interp_launch: %s", r->status == RUN_OK ? "out of memory" : r->message);
+    return rt_fail(r->status == RUN_ERROR ? TC_ERROR_INTERNAL : TC_ERROR_LAUNCH, "%s", r->message);
+}
+
+/* One program of a cluster, on a thread of its own (cluster.c). */
+typedef struct Program {
+    Run r;
+    IVal **params;
+    pthread_t thread;
+    bool started;
+} Program;
+
+static bool program_init(Program *p, tc_interp_kernel *k, const unsigned grid[3], void *const *args,
+                         const tc_interp_memory *mem) {
+    memset(p, 0, sizeof *p);
+    p->r.kernel = k;
+    p->r.mem = mem;
+    memcpy(p->r.grid, grid, sizeof p->r.grid);
+    p->r.slots = calloc((size_t)k->num_slots + 1, sizeof *p->r.slots);
+    p->params = calloc(k->num_params + 1, sizeof *p->params);
+    bool ok = p->r.slots && p->params;
+    for (size_t i = 0; ok && i < k->num_params; i++)
+        ok = (p->params[i] = param_value(&p->r, k->func->body->args[i], args[i])) != NULL;
+    return ok;
+}
+
+static void program_free(Program *p) {
+    if (p->params)
+        release_all(&p->r, p->params, (int)p->r.kernel->num_params);
+    if (p->r.slots)
+        release_slots(&p->r);
+    ival_free_cache(&p->r);
+    free(p->params);
+    free(p->r.slots);
+}
+
+static void *program_main(void *arg) {
+    Program *p = arg;
+    Cluster *c = p->r.cluster;
+    bool ok = false;
+    if (interp_cluster_start(c, p->r.rank)) {
+        bool returned = false;
+        ok = interp_block(&p->r, p->r.kernel->func->body, p->params, NULL, 0, &returned);
+        release_slots(&p->r);
+    }
+    interp_cluster_end(c, p->r.rank, ok);
+    return NULL;
+}
+
+/* Runs the grid cluster by cluster: programs x0 .. x0 + ctas - 1 of each
+ * (y, z) on ctas threads that take turns. On failure *report is the run
+ * whose message the launch gives. */
+static bool run_clusters(tc_interp_kernel *k, const unsigned grid[3], void *const *args,
+                         const tc_interp_memory *mem, int ctas, Run *report) {
+    Program progs[IR_MAX_CLUSTER_CTAS];
+    int made = 0;
+    bool ok = true;
+    for (; ok && made < ctas; made++)
+        ok = program_init(&progs[made], k, grid, args, mem);
+    for (int64_t z = 0; ok && z < grid[2]; z++)
+        for (int64_t y = 0; ok && y < grid[1]; y++)
+            for (int64_t x0 = 0; ok && x0 < grid[0]; x0 += ctas) {
+                Cluster c;
+                interp_cluster_init(&c, ctas);
+                for (int i = 0; i < ctas; i++) {
+                    Program *p = &progs[i];
+                    p->r.cluster = &c;
+                    p->r.rank = i;
+                    p->r.pid[0] = x0 + i, p->r.pid[1] = y, p->r.pid[2] = z;
+                    p->started = pthread_create(&p->thread, NULL, program_main, p) == 0;
+                    if (!p->started) {
+                        pthread_mutex_lock(&c.mu);
+                        c.state[i] = INTERP_RANK_DONE; /* never runs: as ended */
+                        c.finished++;
+                        if (!c.stop) {
+                            c.stop = true;
+                            c.failed_rank = i;
+                        }
+                        pthread_cond_broadcast(&c.cv);
+                        pthread_mutex_unlock(&c.mu);
+                        interp_fail(&p->r, RUN_OOM, NULL, "cannot start a thread for a program of a cluster");
+                    }
+                }
+                for (int i = 0; i < ctas; i++)
+                    if (progs[i].started)
+                        pthread_join(progs[i].thread, NULL);
+                if (c.stop) {
+                    int who = c.failed_rank >= 0 && progs[c.failed_rank].r.status != RUN_OK ? c.failed_rank : -1;
+                    for (int i = 0; who < 0 && i < ctas; i++)
+                        if (progs[i].r.status != RUN_OK)
+                            who = i;
+                    if (who >= 0) {
+                        report->status = progs[who].r.status;
+                        memcpy(report->message, progs[who].r.message, sizeof report->message);
+                    }
+                    ok = false;
+                }
+                interp_cluster_destroy(&c);
+            }
+    for (int i = 0; i < made; i++) {
+        if (!ok && report->status == RUN_OK && progs[i].r.status != RUN_OK) {
+            report->status = progs[i].r.status;
+            memcpy(report->message, progs[i].r.message, sizeof report->message);
+        }
+        program_free(&progs[i]);
+    }
+    return ok;
+}
+
 tc_status tc_interp_launch(tc_interp_kernel *k, const unsigned grid[3], void *const *args,
                            const tc_interp_memory *mem) {
     if (!k || !grid)
@@ -448,6 +563,12 @@ tc_status tc_interp_launch(tc_interp_kernel *k, const unsigned grid[3], void *co
                            i);
     if (!grid[0] || !grid[1] || !grid[2])
         return TC_OK;
+    int64_t ctas = ir_func_get_int(k->func, "num_ctas", 1);
+    if (ctas > 1 && grid[0] % ctas)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "tc_interp_launch: kernel %s runs in clusters of %lld programs along x, and grid x (%u) is not a "
+                       "multiple of that",
+                       k->func->name, (long long)ctas, grid[0]);
     Run r = {0};
     r.kernel = k;
     r.mem = mem;
@@ -458,6 +579,12 @@ tc_status tc_interp_launch(tc_interp_kernel *k, const unsigned grid[3], void *co
     IrBlock *body = k->func->body;
     IVal **params = calloc(k->num_params + 1, sizeof *params);
     bool ok = params != NULL;
+    if (ok && ctas > 1) {
+        ok = run_clusters(k, grid, args, mem, (int)ctas, &r);
+        free(params);
+        free(r.slots);
+        return launch_status(&r, ok);
+    }
     for (size_t i = 0; ok && i < k->num_params; i++)
         ok = (params[i] = param_value(&r, body->args[i], args[i])) != NULL;
     for (r.pid[2] = 0; ok && r.pid[2] < grid[2]; r.pid[2]++)
@@ -474,9 +601,5 @@ tc_status tc_interp_launch(tc_interp_kernel *k, const unsigned grid[3], void *co
     ival_free_cache(&r);
     free(params);
     free(r.slots);
-    if (ok)
-        return TC_OK;
-    if (r.status == RUN_OK || r.status == RUN_OOM)
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_interp_launch: %s", r.status == RUN_OK ? "out of memory" : r.message);
-    return rt_fail(r.status == RUN_ERROR ? TC_ERROR_INTERNAL : TC_ERROR_LAUNCH, "%s", r.message);
+    return launch_status(&r, ok);
 }

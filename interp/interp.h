@@ -29,11 +29,13 @@
 #include "ir/ir.h"
 #include "tilec/interp.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 typedef struct IVal IVal;
 typedef struct Run Run;
+typedef struct Cluster Cluster;
 
 struct IVal {
     int refs;
@@ -89,6 +91,29 @@ struct Run {
         int64_t *data;
     } spare[RUN_SPARE];
     int num_spare;
+    Cluster *cluster; /* the program's cluster (cluster.c), NULL when programs run alone */
+    int rank;         /* its rank in the cluster */
+};
+
+/* The programs of one thread-block cluster (cluster.c): one thread each,
+ * taking turns. The fields are the mutex's. */
+enum { INTERP_RANK_RUNNABLE, INTERP_RANK_WAITING, INTERP_RANK_DONE };
+struct Cluster {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ctas;
+    int turn;     /* the rank that runs */
+    int arrived;  /* ranks at the current cluster_reduce */
+    int finished; /* ranks whose program ended */
+    int state[IR_MAX_CLUSTER_CTAS];
+    uint64_t generation; /* cluster_reduce ops completed */
+    bool stop;           /* a program failed, or waits can never end: the rest stop */
+    bool deadlock;
+    int failed_rank;     /* whose failure stopped it, or -1 */
+    double fv[IR_MAX_CLUSTER_CTAS];
+    int64_t iv[IR_MAX_CLUSTER_CTAS];
+    double fres[2]; /* the results of generations g (index g & 1) */
+    int64_t ires[2];
 };
 
 /* ---- interp.c: modules (tc_interp_load, in driver/compile.c, parses) ---- */
@@ -168,6 +193,16 @@ bool interp_shape_op(Run *r, IrOp *op); /* arange, splat, broadcast, expand_dims
 bool interp_reduce(Run *r, IrOp *op);
 bool interp_scan(Run *r, IrOp *op);
 bool interp_dot(Run *r, IrOp *op);
+
+/* ---- cluster.c: thread-block clusters ---- */
+
+void interp_cluster_init(Cluster *c, int ctas);
+void interp_cluster_destroy(Cluster *c);
+/* Blocks until it is rank's turn to start; false when the cluster stopped. */
+bool interp_cluster_start(Cluster *c, int rank);
+/* Rank's program ended (ok: without a failure); passes the turn on. */
+void interp_cluster_end(Cluster *c, int rank, bool ok);
+bool interp_cluster_reduce(Run *r, IrOp *op);
 
 /* ---- debug.c: print, assert ---- */
 

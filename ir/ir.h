@@ -172,6 +172,9 @@ _Noreturn void tc_fatal(const char *file, int line, const char *fmt, ...) __attr
  * num_stages (0..IR_MAX_NUM_STAGES): the public API's limits. */
 #define IR_MAX_NUM_WARPS TC_MAX_NUM_WARPS
 #define IR_MAX_NUM_STAGES TC_MAX_NUM_STAGES
+/* The kernel attribute num_ctas: the programs of a thread-block cluster
+ * (1..8, the portable cluster sizes); its cluster_reduce ops name the same. */
+#define IR_MAX_CLUSTER_CTAS 8
 
 typedef enum {
     IR_I1, /* bool */

@@ -1245,6 +1245,21 @@ static void verify_print(Verifier *v, const IrOp *op) {
     }
 }
 
+static void verify_cluster_reduce(Verifier *v, const IrOp *op) {
+    int64_t x;
+    check_word(v, op, "kind", "sum max min");
+    if (!is_scalar(OPND(0)) || (OPND(0)->kind != IR_I32 && OPND(0)->kind != IR_F32))
+        op_error(v, op, "operand must be a scalar i32 or f32, got %s", type_str(v, OPND(0)));
+    else if (RES(0) != OPND(0))
+        op_error(v, op, "result type %s differs from the operand's %s", type_str(v, RES(0)), type_str(v, OPND(0)));
+    if (int_attr(op, "ctas", &x) && (x < 1 || x > IR_MAX_CLUSTER_CTAS))
+        op_error(v, op, "ctas must be 1..%d, got %lld", IR_MAX_CLUSTER_CTAS, (long long)x);
+    const IrFunc *f = v->func;
+    if (f && int_attr(op, "ctas", &x) && ir_func_get_int(f, "num_ctas", 1) != x)
+        op_error(v, op, "ctas = %lld differs from the function's num_ctas = %lld", (long long)x,
+                 (long long)ir_func_get_int(f, "num_ctas", 1));
+}
+
 /* The op's own rule, once counts are known to be right. */
 static void verify_op_types(Verifier *v, const IrOp *op) {
     for (int i = 0; i < op->num_results; i++) {
@@ -1306,6 +1321,7 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
         check_not_fp8(v, op, elem_of(OPND(1)));
         break;
     case IR_OP_REDUCE: verify_reduce(v, op); break;
+    case IR_OP_CLUSTER_REDUCE: verify_cluster_reduce(v, op); break;
     case IR_OP_SCAN: verify_scan(v, op); break;
     case IR_OP_DOT: verify_dot(v, op); break;
     case IR_OP_FOR: verify_for(v, op); break;
@@ -1495,6 +1511,9 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
         func_error(v, "attribute 'num_stages' must be an integer");
     else if (s && (s->i < 0 || s->i > IR_MAX_NUM_STAGES))
         func_error(v, "attribute 'num_stages' must be from 0 to %d, got %lld", IR_MAX_NUM_STAGES, (long long)s->i);
+    const IrAttr *c = ir_attr_get(f->num_attrs, f->attrs, "num_ctas");
+    if (c && (c->kind != IR_ATTR_INT || c->i < 1 || c->i > IR_MAX_CLUSTER_CTAS))
+        func_error(v, "attribute 'num_ctas' must be an integer from 1 to %d", IR_MAX_CLUSTER_CTAS);
 }
 
 /* producer_warps: the warps a warp_specialize op adds to the kernel's

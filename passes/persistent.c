@@ -43,7 +43,9 @@
  * readers by the program's own barriers, across tiles by this one.
  *
  * A kernel that already has launch_grid parameters is left alone, so the
- * pass may run twice.
+ * pass may run twice; so is a kernel of thread-block clusters (num_ctas >
+ * 1: its programs' ranks follow program_id(0), and a cluster must start
+ * together).
  */
 #include "passes.h"
 
@@ -180,7 +182,7 @@ static void make_persistent(IrModule *m, IrFunc *f) {
 bool pass_persistent(IrModule *m, const PassOptions *opts) {
     for (IrFunc *f = m->first; f; f = f->next)
         if (f->kind == IR_FUNC_KERNEL && ir_func_get_int(f, "persistent", opts->target.persistent) &&
-            !has_launch_grid(f))
+            !has_launch_grid(f) && ir_func_get_int(f, "num_ctas", 1) == 1)
             make_persistent(m, f);
     return true;
 }

@@ -385,6 +385,8 @@ bool tg_scan_plan(const LinearLayout *ll, int axis, int num_warps, int elem_byte
 int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
     LinearLayout a, b;
     switch (op->opc) {
+    case IR_OP_CLUSTER_REDUCE: /* the program's value, read by the cluster's others */
+        return ir_op_get_int(op, "ctas", 1) > 1 ? 16 : 0;
     case IR_OP_REDUCE: {
         const IrType *t = op->operands[0]->type;
         if (!ll_of(t, num_warps, &a))

@@ -331,6 +331,25 @@ static const char SRC_GRID2D[] =
     "    store(out + r[:, None] * N + c[None, :], val, (r[:, None] < M) & (c[None, :] < N));\n"
     "}\n";
 
+/* Cluster reductions: each cluster of C programs reduces one row of n
+ * values, each program a tile of BLOCK of them; every program writes what
+ * it got. */
+static const char SRC_CLUSTERS[] =
+    "kernel clusters(f32* out, i32* iout, const f32* x, const i32* xi, i32 n, constexpr i32 C = 4,\n"
+    "                constexpr i32 BLOCK = 256) {\n"
+    "    let pid = program_id(0);\n"
+    "    let c = (pid % C) * BLOCK + arange(0, BLOCK);\n"
+    "    let base = i64(pid / C) * n;\n"
+    "    let m = c < n;\n"
+    "    let v = load(x + base + c, m, 0.0);\n"
+    "    store(out + pid * 3, cluster_sum(sum(v, 0), C));\n"
+    "    store(out + pid * 3 + 1, cluster_max(max(where(m, v, -inf), 0), C));\n"
+    "    store(out + pid * 3 + 2, cluster_min(min(where(m, v, inf), 0), C));\n"
+    "    let iv = load(xi + base + c, m, 0);\n"
+    "    store(iout + pid * 2, cluster_sum(sum(iv, 0), C));\n"
+    "    store(iout + pid * 2 + 1, cluster_max(max(where(m, iv, -2147483647), 0), C));\n"
+    "}\n";
+
 static const char SRC_MATMUL[] =
     "kernel matmul(f32* out, const T* a, const T* b, const f32* acc0, constexpr dtype T, constexpr i32 M = 32,\n"
     "              constexpr i32 N = 32, constexpr i32 K = 32, constexpr bool ACC = false,\n"
@@ -1262,6 +1281,100 @@ static void feat_grid2d(Ft *f) {
     buf_free(f, &out);
 }
 
+/* cluster_sum / cluster_max / cluster_min over clusters of 1, 2, 4 and 8
+ * programs (sm_90 on the GPU), rows of odd lengths and of 1: the row's sum
+ * (f32, within the sum of |terms|), max, min (exact) and i32 sum and max
+ * (exact), and the same bits in every program of a cluster. Then a grid
+ * that is not a whole number of clusters: the launch fails. */
+static void feat_clusters(Ft *f) {
+    static const int sizes[] = {1, 2, 4, 8};
+    const int BLOCK = 256, rows = 3;
+    for (int s = 0; s < 4; s++) {
+        int C = sizes[s];
+        const int lens[] = {C * BLOCK - 37, 1, C * BLOCK};
+        for (int li = 0; li < 3; li++) {
+            int n = lens[li];
+            char label[64];
+            snprintf(label, sizeof label, "cluster reductions C%d n%d", C, n);
+            tc_constexpr cx[] = {cx_int("C", C), cx_int("BLOCK", BLOCK)};
+            tc_kernel *k = get(f, label, SRC_CLUSTERS, "clusters", cx, 2, 4);
+            if (!k)
+                continue;
+            int programs = C * rows;
+            Buf x, xi, out, iout;
+            memset(&xi, 0, sizeof xi), memset(&out, 0, sizeof out), memset(&iout, 0, sizeof iout);
+            if (!buf_new(f, &x, (size_t)rows * n * 4) || !buf_new(f, &xi, (size_t)rows * n * 4) ||
+                !buf_new(f, &out, (size_t)(programs * 3 + FGUARD) * 4) ||
+                !buf_new(f, &iout, (size_t)(programs * 2 + FGUARD) * 4)) {
+                fail_case(label, "allocation failed");
+            } else {
+                for (int i = 0; i < rows * n; i++) {
+                    F32(x)[i] = (float)gt_normal();
+                    I32(xi)[i] = (int32_t)(gt_normal() * 1000.0);
+                }
+                int32_t nn = n;
+                void *args[] = {&out.d, &iout.d, &x.d, &xi.d, &nn};
+                if (buf_up(f, &x) && buf_up(f, &xi) && buf_poison(f, &out) && buf_poison(f, &iout) &&
+                    launch(f, k, (tc_dim3){(unsigned)programs, 1, 1}, args, 5) && buf_down(f, &out) &&
+                    buf_down(f, &iout)) {
+                    GtErr e = {0};
+                    size_t wrong = 0;
+                    for (int r = 0; r < rows; r++) {
+                        double sum = 0, mag = 0, hi = -INFINITY, lo = INFINITY;
+                        int64_t isum = 0;
+                        int32_t imax = INT32_MIN + 1;
+                        for (int j = 0; j < n; j++) {
+                            double v = F32(x)[(size_t)r * n + j];
+                            int32_t iv = I32(xi)[(size_t)r * n + j];
+                            sum += v, mag += fabs(v), hi = fmax(hi, v), lo = fmin(lo, v);
+                            isum += iv;
+                            imax = iv > imax ? iv : imax;
+                        }
+                        for (int p = r * C; p < (r + 1) * C; p++) {
+                            const float *o = &F32(out)[p * 3], *o0 = &F32(out)[r * C * 3];
+                            const int32_t *io = &I32(iout)[p * 2];
+                            gt_err_add_scaled(&e, o[0], sum, mag);
+                            wrong += o[1] != (float)hi || o[2] != (float)lo || io[0] != (int32_t)isum || io[1] != imax;
+                            wrong += memcmp(o, o0, 12) != 0; /* every program of the cluster: the same bits */
+                        }
+                    }
+                    report(label, TC_DTYPE_F32, wrong ? 1.0 : gt_err_value(&e), 1e-5,
+                           buf_clobbered(&out, (size_t)programs * 3 * 4, 4) +
+                               buf_clobbered(&iout, (size_t)programs * 2 * 4, 4));
+                } else {
+                    fail_case(label, "launch failed");
+                }
+            }
+            buf_free(f, &x);
+            buf_free(f, &xi);
+            buf_free(f, &out);
+            buf_free(f, &iout);
+        }
+    }
+    /* a grid of 3 clusters of 4 and one program more */
+    const char *label = "cluster reductions: grid not a multiple of the cluster";
+    tc_constexpr cx[] = {cx_int("C", 4), cx_int("BLOCK", BLOCK)};
+    tc_kernel *k = get(f, label, SRC_CLUSTERS, "clusters", cx, 2, 4);
+    Buf x, out;
+    memset(&out, 0, sizeof out);
+    if (k && buf_new(f, &x, (size_t)BLOCK * 16 * 4) && buf_new(f, &out, (size_t)(13 * 3 + FGUARD) * 4)) {
+        int32_t nn = 4 * BLOCK;
+        void *args[] = {&out.d, &out.d, &x.d, &x.d, &nn};
+        tc_status st = tc_launch(k, (tc_dim3){13, 1, 1}, NULL, args, 5);
+        if (st == TC_OK)
+            st = tc_stream_synchronize(f->ctx, NULL);
+        report(label, TC_DTYPE_I32, st == TC_OK ? 1.0 : 0.0, 1e-12, false);
+        if (st != TC_OK)
+            printf("%s: %s: refused: %s\n", ft_prefix, label, tc_last_error());
+    } else if (k) {
+        fail_case(label, "allocation failed");
+    }
+    if (k) {
+        buf_free(f, &x);
+        buf_free(f, &out);
+    }
+}
+
 /* ---- dot ---- */
 
 /* One program's dot, from registers: 32x32x32 in every type (mma.sync or
@@ -1347,6 +1460,7 @@ static void run_all(Ft *f) {
     feat_exit_tiles(f);
     feat_dot_break(f);
     feat_grid2d(f);
+    feat_clusters(f);
     feat_dot(f);
 }
 

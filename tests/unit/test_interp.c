@@ -421,5 +421,56 @@ TEST(test_calls_and_loops) {
     tc_interp_unload(m);
 }
 
+/* Clusters: a reduction inside a loop, run by the programs of each cluster
+ * taking turns; a program that returns before a reduction the others reach
+ * stops the launch (a GPU would hang); a program that fails stops its
+ * cluster; a grid that is not whole clusters is refused. */
+TEST(test_clusters) {
+    static const char SRC[] =
+        "kernel loop(f32* out, i32 iters, i32 quit) {\n"
+        "    let pid = program_id(0);\n"
+        "    var acc = 0.0;\n"
+        "    for (i in range(0, iters)) {\n"
+        "        if (pid == quit && i == 1) { return; }\n"
+        "        acc += cluster_sum(f32(pid * 10 + i), 4);\n"
+        "    }\n"
+        "    store(out + pid, acc + f32(cluster_max(pid, 4)));\n"
+        "}\n"
+        "kernel faults(f32* out, i32 bad) {\n"
+        "    let pid = program_id(0);\n"
+        "    let v = load(out + (pid == bad ? 1 << 28 : pid));\n"
+        "    store(out + pid, cluster_sum(v, 2));\n"
+        "}\n";
+    tc_interp_module *m = load_tile(SRC, NULL);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    Mem mem = {0};
+    float *out = mem_add(&mem, 8 * sizeof(float));
+    int32_t iters = 3, quit = -1;
+    void *args[] = {&out, &iters, &quit};
+    CHECK_EQ_INT(launch(m, "loop", 8, args, &mem), TC_OK);
+    for (int p = 0; p < 8; p++) {
+        int c = p / 4 * 4; /* the cluster's first program */
+        double want = 0;
+        for (int i = 0; i < iters; i++)
+            for (int r = c; r < c + 4; r++)
+                want += r * 10 + i;
+        CHECK(out[p] == (float)(want + c + 3));
+    }
+    quit = 5; /* program 5 returns at i = 1; 4, 6 and 7 wait there */
+    CHECK_EQ_INT(launch(m, "loop", 8, args, &mem), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "ended without reaching this cluster_sum") != NULL);
+    quit = -1;
+    CHECK_EQ_INT(launch(m, "loop", 6, args, &mem), TC_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(tc_last_error(), "not a multiple") != NULL);
+    int32_t bad = 3;
+    void *fargs[] = {&out, &bad};
+    CHECK_EQ_INT(launch(m, "faults", 4, fargs, &mem), TC_ERROR_LAUNCH);
+    CHECK(strstr(tc_last_error(), "program (3, 0, 0)") != NULL);
+    mem_free(&mem);
+    tc_interp_unload(m);
+}
+
 UNIT_SUITE(interp, test_int_rules, test_f16_rounding, test_memory_checks, test_flow_and_reductions, test_refused_ir,
-           test_calls_and_loops)
+           test_calls_and_loops, test_clusters)
