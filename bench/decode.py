@@ -46,7 +46,9 @@ class KvArgs(C.Structure):  # tc_attention_kvcache_args
 class KvPlan(C.Structure):  # tc_attention_kvcache_plan
     _fields_ = [("attention", AttentionPlan), ("combine", AttentionPlan), ("group", C.c_int),
                 ("num_splits", C.c_int), ("split_keys", L), ("workspace_bytes", C.c_size_t),
-                ("lse_part_offset", C.c_size_t), ("o_part_offset", C.c_size_t)]
+                ("lse_part_offset", C.c_size_t), ("o_part_offset", C.c_size_t), ("gathered", C.c_int),
+                ("gather", AttentionPlan), ("k_offset", C.c_size_t), ("v_offset", C.c_size_t),
+                ("kv_head_stride", L)]
 
 
 def load_api(path, more=None):

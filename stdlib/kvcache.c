@@ -32,6 +32,14 @@
  *     stays unsplit, one long sequence spreads over every SM. Splits write
  *     partial O (f32) and LSE to the workspace; the combine kernel merges
  *     BR = 16 rows per program. Without a workspace the call runs unsplit.
+ *     Gathered prefill. A prefill chunk (the wgmma prefill plan, head dim
+ *     up to 128) against a paged cache, when the call has a workspace,
+ *     first copies the sequences' keys and values to it as a contiguous
+ *     cache (kvcache_gather: 64 keys of one KV head per program) and runs
+ *     the contiguous plan on the copy: TMA tiles and a producer warpgroup,
+ *     which rows gathered page by page cannot use. The copy is one more
+ *     read and write of the keys and values; the chunk's attention reads
+ *     them many times (bench/prefill.py, bench/RESULTS.md).
  *  3. Launch through the attention family's helpers (attention.c): the
  *     pointers' 16-byte alignment and strides that are multiples of 8
  *     elements as facts, optional pointers that are absent replaced by one
@@ -55,6 +63,8 @@ enum {
     KV_COMBINE_ROWS = 16,
     KV_WS_ALIGN = 256,
     KV_APPEND_TOKENS = 16,
+    KV_GATHER_TOKENS = 64, /* keys a kvcache_gather program copies, of one KV head */
+    KV_DECODE_ROWS = 64,   /* a KV head's query rows the decode plan takes (one m64 tile) */
     /* what a program costs besides its key blocks (its start, Q, the
      * epilogue; with splits the combine's share), in key blocks: the split
      * plan's constant */
@@ -192,8 +202,8 @@ static int kv_sms(const tc_context *ctx, bool hooked) {
     return hooked ? 132 : tc_context_multiprocessors(ctx);
 }
 
-static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arch, bool workspace_given,
-                    tc_attention_kvcache_plan *p) {
+static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char *arch, bool workspace_given,
+                        tc_attention_kvcache_plan *p) {
     memset(p, 0, sizeof *p);
     bool wgmma = rt_stdlib_wgmma(arch);
     bool varlen = a->cu_seqlens_q != 0, paged = a->block_table != 0;
@@ -205,7 +215,7 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
     t->head_dim = (int)a->head_dim;
     t->block_d = rt_stdlib_pow2_clamped(a->head_dim, 16, KV_MAX_HEAD_DIM);
     bool wide = t->block_d > 128;
-    bool decode = rows <= 64;
+    bool decode = rows <= KV_DECODE_ROWS;
     if (wgmma && decode) {
         /* one warpgroup on 64 rows; the rate of reading the cache is what
          * counts (bench/decode.py, bench/RESULTS.md): a contiguous cache
@@ -298,6 +308,64 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
     rt_attention_cx(c, "HAS_LSE", TC_CONSTEXPR_BOOL, a->lse != 0);
 }
 
+/* The contiguous cache a gathered plan's copy makes of a's paged one: the
+ * workspace's [batch, seqlen_k, kv_heads, p->kv_head_stride] K and V. */
+static void kv_gathered_args(const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p,
+                             tc_attention_kvcache_args *g) {
+    *g = *a;
+    int64_t hs = p->kv_head_stride, row = a->kv_heads * hs;
+    g->block_table = 0;
+    g->stride_bt = g->page_size = g->num_pages = 0;
+    g->k_cache = a->workspace + p->k_offset;
+    g->v_cache = a->workspace + p->v_offset;
+    g->stride_kb = g->stride_vb = a->seqlen_k * row;
+    g->stride_kn = g->stride_vn = row;
+    g->stride_kh = g->stride_vh = hs;
+}
+
+/* The plan (see the essay): prefill chunks against a paged cache on wgmma
+ * up to head dim 128, with a workspace, read a contiguous copy of it (one
+ * more pass over the keys and values, against the gathers that keep the
+ * attention kernel from TMA and a producer warpgroup: bench/prefill.py);
+ * everything else reads the cache as it is. */
+static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arch, bool workspace_given,
+                    tc_attention_kvcache_plan *p) {
+    int64_t rows = a->seqlen_q * (a->heads / a->kv_heads);
+    bool gather = a->block_table != 0 && workspace_given && rt_stdlib_wgmma(arch) && rows > KV_DECODE_ROWS &&
+                  a->head_dim <= 128;
+    if (!gather) {
+        kv_plan_one(a, sms, arch, workspace_given, p);
+        return;
+    }
+    tc_attention_kvcache_plan shape = {0};
+    shape.kv_head_stride = (a->head_dim + 7) / 8 * 8;
+    tc_attention_kvcache_args g;
+    kv_gathered_args(a, &shape, &g);
+    kv_plan_one(&g, sms, arch, workspace_given, p);
+    p->gathered = 1;
+    p->kv_head_stride = shape.kv_head_stride;
+    size_t bytes = (size_t)a->batch * (size_t)a->seqlen_k * (size_t)a->kv_heads * (size_t)p->kv_head_stride *
+                   rt_dtype_size(a->dtype);
+    p->k_offset = kv_align(p->workspace_bytes);
+    p->v_offset = p->k_offset + kv_align(bytes);
+    p->workspace_bytes = p->v_offset + kv_align(bytes);
+    tc_attention_plan *t = &p->gather;
+    t->file = "attention_kvcache.tile";
+    t->kernel = "kvcache_gather";
+    t->head_dim = (int)a->head_dim;
+    t->block_d = rt_stdlib_pow2_clamped(a->head_dim, 16, KV_MAX_HEAD_DIM);
+    t->block_m = KV_GATHER_TOKENS;
+    t->num_warps = 4;
+    t->num_stages = 1;
+    t->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(a->seqlen_k, KV_GATHER_TOKENS), (unsigned)(a->batch * a->kv_heads), 1};
+    rt_attention_cx(t, "T", TC_CONSTEXPR_DTYPE, (int64_t)a->dtype);
+    rt_attention_cx(t, "HEAD_DIM", TC_CONSTEXPR_INT, t->head_dim);
+    rt_attention_cx(t, "D", TC_CONSTEXPR_INT, t->block_d);
+    rt_attention_cx(t, "PAGE", TC_CONSTEXPR_INT, a->page_size);
+    rt_attention_cx(t, "BT", TC_CONSTEXPR_INT, KV_GATHER_TOKENS);
+    rt_attention_cx(t, "SEQUSED", TC_CONSTEXPR_BOOL, a->seqused_k != 0);
+}
+
 tc_status tc_attention_kvcache_plan_for(const tc_attention_kvcache_args *args, int multiprocessors,
                                         tc_attention_kvcache_plan *out) {
     const char *entry = "tc_attention_kvcache_plan_for";
@@ -373,6 +441,31 @@ static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc
     return rt_attention_launch(entry, l);
 }
 
+static tc_status kv_launch_gather(const char *entry, RtAttentionLaunch *l, tc_context *ctx, CUstream stream,
+                                  const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p) {
+    int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
+    tc_attention_kvcache_args g;
+    kv_gathered_args(a, p, &g);
+    rt_attention_begin(l, ctx, stream, &p->gather);
+    RtStdlibArgs args = rt_attention_args(l);
+    rt_stdlib_arg_ptr(&args, "K_OUT", g.k_cache, true);
+    rt_stdlib_arg_ptr(&args, "V_OUT", g.v_cache, true);
+    rt_stdlib_arg_ptr(&args, "K", a->k_cache, true);
+    rt_stdlib_arg_ptr(&args, "V", a->v_cache, true);
+    rt_stdlib_arg_ptr(&args, "block_table", a->block_table, false);
+    rt_stdlib_arg_ptr(&args, "seqused_k", a->seqused_k ? a->seqused_k : a->block_table, false);
+    rt_stdlib_arg_int(&args, "kv_heads", a->kv_heads, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_k", a->seqlen_k, true, 0);
+    rt_stdlib_arg_int(&args, "stride_bt", a->stride_bt, false, 0);
+    const int64_t ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn}, vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn},
+                  os[3] = {g.stride_kb, g.stride_kh, g.stride_kn};
+    static const char *const copy_n[3] = {"stride_ob", "stride_oh", "stride_on"};
+    kv_arg_strides(&args, kn, ks, vector);
+    kv_arg_strides(&args, vn, vs, vector);
+    kv_arg_strides(&args, copy_n, os, vector);
+    return rt_attention_launch(entry, l);
+}
+
 static tc_status kv_launch_combine(const char *entry, RtAttentionLaunch *l, tc_context *ctx, CUstream stream,
                                    const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p) {
     CUdeviceptr any = a->q;
@@ -405,18 +498,28 @@ tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attent
     kv_plan(args, kv_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), args->workspace != 0, &plan);
     if (plan.workspace_bytes > args->workspace_bytes)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
-                       "%s: workspace_bytes (%zu) is less than the %zu bytes of %d splits "
+                       "%s: workspace_bytes (%zu) is less than the %zu bytes of %d splits%s "
                        "(tc_attention_kvcache_workspace_size)",
-                       entry, args->workspace_bytes, plan.workspace_bytes, plan.num_splits);
+                       entry, args->workspace_bytes, plan.workspace_bytes, plan.num_splits,
+                       plan.gathered ? " and the gathered keys and values" : "");
     if (plan.num_splits > 1 && !args->workspace)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: workspace is 0, and num_splits (%d) needs one", entry,
                        args->num_splits);
     RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", entry);
-    st = kv_launch_attention(entry, l, ctx, stream, args, &plan);
+    tc_attention_kvcache_args gathered;
+    const tc_attention_kvcache_args *a = args;
+    st = TC_OK;
+    if (plan.gathered) {
+        st = kv_launch_gather(entry, l, ctx, stream, args, &plan);
+        kv_gathered_args(args, &plan, &gathered);
+        a = &gathered;
+    }
+    if (st == TC_OK)
+        st = kv_launch_attention(entry, l, ctx, stream, a, &plan);
     if (st == TC_OK && plan.num_splits > 1)
-        st = kv_launch_combine(entry, l, ctx, stream, args, &plan);
+        st = kv_launch_combine(entry, l, ctx, stream, a, &plan);
     free(l);
     return st;
 }

@@ -592,6 +592,11 @@ TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, 
  *    equal to the unsplit result to rounding); 1 never splits; 2..128
  *    forces that many. Splits need workspace (tc_attention_kvcache_
  *    workspace_size): with workspace 0, num_splits 0 runs unsplit.
+ *    Prefill chunks against a paged cache use it too (sm_90a, head_dim up
+ *    to 128, more than 64 query rows per KV head): the keys and values are
+ *    first copied to it as a contiguous cache, batch * seqlen_k *
+ *    kv_heads * 2 rows; with workspace 0 the call reads the pages
+ *    directly, slower.
  *  - workspace: device memory of workspace_bytes, 16-byte aligned, used
  *    until the launches complete.
  *  - o and lse must not overlap the inputs or the workspace (not checked).
@@ -620,8 +625,10 @@ typedef struct tc_attention_kvcache_args {
 TC_API tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attention_kvcache_args *args);
 
 /* What tc_attention_kvcache launches for some arguments on a GPU of
- * `multiprocessors` SMs: the attention kernel, then (num_splits > 1) the
- * combine kernel, and the workspace they use. */
+ * `multiprocessors` SMs: with `gathered`, first the gather kernel, which
+ * copies a paged cache's keys and values to the workspace as a contiguous
+ * cache; then the attention kernel, and (num_splits > 1) the combine
+ * kernel; and the workspace they use. */
 typedef struct tc_attention_kvcache_plan {
     tc_attention_plan attention; /* attention_kvcache: grid (row blocks, batch * kv_heads, num_splits) */
     tc_attention_plan combine;   /* attention_kvcache_combine (block_m: rows per program); unused unsplit */
@@ -631,6 +638,14 @@ typedef struct tc_attention_kvcache_plan {
     size_t workspace_bytes;      /* 0 unsplit */
     size_t lse_part_offset;      /* f32 [num_splits, batch, seqlen_q, heads] */
     size_t o_part_offset;        /* f32 [num_splits, batch, seqlen_q, heads, attention.block_d] */
+    /* Gathered: prefill chunks (more than 64 rows of a KV head) against a
+     * paged cache on sm_90a, up to head dim 128, when the call has a
+     * workspace: the attention kernel then reads the copy with TMA and a
+     * producer warpgroup, which page gathers cannot use. */
+    int gathered;
+    tc_attention_plan gather; /* kvcache_gather: grid (cdiv(seqlen_k, block_m), batch * kv_heads) */
+    size_t k_offset, v_offset; /* the copies: [batch, seqlen_k, kv_heads, kv_head_stride] of dtype */
+    int64_t kv_head_stride;    /* head_dim rounded up to a multiple of 8 elements (16 bytes) */
 } tc_attention_kvcache_plan;
 
 /* The plan for args (the pointers are not looked at; a 0 workspace counts

@@ -324,7 +324,9 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
                 ref_lse[li] = mx + log(l);
             }
 
-    /* three runs: unsplit, forced splits, the plan's choice */
+    /* three runs: unsplit without a workspace (a paged prefill then reads
+     * the pages directly), forced splits, the plan's choice (both with
+     * their workspace: a paged prefill on sm_90a reads a gathered copy) */
     Run runs[3];
     memset(runs, 0, sizeof runs);
     int split_arg[3] = {1, cs->splits, 0};
@@ -347,6 +349,8 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
         size_t ws = 0;
         ok = GT_OK(tc_attention_kvcache_workspace_size(ctx, &a, &ws)) &&
              GT_OK(tc_attention_kvcache_plan_for(&a, tc_context_multiprocessors(ctx), &run->plan));
+        if (r == 0)
+            run->plan.gathered = 0, ws = 0; /* no workspace: the call gathers nothing */
         if (ok && ws) {
             ok = GT_OK(tc_mem_alloc(ctx, ws, &wsd));
             a.workspace = wsd, a.workspace_bytes = ws;
@@ -420,10 +424,11 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
         snprintf(cache, sizeof cache, "paged%d-%s", page, cs->hnd ? "hnd" : "nhd");
     else
         snprintf(cache, sizeof cache, "contig-%s", cs->hnd ? "hnd" : "nhd");
-    printf("kvcache %-4s %-18s h%-2lld kv%-2lld d%-3lld %-6s %-14s %s%s tile %dx%d w%d s%d splits 1/%d/%d "
+    printf("kvcache %-4s %-18s h%-2lld kv%-2lld d%-3lld %-6s %-14s %s%s%s tile %dx%d w%d s%d splits 1/%d/%d "
            "O err %.2e %.2e %.2e LSE %.1e split diff %.1e %.1e",
            gt_dtype_name(t), shape, (long long)H, (long long)KVH, (long long)D, cs->causal ? "causal" : "full", cache,
-           cs->bhsd ? "bhsd" : "bshd", cs->with_lse ? "" : " nolse", runs[0].plan.attention.block_m,
+           cs->bhsd ? "bhsd" : "bshd", cs->with_lse ? "" : " nolse", runs[2].plan.gathered ? " gathered" : "",
+           runs[0].plan.attention.block_m,
            runs[0].plan.attention.block_n, runs[0].plan.attention.num_warps, runs[0].plan.attention.num_stages,
            runs[1].plan.num_splits, runs[2].plan.num_splits, runs[0].err, runs[1].err, runs[2].err,
            fmax(runs[0].lse_err, fmax(runs[1].lse_err, runs[2].lse_err)), split_diff[0], split_diff[1]);
