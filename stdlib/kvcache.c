@@ -526,13 +526,14 @@ tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attent
 
 /* ---- tc_kvcache_append ---- */
 
-tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache, CUdeviceptr v_cache,
-                            CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens, int64_t kv_heads,
-                            int64_t head_dim, int64_t page_size, int64_t num_pages, int64_t stride_kt,
-                            int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
-                            int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp, int64_t stride_vcn,
-                            int64_t stride_vch) {
-    const char *entry = "tc_kvcache_append";
+/* tc_kvcache_append, and with rope (tc_kvcache_append_rope) q rotated in
+ * place by tc_rope's kernel and k on its way to the cache. */
+static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
+                           CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens,
+                           int64_t kv_heads, int64_t head_dim, int64_t page_size, int64_t num_pages, int64_t stride_kt,
+                           int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
+                           int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp, int64_t stride_vcn,
+                           int64_t stride_vch, const tc_rope_args *rope) {
     tc_status st;
     if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
         (st = rt_stdlib_check_dtype(entry, dtype, false)) != TC_OK ||
@@ -565,6 +566,26 @@ tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CU
         return st;
     if (page_size > INT64_MAX / num_pages)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: page_size * num_pages overflows", entry);
+    int64_t rot_half = 0;
+    if (rope) {
+        if ((st = rt_rope_check(entry, ctx, rope)) != TC_OK)
+            return st;
+        if (rope->dtype != dtype || rope->tokens != tokens || rope->head_dim != head_dim)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: rope's dtype, tokens and head_dim (%d, %lld, %lld) must be the append's (%d, %lld, %lld)",
+                           entry, (int)rope->dtype, (long long)rope->tokens, (long long)rope->head_dim, (int)dtype,
+                           (long long)tokens, (long long)head_dim);
+        if (rope->k || rope->k_heads || rope->backward)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                           "%s: rope's k and k_heads must be 0 (k is the append's) and backward 0", entry);
+        if (rope->q_heads % kv_heads)
+            return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: kv_heads (%lld) does not divide rope's q_heads (%lld)",
+                           entry, (long long)kv_heads, (long long)rope->q_heads);
+        rot_half = (rope->rotary_dim ? rope->rotary_dim : head_dim) / 2;
+        /* q first, in place, by tc_rope's kernel (q alone) */
+        if ((st = tc_rope(ctx, stream, rope)) != TC_OK)
+            return st;
+    }
 
     tc_attention_plan p;
     memset(&p, 0, sizeof p);
@@ -580,6 +601,11 @@ tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CU
     rt_attention_cx(&p, "HEAD_DIM", TC_CONSTEXPR_INT, p.head_dim);
     rt_attention_cx(&p, "D", TC_CONSTEXPR_INT, p.block_d);
     rt_attention_cx(&p, "BT", TC_CONSTEXPR_INT, KV_APPEND_TOKENS);
+    rt_attention_cx(&p, "ROPE", TC_CONSTEXPR_BOOL, rope != NULL);
+    rt_attention_cx(&p, "HALF", TC_CONSTEXPR_INT, rope ? rt_stdlib_pow2_clamped(rot_half, 16, KV_MAX_HEAD_DIM) : 16);
+    rt_attention_cx(&p, "INTERLEAVED", TC_CONSTEXPR_BOOL, rope && rope->interleaved);
+    rt_attention_cx(&p, "HAS_POSITIONS", TC_CONSTEXPR_BOOL, rope && rope->positions);
+    rt_attention_cx(&p, "HAS_CACHE", TC_CONSTEXPR_BOOL, rope && rope->cos);
 
     RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
@@ -601,7 +627,42 @@ tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CU
                                  stride_kcn, stride_kch, stride_vcp, stride_vcn, stride_vch};
     for (int i = 0; i < 10; i++)
         rt_stdlib_arg_int(&args, names[i], strides[i], false, vector);
+    rt_stdlib_arg_ptr(&args, "positions", rope && rope->positions ? rope->positions : slot_mapping, false);
+    rt_stdlib_arg_ptr(&args, "cos_cache", rope && rope->cos ? rope->cos : slot_mapping, false);
+    rt_stdlib_arg_ptr(&args, "sin_cache", rope && rope->sin ? rope->sin : slot_mapping, false);
+    rt_stdlib_arg_int(&args, "stride_cs", rope && rope->cos ? rope->stride_cs : 0, false, 0);
+    rt_stdlib_arg_int(&args, "rot_half", rot_half, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen", rope && !rope->positions ? rope->seqlen : 1, true, 0);
+    rt_stdlib_arg_int(&args, "pos_offset", rope && !rope->positions ? rope->position_offset : 0, true, 0);
+    rt_stdlib_arg_int(&args, "max_pos", rope && rope->cos ? rope->max_position : 1, true, 0);
+    rt_attention_arg_f32(l, "log2_step", rope ? rt_rope_log2_step(rope, rot_half) : 0.0f);
     st = rt_attention_launch(entry, l);
     free(l);
     return st;
+}
+
+tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                            CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens, int64_t kv_heads,
+                            int64_t head_dim, int64_t page_size, int64_t num_pages, int64_t stride_kt,
+                            int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
+                            int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp, int64_t stride_vcn,
+                            int64_t stride_vch) {
+    return kv_append("tc_kvcache_append", ctx, stream, dtype, k_cache, v_cache, k, v, slot_mapping, tokens, kv_heads,
+                     head_dim, page_size, num_pages, stride_kt, stride_kh, stride_vt, stride_vh, stride_kcp, stride_kcn,
+                     stride_kch, stride_vcp, stride_vcn, stride_vch, NULL);
+}
+
+tc_status tc_kvcache_append_rope(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
+                                 CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping,
+                                 int64_t tokens, int64_t kv_heads, int64_t head_dim, int64_t page_size,
+                                 int64_t num_pages, int64_t stride_kt, int64_t stride_kh, int64_t stride_vt,
+                                 int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
+                                 int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch, const tc_rope_args *rope) {
+    const char *entry = "tc_kvcache_append_rope";
+    tc_status st = rt_stdlib_check_given(entry, "rope", rope);
+    if (st != TC_OK)
+        return st;
+    return kv_append(entry, ctx, stream, dtype, k_cache, v_cache, k, v, slot_mapping, tokens, kv_heads, head_dim,
+                     page_size, num_pages, stride_kt, stride_kh, stride_vt, stride_vh, stride_kcp, stride_kcn, stride_kch,
+                     stride_vcp, stride_vcn, stride_vch, rope);
 }

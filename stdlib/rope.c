@@ -39,9 +39,7 @@ enum {
     ROPE_TILE = 4096, /* HB * HALF at most */
 };
 
-static const char *const entry = "tc_rope";
-
-static tc_status check_tensor(const char *what, const char *st_name, const char *sh_name, int64_t tokens,
+static tc_status check_tensor(const char *entry, const char *what, const char *st_name, const char *sh_name, int64_t tokens,
                               int64_t heads, int64_t head_dim, int64_t stride_t, int64_t stride_h) {
     RtStdlibDim dims[3] = {{st_name, tokens, stride_t}, {sh_name, heads, stride_h}, {NULL, head_dim, 1}};
     tc_status st = rt_stdlib_check_strides(entry, what, dims, 3);
@@ -57,7 +55,7 @@ static tc_status check_tensor(const char *what, const char *st_name, const char 
     return TC_OK;
 }
 
-static tc_status rope_check(tc_context *ctx, const tc_rope_args *a) {
+tc_status rt_rope_check(const char *entry, tc_context *ctx, const tc_rope_args *a) {
     tc_status st;
     if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK || (st = rt_stdlib_check_given(entry, "a", a)) != TC_OK)
         return st;
@@ -80,12 +78,12 @@ static tc_status rope_check(tc_context *ctx, const tc_rope_args *a) {
                        a->interleaved != 0 && a->interleaved != 1 ? "interleaved" : "backward",
                        a->interleaved != 0 && a->interleaved != 1 ? a->interleaved : a->backward);
     if ((st = rt_stdlib_check_ptr(entry, "q", a->q, es)) != TC_OK ||
-        (st = check_tensor("q", "stride_qt", "stride_qh", a->tokens, a->q_heads, a->head_dim, a->stride_qt,
+        (st = check_tensor(entry, "q", "stride_qt", "stride_qh", a->tokens, a->q_heads, a->head_dim, a->stride_qt,
                            a->stride_qh)) != TC_OK)
         return st;
     if (a->k_heads > 0 &&
         ((st = rt_stdlib_check_ptr(entry, "k", a->k, es)) != TC_OK ||
-         (st = check_tensor("k", "stride_kt", "stride_kh", a->tokens, a->k_heads, a->head_dim, a->stride_kt,
+         (st = check_tensor(entry, "k", "stride_kt", "stride_kh", a->tokens, a->k_heads, a->head_dim, a->stride_kt,
                             a->stride_kh)) != TC_OK))
         return st;
     if (a->positions) {
@@ -118,8 +116,14 @@ static tc_status rope_check(tc_context *ctx, const tc_rope_args *a) {
     return TC_OK;
 }
 
+float rt_rope_log2_step(const tc_rope_args *a, int64_t rot_half) {
+    /* freq_i = theta^(-2i / rotary_dim) = 2^(i * log2_step) */
+    return a->cos ? 0.0f : (float)(-2.0 * log2((double)a->theta) / (double)(2 * rot_half));
+}
+
 tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
-    tc_status st = rope_check(ctx, a);
+    const char *entry = "tc_rope";
+    tc_status st = rt_rope_check(entry, ctx, a);
     if (st != TC_OK)
         return st;
     int64_t rot_half = (a->rotary_dim ? a->rotary_dim : a->head_dim) / 2;
@@ -152,9 +156,7 @@ tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
     rt_stdlib_arg_int(&args, "seqlen", a->positions ? 1 : a->seqlen, true, 0);
     rt_stdlib_arg_int(&args, "pos_offset", a->positions ? 0 : a->position_offset, true, 0);
     rt_stdlib_arg_int(&args, "max_pos", a->cos ? a->max_position : 1, true, 0);
-    /* freq_i = theta^(-2i / rotary_dim) = 2^(i * log2_step) */
-    rt_stdlib_kernel_arg_f32(l, "log2_step",
-                             a->cos ? 0.0f : (float)(-2.0 * log2((double)a->theta) / (double)(2 * rot_half)));
+    rt_stdlib_kernel_arg_f32(l, "log2_step", rt_rope_log2_step(a, rot_half));
 
     l->cx[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)a->dtype, 0};
     l->cx[1] = (tc_constexpr){"HB", TC_CONSTEXPR_INT, hb, 0};

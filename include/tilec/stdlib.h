@@ -679,6 +679,24 @@ TC_API tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dt
                                    int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
                                    int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch);
 
+/* tc_kvcache_append with rotary position embeddings (tc_rope) fused: rope
+ * describes the tokens' positions, the angles and q, which is rotated in
+ * place as tc_rope rotates it; each token's k rows are rotated the same way
+ * as they are copied to the cache (k itself is left as it is), in f32 and
+ * rounded once to dtype, as tc_rope then tc_kvcache_append would give them.
+ * v is copied as it is.
+ *  - rope: tc_rope's rules, with dtype, tokens and head_dim the append's,
+ *    k = 0 and k_heads = 0 (the append's k, with its kv_heads, which must
+ *    divide q_heads), backward = 0.
+ * Two kernels are queued on stream (q's rotation, the append). */
+TC_API tc_status tc_kvcache_append_rope(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
+                                        CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping,
+                                        int64_t tokens, int64_t kv_heads, int64_t head_dim, int64_t page_size,
+                                        int64_t num_pages, int64_t stride_kt, int64_t stride_kh, int64_t stride_vt,
+                                        int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
+                                        int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch,
+                                        const tc_rope_args *rope);
+
 #ifdef __cplusplus
 }
 #endif

@@ -463,6 +463,137 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     return pass;
 }
 
+/* tc_kvcache_append_rope: tokens' K rotated into a shuffled 16-token page
+ * pool (some tokens padding, slot -1), V copied, Q rotated in place,
+ * against float64 rotations; the pool's other slots and the source K
+ * untouched. */
+typedef struct RopeCase {
+    tc_dtype dtype;
+    int64_t tokens, kv_heads, group, head_dim, rotary_dim;
+    int interleaved, tables, positions;
+} RopeCase;
+
+static bool rope_case(tc_context *ctx, CUstream stream, const RopeCase *rc) {
+    const tc_dtype t = rc->dtype;
+    const int64_t T = rc->tokens, KH = rc->kv_heads, QH = KH * rc->group, D = rc->head_dim;
+    const int64_t R = (rc->rotary_dim ? rc->rotary_dim : D) / 2, PAGE = 16, MAXPOS = 5000;
+    const int64_t pages = (T + PAGE - 1) / PAGE + 3, slots = pages * PAGE;
+    const size_t eb = gt_dtype_bytes(t), kn = (size_t)(T * KH * D), qn = (size_t)(T * QH * D),
+                 pool = (size_t)(slots * KH * D);
+    const double theta = 10000.0;
+    void *k = malloc(kn * eb), *v = malloc(kn * eb), *q = malloc(qn * eb), *kout = malloc(pool * eb),
+         *vout = malloc(pool * eb), *qout = malloc(qn * eb), *kback = malloc(kn * eb);
+    int64_t *slot = malloc((size_t)T * 8), *perm = malloc((size_t)slots * 8);
+    int32_t *pos = malloc((size_t)T * 4);
+    float *cs = malloc((size_t)(MAXPOS * R) * 4), *sn = malloc((size_t)(MAXPOS * R) * 4);
+    bool ok = k && v && q && kout && vout && qout && kback && slot && perm && pos && cs && sn;
+    CUdeviceptr kd = 0, vd = 0, qd = 0, kpd = 0, vpd = 0, sd = 0, pd = 0, cd = 0, snd = 0;
+    GtErr ek = {0}, eq = {0};
+    size_t wrong = 0;
+    if (ok) {
+        for (size_t i = 0; i < kn; i++)
+            gt_put(t, k, i, gt_normal()), gt_put(t, v, i, gt_normal());
+        for (size_t i = 0; i < qn; i++)
+            gt_put(t, q, i, gt_normal());
+        for (int64_t s = 0; s < slots; s++)
+            perm[s] = s;
+        for (int64_t s = slots - 1; s > 0; s--) { /* the tokens' slots: anywhere in the pool */
+            int64_t j = (int64_t)(gt_uniform() * (double)(s + 1)) % (s + 1), x = perm[s];
+            perm[s] = perm[j], perm[j] = x;
+        }
+        for (int64_t i = 0; i < T; i++) {
+            slot[i] = i % 7 == 3 ? -1 : perm[i];
+            pos[i] = rc->positions ? (int32_t)(gt_uniform() * (MAXPOS - 1)) : (int32_t)(100 + i % 37);
+        }
+        for (int64_t p = 0; p < MAXPOS; p++)
+            for (int64_t i = 0; i < R; i++) {
+                double a = (double)p * pow(theta, -2.0 * (double)i / (double)(2 * R));
+                cs[p * R + i] = (float)cos(a), sn[p * R + i] = (float)sin(a);
+            }
+        ok = GT_OK(tc_mem_alloc(ctx, kn * eb, &kd)) && GT_OK(tc_mem_alloc(ctx, kn * eb, &vd)) &&
+             GT_OK(tc_mem_alloc(ctx, qn * eb, &qd)) && GT_OK(tc_mem_alloc(ctx, pool * eb, &kpd)) &&
+             GT_OK(tc_mem_alloc(ctx, pool * eb, &vpd)) && GT_OK(tc_mem_alloc(ctx, (size_t)T * 8, &sd)) &&
+             GT_OK(tc_mem_alloc(ctx, (size_t)T * 4, &pd)) && GT_OK(tc_mem_alloc(ctx, (size_t)(MAXPOS * R) * 4, &cd)) &&
+             GT_OK(tc_mem_alloc(ctx, (size_t)(MAXPOS * R) * 4, &snd)) && GT_OK(tc_memcpy_htod(ctx, kd, k, kn * eb)) &&
+             GT_OK(tc_memcpy_htod(ctx, vd, v, kn * eb)) && GT_OK(tc_memcpy_htod(ctx, qd, q, qn * eb)) &&
+             GT_OK(tc_memcpy_htod(ctx, sd, slot, (size_t)T * 8)) && GT_OK(tc_memcpy_htod(ctx, pd, pos, (size_t)T * 4)) &&
+             GT_OK(tc_memcpy_htod(ctx, cd, cs, (size_t)(MAXPOS * R) * 4)) &&
+             GT_OK(tc_memcpy_htod(ctx, snd, sn, (size_t)(MAXPOS * R) * 4)) &&
+             GT_OK(tc_memset_d8(ctx, kpd, 0xFF, pool * eb)) && GT_OK(tc_memset_d8(ctx, vpd, 0xFF, pool * eb));
+    }
+    if (ok) {
+        tc_rope_args a;
+        memset(&a, 0, sizeof a);
+        a.dtype = t, a.tokens = T, a.q_heads = QH, a.head_dim = D, a.rotary_dim = rc->rotary_dim;
+        a.interleaved = rc->interleaved;
+        a.q = qd, a.stride_qt = QH * D, a.stride_qh = D;
+        a.positions = rc->positions ? pd : 0, a.seqlen = 37, a.position_offset = 100;
+        if (rc->tables)
+            a.cos = cd, a.sin = snd, a.stride_cs = R, a.max_position = MAXPOS;
+        else
+            a.theta = (float)theta;
+        ok = GT_OK(tc_kvcache_append_rope(ctx, stream, t, kpd, vpd, kd, vd, sd, T, KH, D, PAGE, pages, KH * D, D, KH * D,
+                                          D, PAGE * KH * D, KH * D, D, PAGE * KH * D, KH * D, D, &a)) &&
+             GT_OK(tc_stream_synchronize(ctx, stream)) && GT_OK(tc_memcpy_dtoh(ctx, kout, kpd, pool * eb)) &&
+             GT_OK(tc_memcpy_dtoh(ctx, vout, vpd, pool * eb)) && GT_OK(tc_memcpy_dtoh(ctx, qout, qd, qn * eb)) &&
+             GT_OK(tc_memcpy_dtoh(ctx, kback, kd, kn * eb));
+    }
+    if (ok) {
+        /* x rotated at position p: pairs (i, i + R) or (2i, 2i + 1), i < R */
+        for (int which = 0; which < 2; which++) {
+            int64_t heads = which ? KH : QH;
+            for (int64_t i = 0; i < T; i++) {
+                if (which && slot[i] < 0)
+                    continue;
+                int64_t p = rc->positions ? pos[i] : 100 + i % 37;
+                for (int64_t h = 0; h < heads; h++) {
+                    const void *src = which ? k : q;
+                    size_t in = (size_t)((i * heads + h) * D), out = which ? (size_t)((slot[i] * KH + h) * D) : in;
+                    const void *got = which ? kout : qout;
+                    GtErr *e = which ? &ek : &eq;
+                    for (int64_t d = 2 * R; d < D; d++)
+                        wrong += gt_get(t, got, out + (size_t)d) != gt_get(t, src, in + (size_t)d);
+                    for (int64_t j = 0; j < R; j++) {
+                        int64_t i1 = rc->interleaved ? 2 * j : j, i2 = rc->interleaved ? 2 * j + 1 : j + R;
+                        double ang = (double)p * pow(theta, -2.0 * (double)j / (double)(2 * R));
+                        double x1 = gt_get(t, src, in + (size_t)i1), x2 = gt_get(t, src, in + (size_t)i2);
+                        gt_err_add(e, gt_get(t, got, out + (size_t)i1), x1 * cos(ang) - x2 * sin(ang));
+                        gt_err_add(e, gt_get(t, got, out + (size_t)i2), x2 * cos(ang) + x1 * sin(ang));
+                    }
+                    if (which)
+                        for (int64_t d = 0; d < D; d++)
+                            wrong += gt_get(t, vout, out + (size_t)d) != gt_get(t, v, in + (size_t)d);
+                }
+            }
+        }
+        /* the slots no token maps to, and k itself, untouched */
+        char *used = calloc((size_t)slots, 1);
+        for (int64_t i = 0; used && i < T; i++)
+            if (slot[i] >= 0)
+                used[slot[i]] = 1;
+        for (int64_t s = 0; used && s < slots; s++)
+            for (int64_t e = 0; !used[s] && e < KH * D; e++)
+                wrong += !gt_is_poison(t, kout, (size_t)(s * KH * D + e)) + !gt_is_poison(t, vout, (size_t)(s * KH * D + e));
+        wrong += memcmp(k, kback, kn * eb) != 0;
+        free(used);
+    }
+    double err = fmax(gt_err_value(&ek), gt_err_value(&eq));
+    bool pass = ok && wrong == 0 && gt_record(t, err, gt_tolerance(t));
+    printf("append_rope %-4s t%-4lld kv%-2lld q%-3lld d%-3lld rot %-3lld %-5s %-6s %-9s K err %.2e Q err %.2e "
+           "wrong %zu %s\n",
+           gt_dtype_name(t), (long long)T, (long long)KH, (long long)QH, (long long)D, (long long)(2 * R),
+           rc->interleaved ? "gptj" : "neox", rc->tables ? "tables" : "theta", rc->positions ? "positions" : "offset",
+           gt_err_value(&ek), gt_err_value(&eq), wrong, pass ? "ok" : "FAIL");
+    gt_case_done(pass);
+    CUdeviceptr bufs[] = {kd, vd, qd, kpd, vpd, sd, pd, cd, snd};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i])
+            tc_mem_free(ctx, bufs[i]);
+    free(k), free(v), free(q), free(kout), free(vout), free(qout), free(kback), free(slot), free(perm), free(pos);
+    free(cs), free(sn);
+    return pass;
+}
+
 int main(int argc, char **argv) {
     bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     tc_context *ctx = gt_start("test_attention_kvcache");
@@ -511,6 +642,13 @@ int main(int argc, char **argv) {
             continue;
         run_case(ctx, stream, &cases[i], quick);
     }
+    /* dtype, tokens, kv_heads, group, head_dim, rotary_dim, interleaved, tables, positions */
+    const RopeCase ropes[] = {
+        {BF16, 100, 8, 4, 128, 0, 0, 0, 1},  {F16, 77, 2, 8, 128, 64, 1, 1, 1}, {BF16, 1, 1, 1, 64, 0, 0, 1, 0},
+        {F16, 200, 4, 2, 96, 0, 0, 0, 0},    {BF16, 33, 8, 1, 80, 32, 1, 0, 1}, {F16, 50, 2, 4, 256, 128, 0, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof ropes / sizeof ropes[0]; i++)
+        rope_case(ctx, stream, &ropes[i]);
     tc_stream_destroy(ctx, stream);
     tc_context_destroy(ctx);
     return gt_finish();

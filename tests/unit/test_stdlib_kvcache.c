@@ -333,6 +333,41 @@ TEST(test_kvcache_append_validation) {
     rt_attention_launch_hook = NULL;
 }
 
+/* tc_kvcache_append_rope: the append's checks, tc_rope's under this name,
+ * and the rules that tie them; nothing is launched on a failure. */
+TEST(test_kvcache_append_rope_validation) {
+    const tc_dtype F16 = TC_DTYPE_F16;
+    tc_rope_args r;
+    memset(&r, 0, sizeof r);
+    r.dtype = F16, r.tokens = 37, r.q_heads = 8, r.head_dim = 64, r.q = Q_, r.stride_qt = 8 * 64, r.stride_qh = 64;
+    r.seqlen = 37, r.theta = 10000.0f;
+#define APP_ROPE(ctx, dt, tokens, kvh, d, rope)                                                                       \
+    tc_kvcache_append_rope(ctx, NULL, dt, KC_, VC_, KN_, VN_, SM_, tokens, kvh, d, 16, 10, APPEND_STRIDES, rope)
+    rt_attention_launch_hook = counting_hook;
+    stdlib_hook_calls = 0;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, NULL), "tc_kvcache_append_rope: rope is NULL");
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 0, 2, 64, &r), "tc_kvcache_append_rope: tokens (0) must be in 1..2147483647");
+    tc_rope_args b = r;
+    b.rotary_dim = 3;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "tc_kvcache_append_rope: rotary_dim (3) must be 0");
+    b = r, b.dtype = TC_DTYPE_BF16;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "rope's dtype, tokens and head_dim (6, 37, 64) must be the "
+                                                          "append's (5, 37, 64)");
+    b = r, b.tokens = 36;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "rope's dtype, tokens and head_dim");
+    b = r, b.k = KN_, b.k_heads = 2, b.stride_kt = 128, b.stride_kh = 64;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "rope's k and k_heads must be 0");
+    b = r, b.backward = 1;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "and backward 0");
+    b = r, b.q_heads = 7, b.stride_qt = 7 * 64;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "kv_heads (2) does not divide rope's q_heads (7)");
+    b = r, b.q = 0;
+    CHECK_INVALID(APP_ROPE(FAKE_CTX, F16, 37, 2, 64, &b), "tc_kvcache_append_rope: q is 0");
+    CHECK_EQ_INT(stdlib_hook_calls, 0);
+#undef APP_ROPE
+    rt_attention_launch_hook = NULL;
+}
+
 /* ---- the plans ---- */
 
 TEST(test_kvcache_plans) {
@@ -824,7 +859,8 @@ TEST(test_kvcache_launches) {
     CHECK_EQ_INT(num_seen, 1);
     s = &seen[0];
     CHECK_EQ_STR(s->kernel, "kvcache_append");
-    CHECK_EQ_INT(s->num_args, 18);
+    CHECK_EQ_INT(s->num_args, 27);
+    CHECK_EQ_INT(cx(&s->plan, "ROPE"), 0);
     CHECK_EQ_INT(s->plan.grid.x, 3); /* cdiv(37, 16) */
     CHECK_EQ_INT(s->plan.grid.y, 2);
     CHECK_EQ_INT(s->plan.grid.z, 1);
@@ -991,5 +1027,50 @@ TEST(test_kvcache_memo_keys) {
     CHECK(distinct <= first);
 }
 
-UNIT_SUITE(stdlib_kvcache, test_kvcache_validation, test_kvcache_append_validation, test_kvcache_plans,
+/* The gathered prefill: a paged cache, more than 64 rows of a KV head, head
+ * dim up to 128, on sm_90a (plan_for's target) and only then. */
+TEST(test_kvcache_gathered_plan) {
+    tc_attention_kvcache_plan p;
+    tc_attention_kvcache_args a = kv_paged();
+    a.seqlen_q = 40; /* 40 x 4 query heads: 160 rows */
+    kv_dense(&a, 512);
+    a.stride_kb = a.stride_vb = 16 * 2 * 64;
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 1);
+    CHECK_EQ_INT(p.kv_head_stride, 64);
+    CHECK_EQ_INT(p.gather.grid.x, 5); /* 300 keys in 64s */
+    CHECK_EQ_INT(p.gather.grid.y, 4); /* batch 2 x 2 KV heads */
+    CHECK_EQ_INT((long long)p.k_offset % 256, 0);
+    CHECK_EQ_INT((long long)(p.v_offset - p.k_offset), 2 * 300 * 2 * 64 * 2); /* 153600: a multiple of 256 */
+    CHECK((long long)p.workspace_bytes >= (long long)p.v_offset + 2 * 300 * 2 * 64 * 2);
+    CHECK_EQ_INT(p.attention.warp_specialize, 1); /* the copy is contiguous: a producer warpgroup */
+    a.head_dim = 80; /* rows of 80 elements, kept 16-byte aligned: 80 */
+    kv_dense(&a, 512);
+    a.stride_kb = a.stride_vb = 16 * 2 * 80;
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 1);
+    CHECK_EQ_INT(p.kv_head_stride, 80);
+    a.head_dim = 100;
+    kv_dense(&a, 512);
+    a.stride_kb = a.stride_vb = 16 * 2 * 100;
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.kv_head_stride, 104);
+    a.head_dim = 256; /* head dim 256 keeps the pages */
+    kv_dense(&a, 512);
+    a.stride_kb = a.stride_vb = 16 * 2 * 256;
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 0);
+    a = kv_paged(); /* decode: 4 x 4 rows */
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 0);
+    a = kv_args(); /* contiguous */
+    a.seqlen_q = 40;
+    kv_dense(&a, 512);
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 0);
+    CHECK_EQ_INT(p.attention.warp_specialize, 1);
+}
+
+UNIT_SUITE(stdlib_kvcache, test_kvcache_validation, test_kvcache_append_validation, test_kvcache_append_rope_validation,
+           test_kvcache_gathered_plan, test_kvcache_plans,
            test_kvcache_launches, test_kvcache_launches_compile, test_kvcache_memo_keys)
