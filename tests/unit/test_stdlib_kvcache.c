@@ -909,7 +909,7 @@ static void every_call(bool again) {
     static const int64_t dims[] = {40, 64, 128, 256};
     CUdeviceptr off = again ? 0x10000000 : 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
-        for (int variant = 0; variant < 6; variant++) {
+        for (int variant = 0; variant < 7; variant++) {
             tc_attention_kvcache_args a = kv_args();
             a.dtype = (di + (size_t)variant) % 2 ? TC_DTYPE_BF16 : TC_DTYPE_F16;
             a.head_dim = dims[di];
@@ -940,14 +940,18 @@ static void every_call(bool again) {
                 a.kv_heads = 1, a.seqlen_q = 100, a.seqlen_k = 1000, a.num_splits = 2, a.lse = 0;
                 a.cu_seqlens_q = CU_ + off, a.workspace = WS_ + off, a.workspace_bytes = WS_BYTES;
                 break;
+            case 6: /* prefill, paged, with a workspace: the gathered copy (up to head dim 128) */
+                a.seqlen_q = 200, a.seqlen_k = 1500, a.seqused_k = SU_ + off, a.causal = 1;
+                a.workspace = WS_ + off, a.workspace_bytes = WS_BYTES;
+                break;
             }
             kv_dense(&a, cap);
             if (variant == 4) {
                 a.stride_qm += 1, a.stride_kn += 1, a.stride_vn += 1;
                 a.stride_qb += a.seqlen_q, a.stride_kb += cap, a.stride_vb += cap;
             }
-            if (variant == 1 || variant == 2) { /* pages of 16 and 64 tokens */
-                a.page_size = variant == 1 ? 16 : 64;
+            if (variant == 1 || variant == 2 || variant == 6) { /* pages of 16, 64 and 32 tokens */
+                a.page_size = variant == 1 ? 16 : variant == 2 ? 64 : 32;
                 a.num_pages = again ? 700 : 500, a.block_table = BT_ + off;
                 a.stride_bt = (a.seqlen_k + a.page_size - 1) / a.page_size + (again ? 8 : 0);
                 a.stride_kb = a.stride_vb = a.page_size * a.kv_heads * a.head_dim;
@@ -955,9 +959,25 @@ static void every_call(bool again) {
             int before = num_seen;
             CHECK_EQ_INT(tc_attention_kvcache(FAKE_CTX, NULL, &a), TC_OK);
             bool split = variant == 1 || variant == 3 || variant == 5;
-            CHECK_EQ_INT(num_seen - before, split ? 2 : 1);
+            bool gathered = variant == 6 && a.head_dim <= 128;
+            tc_attention_kvcache_plan plan;
+            CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &plan), TC_OK);
+            /* plan_for counts a workspace as given: variant 2's plan gathers, its call (no workspace) does not */
+            CHECK_EQ_INT(plan.gathered, gathered || (variant == 2 && a.head_dim <= 128));
+            if (variant == 2)
+                CHECK_EQ_INT(cx(&seen[before].plan, "PAGED"), 1);
+            if (variant != 6)
+                CHECK_EQ_INT(num_seen - before, split ? 2 : 1);
+            else /* the copy, then the attention, and the combine if the plan splits */
+                CHECK_EQ_INT(num_seen - before, (gathered ? 1 : 0) + 1 + (plan.num_splits > 1 ? 1 : 0));
             if (split && num_seen - before == 2)
                 CHECK_EQ_STR(seen[before + 1].kernel, "attention_kvcache_combine");
+            if (gathered && num_seen - before >= 2) {
+                CHECK_EQ_STR(seen[before].kernel, "kvcache_gather");
+                CHECK_EQ_STR(seen[before + 1].kernel, "attention_kvcache");
+                CHECK_EQ_INT(cx(&seen[before + 1].plan, "PAGED"), 0);
+                CHECK_EQ_INT(cx(&seen[before].plan, "PAGE"), 32);
+            }
             /* the cache append of the same shapes */
             int64_t es = a.head_dim % 8 ? 1 : 0; /* head dim 40: rows of 40 elements, multiples of 8 */
             CHECK_EQ_INT(tc_kvcache_append(FAKE_CTX, NULL, a.dtype, KC_ + off, VC_ + off, KN_ + off, VN_ + off,
@@ -978,14 +998,16 @@ TEST(test_kvcache_launches_compile) {
     every_call(false);
     compiling = false;
     rt_attention_launch_hook = NULL;
-    CHECK(num_seen >= 4 * 6 * 2);
-    int combines = 0, appends = 0;
+    CHECK(num_seen >= 4 * 7 * 2);
+    int combines = 0, appends = 0, gathers = 0;
     for (int i = 0; i < num_seen; i++) {
         combines += strcmp(seen[i].kernel, "attention_kvcache_combine") == 0;
         appends += strcmp(seen[i].kernel, "kvcache_append") == 0;
+        gathers += strcmp(seen[i].kernel, "kvcache_gather") == 0;
     }
-    CHECK_EQ_INT(combines, 4 * 3);
-    CHECK_EQ_INT(appends, 4 * 6);
+    CHECK_EQ_INT(combines, 4 * 4); /* variants 1, 3, 5, and 6 (its 28 programs of 128 rows: the plan splits) */
+    CHECK_EQ_INT(appends, 4 * 7);
+    CHECK_EQ_INT(gathers, 3); /* head dims 40, 64 and 128 */
     CHECK(seen_kernel(0, "attention_kvcache") != NULL);
     CHECK(ptx_check_end("stdlib_kvcache") >= 30);
 }
