@@ -42,6 +42,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -122,12 +123,28 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* A kernel's cluster directive: where it goes in the PTX text, and N. */
+typedef struct ClusterAt {
+    size_t at;
+    const char *ctas;
+    unsigned len;
+} ClusterAt;
+
+static int cluster_at_cmp(const void *a, const void *b) {
+    size_t x = ((const ClusterAt *)a)->at, y = ((const ClusterAt *)b)->at;
+    return x < y ? -1 : x > y;
+}
+
 /* Appends the PTX text to out with `.reqnctapercluster N, 1, 1` before the
  * body of each kernel that has CG_CLUSTER_ATTR (after its parameter list,
- * among the directives LLVM wrote there). */
-static void append_ptx(LLVMModuleRef mod, const char *ptx, size_t n, Buf *out) {
-    size_t done = 0;
-    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+ * among the directives LLVM wrote there), in the text's order whatever the
+ * module's. False (an internal error in diags) when a kernel's entry is not
+ * found: its launches would run without their cluster. */
+static bool append_ptx(LLVMModuleRef mod, const char *ptx, size_t n, Buf *out, DiagList *diags) {
+    size_t count = 0, cap = 0;
+    ClusterAt *at = NULL;
+    bool ok = true;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn && ok; fn = LLVMGetNextFunction(fn)) {
         LLVMAttributeRef a =
             LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, CG_CLUSTER_ATTR, (unsigned)strlen(CG_CLUSTER_ATTR));
         if (!a)
@@ -136,20 +153,41 @@ static void append_ptx(LLVMModuleRef mod, const char *ptx, size_t n, Buf *out) {
         const char *ctas = LLVMGetStringAttributeValue(a, &len);
         size_t name_len = 0;
         const char *name = LLVMGetValueName2(fn, &name_len);
-        char head[512];
-        int hl = snprintf(head, sizeof head, ".entry %.*s(", (int)name_len, name);
-        if (hl <= 0 || (size_t)hl >= sizeof head)
-            continue;
-        const char *entry = memmem(ptx, n, head, (size_t)hl);
+        Buf head;
+        buf_init(&head);
+        buf_printf(&head, ".entry %.*s(", (int)name_len, name);
+        const char *entry = memmem(ptx, n, head.data, head.len);
         const char *body = entry ? memmem(entry, n - (size_t)(entry - ptx), "\n{", 2) : NULL;
-        if (!body || (size_t)(body + 1 - ptx) < done)
-            continue;
-        size_t at = (size_t)(body + 1 - ptx);
-        buf_append(out, ptx + done, at - done);
-        buf_printf(out, ".reqnctapercluster %.*s, 1, 1\n", (int)len, ctas);
-        done = at;
+        buf_free(&head);
+        if (!body) {
+            diag_error(diags, srcloc_none(), "internal error: no PTX entry for cluster kernel %.*s", (int)name_len,
+                       name);
+            ok = false;
+        } else if (count == cap) {
+            cap = cap ? 2 * cap : 4;
+            ClusterAt *grown = realloc(at, cap * sizeof *at);
+            if (!grown) {
+                diag_error(diags, srcloc_none(), "out of memory");
+                ok = false;
+            } else {
+                at = grown;
+            }
+        }
+        if (ok)
+            at[count++] = (ClusterAt){(size_t)(body + 1 - ptx), ctas, len};
     }
-    buf_append(out, ptx + done, n - done);
+    if (ok) {
+        qsort(at, count, sizeof *at, cluster_at_cmp);
+        size_t done = 0;
+        for (size_t i = 0; i < count; i++) {
+            buf_append(out, ptx + done, at[i].at - done);
+            buf_printf(out, ".reqnctapercluster %.*s, 1, 1\n", (int)at[i].len, at[i].ctas);
+            done = at[i].at;
+        }
+        buf_append(out, ptx + done, n - done);
+    }
+    free(at);
+    return ok;
 }
 
 bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out, DiagList *diags, CgStats *stats) {
@@ -193,7 +231,7 @@ bool cg_emit_module(LLVMModuleRef mod, const TgTarget *t, CgEmit emit, Buf *out,
             diag_error(diags, srcloc_none(), "internal error: PTX emission failed: %s", e ? e : "?");
             ok = false;
         } else {
-            append_ptx(mod, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb), out);
+            ok = append_ptx(mod, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb), out, diags);
             LLVMDisposeMemoryBuffer(mb);
         }
         LLVMDisposeMessage(e);
