@@ -177,7 +177,8 @@ static bool append_ptx(LLVMModuleRef mod, const char *ptx, size_t n, Buf *out, D
             at[count++] = (ClusterAt){(size_t)(body + 1 - ptx), ctas, len};
     }
     if (ok) {
-        qsort(at, count, sizeof *at, cluster_at_cmp);
+        if (count > 1)
+            qsort(at, count, sizeof *at, cluster_at_cmp);
         size_t done = 0;
         for (size_t i = 0; i < count; i++) {
             buf_append(out, ptx + done, at[i].at - done);
