@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { RANK_RUNNABLE = INTERP_RANK_RUNNABLE, RANK_WAITING = INTERP_RANK_WAITING, RANK_DONE = INTERP_RANK_DONE };
+enum { RANK_RUNNABLE, RANK_WAITING, RANK_DONE }; /* Cluster.state */
 
 void interp_cluster_init(Cluster *c, int ctas) {
     memset(c, 0, sizeof *c);

@@ -445,7 +445,8 @@ static tc_status launch_status(const Run *r, bool ok) {
     return rt_fail(r->status == RUN_ERROR ? TC_ERROR_INTERNAL : TC_ERROR_LAUNCH, "%s", r->message);
 }
 
-/* One program of a cluster, on a thread of its own (cluster.c). */
+/* A program's run and its parameter values: the launch's one, or one per
+ * program of a cluster, each on a thread of its own (cluster.c). */
 typedef struct Program {
     Run r;
     IVal **params;
@@ -511,17 +512,9 @@ static bool run_clusters(tc_interp_kernel *k, const unsigned grid[3], void *cons
                     p->r.rank = i;
                     p->r.pid[0] = x0 + i, p->r.pid[1] = y, p->r.pid[2] = z;
                     p->started = pthread_create(&p->thread, NULL, program_main, p) == 0;
-                    if (!p->started) {
-                        pthread_mutex_lock(&c.mu);
-                        c.state[i] = INTERP_RANK_DONE; /* never runs: as ended */
-                        c.finished++;
-                        if (!c.stop) {
-                            c.stop = true;
-                            c.failed_rank = i;
-                        }
-                        pthread_cond_broadcast(&c.cv);
-                        pthread_mutex_unlock(&c.mu);
+                    if (!p->started) { /* it never runs: as a program that failed */
                         interp_fail(&p->r, RUN_OOM, NULL, "cannot start a thread for a program of a cluster");
+                        interp_cluster_end(&c, i, false);
                     }
                 }
                 for (int i = 0; i < ctas; i++)
@@ -569,37 +562,22 @@ tc_status tc_interp_launch(tc_interp_kernel *k, const unsigned grid[3], void *co
                        "tc_interp_launch: kernel %s runs in clusters of %lld programs along x, and grid x (%u) is not a "
                        "multiple of that",
                        k->func->name, (long long)ctas, grid[0]);
-    Run r = {0};
-    r.kernel = k;
-    r.mem = mem;
-    memcpy(r.grid, grid, sizeof r.grid);
-    r.slots = calloc((size_t)k->num_slots + 1, sizeof *r.slots);
-    if (!r.slots)
-        return rt_fail(TC_ERROR_OUT_OF_MEMORY, "tc_interp_launch: out of memory");
-    IrBlock *body = k->func->body;
-    IVal **params = calloc(k->num_params + 1, sizeof *params);
-    bool ok = params != NULL;
-    if (ok && ctas > 1) {
-        ok = run_clusters(k, grid, args, mem, (int)ctas, &r);
-        free(params);
-        free(r.slots);
-        return launch_status(&r, ok);
+    if (ctas > 1) {
+        Run report = {0};
+        bool ok = run_clusters(k, grid, args, mem, (int)ctas, &report);
+        return launch_status(&report, ok);
     }
-    for (size_t i = 0; ok && i < k->num_params; i++)
-        ok = (params[i] = param_value(&r, body->args[i], args[i])) != NULL;
-    for (r.pid[2] = 0; ok && r.pid[2] < grid[2]; r.pid[2]++)
-        for (r.pid[1] = 0; ok && r.pid[1] < grid[1]; r.pid[1]++)
-            for (r.pid[0] = 0; ok && r.pid[0] < grid[0]; r.pid[0]++) {
+    Program p;
+    bool ok = program_init(&p, k, grid, args, mem);
+    Run *r = &p.r;
+    for (r->pid[2] = 0; ok && r->pid[2] < grid[2]; r->pid[2]++)
+        for (r->pid[1] = 0; ok && r->pid[1] < grid[1]; r->pid[1]++)
+            for (r->pid[0] = 0; ok && r->pid[0] < grid[0]; r->pid[0]++) {
                 bool returned = false;
-                ok = interp_block(&r, body, params, NULL, 0, &returned);
+                ok = interp_block(r, k->func->body, p.params, NULL, 0, &returned);
                 if (ok)
-                    release_slots(&r);
+                    release_slots(r);
             }
-    if (params)
-        release_all(&r, params, (int)k->num_params);
-    release_slots(&r);
-    ival_free_cache(&r);
-    free(params);
-    free(r.slots);
-    return launch_status(&r, ok);
+    program_free(&p);
+    return launch_status(r, ok);
 }

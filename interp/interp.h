@@ -97,7 +97,6 @@ struct Run {
 
 /* The programs of one thread-block cluster (cluster.c): one thread each,
  * taking turns. The fields are the mutex's. */
-enum { INTERP_RANK_RUNNABLE, INTERP_RANK_WAITING, INTERP_RANK_DONE };
 struct Cluster {
     pthread_mutex_t mu;
     pthread_cond_t cv;

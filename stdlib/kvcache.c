@@ -308,16 +308,16 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
     rt_attention_cx(c, "HAS_LSE", TC_CONSTEXPR_BOOL, a->lse != 0);
 }
 
-/* The contiguous cache a gathered plan's copy makes of a's paged one: the
- * workspace's [batch, seqlen_k, kv_heads, p->kv_head_stride] K and V. */
-static void kv_gathered_args(const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p,
+/* The contiguous cache a gathered plan's copy makes of a's paged one:
+ * [batch, seqlen_k, kv_heads, hs] K and V at k and v (the workspace's). */
+static void kv_gathered_args(const tc_attention_kvcache_args *a, int64_t hs, CUdeviceptr k, CUdeviceptr v,
                              tc_attention_kvcache_args *g) {
     *g = *a;
-    int64_t hs = p->kv_head_stride, row = a->kv_heads * hs;
+    int64_t row = a->kv_heads * hs;
     g->block_table = 0;
     g->stride_bt = g->page_size = g->num_pages = 0;
-    g->k_cache = a->workspace + p->k_offset;
-    g->v_cache = a->workspace + p->v_offset;
+    g->k_cache = k;
+    g->v_cache = v;
     g->stride_kb = g->stride_vb = a->seqlen_k * row;
     g->stride_kn = g->stride_vn = row;
     g->stride_kh = g->stride_vh = hs;
@@ -337,13 +337,12 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
         kv_plan_one(a, sms, arch, workspace_given, p);
         return;
     }
-    tc_attention_kvcache_plan shape = {0};
-    shape.kv_head_stride = (a->head_dim + 7) / 8 * 8;
-    tc_attention_kvcache_args g;
-    kv_gathered_args(a, &shape, &g);
+    int64_t hs = (a->head_dim + 7) / 8 * 8;
+    tc_attention_kvcache_args g; /* the plan looks at sizes and which pointers are given, not at addresses */
+    kv_gathered_args(a, hs, a->workspace, a->workspace, &g);
     kv_plan_one(&g, sms, arch, workspace_given, p);
     p->gathered = 1;
-    p->kv_head_stride = shape.kv_head_stride;
+    p->kv_head_stride = hs;
     size_t bytes = (size_t)a->batch * (size_t)a->seqlen_k * (size_t)a->kv_heads * (size_t)p->kv_head_stride *
                    rt_dtype_size(a->dtype);
     p->k_offset = kv_align(p->workspace_bytes);
@@ -441,15 +440,15 @@ static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc
     return rt_attention_launch(entry, l);
 }
 
+/* The gather kernel: a's paged cache into g's contiguous one. */
 static tc_status kv_launch_gather(const char *entry, RtAttentionLaunch *l, tc_context *ctx, CUstream stream,
-                                  const tc_attention_kvcache_args *a, const tc_attention_kvcache_plan *p) {
+                                  const tc_attention_kvcache_args *a, const tc_attention_kvcache_args *g,
+                                  const tc_attention_kvcache_plan *p) {
     int64_t vector = 16 / (int64_t)rt_dtype_size(a->dtype);
-    tc_attention_kvcache_args g;
-    kv_gathered_args(a, p, &g);
     rt_attention_begin(l, ctx, stream, &p->gather);
     RtStdlibArgs args = rt_attention_args(l);
-    rt_stdlib_arg_ptr(&args, "K_OUT", g.k_cache, true);
-    rt_stdlib_arg_ptr(&args, "V_OUT", g.v_cache, true);
+    rt_stdlib_arg_ptr(&args, "K_OUT", g->k_cache, true);
+    rt_stdlib_arg_ptr(&args, "V_OUT", g->v_cache, true);
     rt_stdlib_arg_ptr(&args, "K", a->k_cache, true);
     rt_stdlib_arg_ptr(&args, "V", a->v_cache, true);
     rt_stdlib_arg_ptr(&args, "block_table", a->block_table, false);
@@ -458,7 +457,7 @@ static tc_status kv_launch_gather(const char *entry, RtAttentionLaunch *l, tc_co
     rt_stdlib_arg_int(&args, "seqlen_k", a->seqlen_k, true, 0);
     rt_stdlib_arg_int(&args, "stride_bt", a->stride_bt, false, 0);
     const int64_t ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn}, vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn},
-                  os[3] = {g.stride_kb, g.stride_kh, g.stride_kn};
+                  os[3] = {g->stride_kb, g->stride_kh, g->stride_kn};
     static const char *const copy_n[3] = {"stride_ob", "stride_oh", "stride_on"};
     kv_arg_strides(&args, kn, ks, vector);
     kv_arg_strides(&args, vn, vs, vector);
@@ -512,8 +511,9 @@ tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attent
     const tc_attention_kvcache_args *a = args;
     st = TC_OK;
     if (plan.gathered) {
-        st = kv_launch_gather(entry, l, ctx, stream, args, &plan);
-        kv_gathered_args(args, &plan, &gathered);
+        kv_gathered_args(args, plan.kv_head_stride, args->workspace + plan.k_offset, args->workspace + plan.v_offset,
+                         &gathered);
+        st = kv_launch_gather(entry, l, ctx, stream, args, &gathered, &plan);
         a = &gathered;
     }
     if (st == TC_OK)
@@ -583,7 +583,7 @@ static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, 
                            entry, (long long)kv_heads, (long long)rope->q_heads);
         rot_half = (rope->rotary_dim ? rope->rotary_dim : head_dim) / 2;
         /* q first, in place, by tc_rope's kernel (q alone) */
-        if ((st = tc_rope(ctx, stream, rope)) != TC_OK)
+        if ((st = rt_rope_launch(entry, ctx, stream, rope)) != TC_OK)
             return st;
     }
 

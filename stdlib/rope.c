@@ -122,10 +122,12 @@ float rt_rope_log2_step(const tc_rope_args *a, int64_t rot_half) {
 }
 
 tc_status tc_rope(tc_context *ctx, CUstream stream, const tc_rope_args *a) {
-    const char *entry = "tc_rope";
-    tc_status st = rt_rope_check(entry, ctx, a);
-    if (st != TC_OK)
-        return st;
+    tc_status st = rt_rope_check("tc_rope", ctx, a);
+    return st == TC_OK ? rt_rope_launch("tc_rope", ctx, stream, a) : st;
+}
+
+tc_status rt_rope_launch(const char *entry, tc_context *ctx, CUstream stream, const tc_rope_args *a) {
+    tc_status st;
     int64_t rot_half = (a->rotary_dim ? a->rotary_dim : a->head_dim) / 2;
     int64_t half = rt_stdlib_pow2_clamped(rot_half, ROPE_MIN_HALF, ROPE_MAX_HEAD_DIM);
     int64_t heads = a->q_heads > a->k_heads ? a->q_heads : a->k_heads;

@@ -104,8 +104,10 @@ tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, 
 tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols);
 
 /* tc_rope's checks of its arguments (rope.c), with entry's name in the
- * messages; and its log2_step (0 with tables): freq_i = 2^(i * log2_step). */
+ * messages; its launch, for arguments that passed them; and its log2_step
+ * (0 with tables): freq_i = 2^(i * log2_step). */
 tc_status rt_rope_check(const char *entry, tc_context *ctx, const tc_rope_args *a);
+tc_status rt_rope_launch(const char *entry, tc_context *ctx, CUstream stream, const tc_rope_args *a);
 float rt_rope_log2_step(const tc_rope_args *a, int64_t rot_half);
 /* A device pointer: not 0, aligned to its elem_bytes-byte elements. */
 tc_status rt_stdlib_check_ptr(const char *entry, const char *name, CUdeviceptr p, size_t elem_bytes);
