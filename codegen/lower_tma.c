@@ -21,7 +21,10 @@
  *                     tensor map's box: one swizzle width along the
  *                     contiguous axis), box (j, i) at the buffer's own
  *                     offset of tile coordinates (j * box0, i * box1) and at
- *                     tensor coordinates origin + (j * box0, i * box1)
+ *                     tensor coordinates origin + (j * box0, i * box1);
+ *                     with `row` and `rows` (gathered rows), only the boxes
+ *                     of rows [row, row + rows), at origin + (j * box0,
+ *                     (i - row) * box1)
  *   async_tma_store   thread 0, if the predicate holds: the same boxes the
  *                     other way, cp.async.bulk.tensor.Nd.global.shared::cta
  *                     .tile.bulk_group (kind = store) or
@@ -137,7 +140,8 @@ static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValue
         n += snprintf(cons + n, sizeof cons - (size_t)n, ",r");
     snprintf(cons + n, sizeof cons - (size_t)n, ",~{memory}");
     LLVMValueRef mp = cg_get(cg, map)->v[0];
-    for (int64_t i = 0; i < buf->shape[1 - ca]; i += tm.box[1])
+    int64_t row = ir_op_get_int(op, "row", 0), rows = ir_op_get_int(op, "rows", buf->shape[1 - ca] - row);
+    for (int64_t i = row; i < row + rows; i += tm.box[1])
         for (int64_t j = 0; j < buf->shape[ca]; j += tm.box[0]) {
             int64_t c[2];
             c[ca] = j;
@@ -148,7 +152,7 @@ static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValue
             args[1] = mp;
             for (int d = 0; d < tm.rank; d++)
                 args[2 + d] = d == 0 ? LLVMBuildAdd(cg->b, origin[0], cg_i32(cg, j), "")
-                              : d == 1 ? LLVMBuildAdd(cg->b, origin[1], cg_i32(cg, i), "")
+                              : d == 1 ? LLVMBuildAdd(cg->b, origin[1], cg_i32(cg, i - row), "")
                                        : origin[d];
             if (bar)
                 args[2 + tm.rank] = bar;

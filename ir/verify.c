@@ -1206,7 +1206,21 @@ static void verify_tma_ops(Verifier *v, const IrOp *op) {
     if (!is_scalar_kind(OPND(3), IR_I32) || !is_scalar_kind(OPND(4), IR_I1))
         op_error(v, op, "operands 3 and 4 must be the i32 barrier index and the i1 predicate, got %s and %s",
                  type_str(v, OPND(3)), type_str(v, OPND(4)));
-    verify_tma_box(v, op, 5, "copies into");
+    if (!verify_tma_box(v, op, 5, "copies into"))
+        return;
+    /* row and rows: the boxes of those rows only (gathered rows), whole boxes of the buffer */
+    const IrAttr *row = ir_attr_get(op->num_attrs, op->attrs, "row"), *rows = ir_attr_get(op->num_attrs, op->attrs, "rows");
+    IrTensorMap tm;
+    const char *why;
+    if ((!row && !rows) || !ir_tensormap_of(v->func, op->operands[0], &tm, &why))
+        return;
+    const IrType *buf = OPND(1);
+    int64_t n = buf->shape[1 - buf->layout->nvmma.order[0]];
+    bool ok = row && rows && row->kind == IR_ATTR_INT && rows->kind == IR_ATTR_INT && row->i >= 0 && rows->i >= 1 &&
+              row->i + rows->i <= n && row->i % tm.box[1] == 0 && rows->i % tm.box[1] == 0;
+    if (!ok)
+        op_error(v, op, "row and rows must come together and give whole boxes of %lld rows within the buffer's %lld",
+                 (long long)tm.box[1], (long long)n);
 }
 
 /* async_tma_store and async_tma_store_wait (docs/ir.md, "TMA"). */

@@ -555,10 +555,14 @@ static void visit_op(Analysis *an, IrOp *op) {
     case IR_OP_MAX:
     case IR_OP_NEG:
     case IR_OP_ABS: visit_per_element(an, op, &r); break;
+    case IR_OP_LOAD: /* equal addresses (and masks, and others) read equal values */
+        if (r.rank)
+            visit_constancy_only(an, op, &r);
+        break;
     default:
         if (flags & OPF_ELEMENTWISE)
             visit_constancy_only(an, op, &r);
-        break; /* loads, reductions, dots, program ids...: nothing known */
+        break; /* reductions, dots, program ids...: nothing known */
     }
     /* Floats carry only constancy. */
     if (ir_type_is_float(ir_type_elem(t))) {

@@ -6,7 +6,9 @@
  * Two pure ops compute the same value when they have the same opcode, the
  * same operands (in either order for commutative ops), equal attributes
  * (compared by name, so their order does not matter) and the same result
- * types. Only pure ops without regions take part: loads, stores, calls and
+ * types. Only pure ops without regions take part, and loads of `readonly`
+ * memory (nothing writes it while the kernel runs, so two equal loads read
+ * the same values wherever they are): other loads, stores, calls and
  * control flow never do.
  *
  * The walk is pre-order with a scoped hash table. Entering a block opens a
@@ -190,7 +192,8 @@ static void cse_block(Cse *c, IrBlock *b) {
     for (IrOp *op = b->first, *next; op; op = next) {
         next = op->next;
         pass_subst_operands(&c->subst, op);
-        if (pass_op_is_removable(op) && op->num_results > 0) {
+        bool ro_load = op->opc == IR_OP_LOAD && pass_points_to_readonly(op->operands[0]);
+        if ((pass_op_is_removable(op) || ro_load) && op->num_results > 0) {
             IrOp *twin = lookup_or_add(c, op);
             if (twin) {
                 for (int i = 0; i < op->num_results; i++)

@@ -73,25 +73,37 @@ bool pass_run_list(IrModule *m, const char *names, const PassOptions *opts);
 
 typedef struct TmaAccess {
     IrTensorMap map;
-    const IrValue *atoms[IR_MAX_TMAP_RANK][TMA_MAX_TERMS];
+    const IrValue *atoms[IR_MAX_TMAP_RANK][TMA_MAX_TERMS]; /* scalars, or 1-D tiles with rows */
     int num_atoms[IR_MAX_TMAP_RANK];
     int64_t offset[IR_MAX_TMAP_RANK];
     int contig_axis; /* the tile axis of dimension 0 */
+    /* gathered rows (a paged cache): each aligned run of `rows` rows along
+     * the other axis is a box of its own, its origin the atoms' elements at
+     * the run's first row; 0: the origin is one for the whole tile */
+    int64_t rows;
 } TmaAccess;
 
+typedef struct AxisInfoMap AxisInfoMap;
+
 /* Does `load` (a 2-D tile) read a box whose dimension 0 runs along tile axis
- * contig_axis, with zeros exactly where its mask is false? */
-bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAccess *out);
+ * contig_axis, with zeros exactly where its mask is false? With the axis
+ * facts `ai` (NULL: none) it may also read gathered rows (TmaAccess.rows). */
+bool tma_match_load(const IrFunc *f, AxisInfoMap *ai, const IrOp *load, int contig_axis, TmaAccess *out);
 /* Does the pointer tile `ptrs` (2-D) address a box whose dimension 0 runs
  * along tile axis contig_axis, `mask` (NULL: none) true exactly inside the
  * extents? (A store's or an atomic's operands.) */
-bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask, int contig_axis, TmaAccess *out);
+bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, const IrValue *mask, int contig_axis,
+                      TmaAccess *out);
 /* The kernel's tensormap parameter described by tm: an existing one (two
  * accesses of the same box of the same tensor share it), or a new one after
  * the others, named after its base. */
 IrValue *tma_map_param(IrModule *m, IrFunc *f, const IrTensorMap *tm);
-/* The i32 origin of dimension d, built at b. */
-IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d);
+/* The i32 origin of dimension d, built at b: for the box of the rows from
+ * `row` on (0 without gathered rows). */
+IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d, int64_t row);
+/* Element i of v, a 1-D tile of integers or pointers that tma_access.c
+ * accepted as an atom (or a scalar: v itself), computed as a scalar at b. */
+IrValue *tma_build_elem(IrBuilder *b, const IrValue *v, int64_t i);
 
 /* ==== axis_info.c: contiguity, divisibility and constancy (an analysis) ==== */
 
@@ -118,8 +130,6 @@ typedef struct AxisInfo {
     bool is_const;                     /* every element equals const_value (integers) */
     int64_t const_value;
 } AxisInfo;
-
-typedef struct AxisInfoMap AxisInfoMap;
 
 /* Runs the analysis over f (nested regions included; loop-carried values
  * iterate to a fixpoint). Linear in the size of f, times a small bound for
@@ -228,6 +238,9 @@ bool pass_op_is_removable(const IrOp *op);
  * load (reading memory changes nothing; loads are not pure, so that CSE
  * does not merge them across stores). dce and pass_erase_dead_ops agree. */
 bool pass_op_is_droppable(const IrOp *op);
+/* Does the pointer (scalar or tile) v point into a `readonly` parameter:
+ * memory nothing writes while the kernel runs (docs/ir.md, "Functions")? */
+bool pass_points_to_readonly(const IrValue *v);
 /* Does op, or an op in its regions, read v? */
 bool pass_op_uses(const IrOp *op, const IrValue *v);
 /* `warp_group_dot_wait v {pending}`, detached, its result named like v (the

@@ -158,10 +158,14 @@ typedef struct Candidate {
     IrValue *ring; /* the ring local_alloc before the loop */
     bool select;   /* other is not zero: select after each local_load */
     /* a TMA copy (NULL: cp.async): the tensor map parameter, and the
-     * tile's origin per dimension, computed in the body before the load */
+     * tile's origin per dimension, computed in the body before the load:
+     * coords[box * rank + d], one origin per box of `rows` rows of gathered
+     * rows (a paged cache; rows 0: one box of the whole tile) */
     IrValue *map;
-    IrValue *coords[IR_MAX_TMAP_RANK];
+    IrValue **coords;
     int rank;
+    int64_t rows;
+    int boxes;
     /* with a producer: the barrier pair its stages complete on and are
      * given back through (one per first reader, see the essay) */
     int group;
@@ -196,6 +200,7 @@ typedef struct Producer {
 typedef struct Pipe {
     IrModule *m;
     IrFunc *f;
+    AxisInfoMap *ai; /* while candidates are found: the function's axis facts */
     bool tma; /* the target has TMA (sm_90a) */
     bool ws;  /* warp specialization asked for (and not yet done in this kernel) */
     /* while the producer region is built: values of the kernel's body the
@@ -222,26 +227,6 @@ static bool defined_in(const IrValue *v, const IrBlock *b) {
     return false;
 }
 
-/* Does the pointer (tile) v point into a `readonly` parameter: nothing
- * writes that memory while the kernel runs (docs/ir.md, "Functions")? */
-static bool points_to_readonly(const IrValue *v) {
-    for (int depth = 0; depth < 64 && v; depth++) {
-        if (!v->def)
-            return v->type->kind == IR_PTR && ir_attr_get(v->num_attrs, v->attrs, "readonly") != NULL;
-        switch (v->def->opc) {
-        case IR_OP_ADDPTR:
-        case IR_OP_SPLAT:
-        case IR_OP_BROADCAST:
-        case IR_OP_EXPAND_DIMS:
-        case IR_OP_RESHAPE:
-        case IR_OP_TRANS:
-        case IR_OP_CONVERT_LAYOUT: v = v->def->operands[0]; break;
-        default: return false;
-        }
-    }
-    return false;
-}
-
 /* Can v be recomputed for another iteration from the induction variable and
  * loop invariants alone (see the essay)? Loads of read-only memory count:
  * re-reading them for another iteration reads what that iteration would
@@ -254,7 +239,7 @@ static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
     if (!v->def || v->def->parent != body || depth > 64)
         return false;
     const IrOp *op = v->def;
-    bool ro_load = op->opc == IR_OP_LOAD && points_to_readonly(op->operands[0]);
+    bool ro_load = op->opc == IR_OP_LOAD && pass_points_to_readonly(op->operands[0]);
     if (!(ir_op_info[op->opc].flags & OPF_PURE || ro_load) || op->num_regions)
         return false;
     for (int i = 0; i < op->num_operands; i++)
@@ -396,7 +381,7 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
                               sizeof(Candidate) * (size_t)cap);
         p->cap_cands = cap;
     }
-    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, {NULL}, 0, 0};
+    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, NULL, 0, 0, 0, 0};
 }
 
 /* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
@@ -404,19 +389,27 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
  * (tma_access.c): the box is one swizzle width along the contiguous axis
  * (at most 256 elements along the other), as many boxes as tile the
  * buffer; the origin's coordinates are computed before the load, where the
- * copies for other iterations clone them from. */
+ * copies for other iterations clone them from. Gathered rows (a paged
+ * cache) take one copy per run of rows, each with its own origin: runs of
+ * whole swizzle atoms (8 rows), at most MAX_ROW_BOXES of them. */
+enum { MAX_ROW_BOXES = 32 };
+
 static void plan_tma(Pipe *p, Candidate *c) {
     const IrType *bt = c->alloc->results[0]->type;
     const Layout *l = bt->layout;
     if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
         return;
     TmaAccess a;
-    if (!tma_match_load(p->f, c->load, l->nvmma.order[0], &a))
+    if (!tma_match_load(p->f, p->ai, c->load, l->nvmma.order[0], &a))
         return;
     int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
     int64_t inner = l->nvmma.swizzle / eb;
     a.map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
-    a.map.box[1] = bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
+    a.map.box[1] = a.rows ? a.rows : bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
+    int boxes = a.rows ? (int)(bt->shape[1 - ca] / a.rows) : 1;
+    int64_t atom = 8 * (l->nvmma.swizzle ? l->nvmma.swizzle : 16);
+    if (a.rows && ((a.rows * a.map.box[0] * eb) % atom || boxes > MAX_ROW_BOXES))
+        return;
     for (int d = 2; d < a.map.rank; d++)
         a.map.box[d] = 1;
     a.map.swizzle = l->nvmma.swizzle;
@@ -426,13 +419,18 @@ static void plan_tma(Pipe *p, Candidate *c) {
     IrBuilder b;
     ir_builder_before(&b, c->load);
     b.loc = c->load->loc;
-    for (int d = 0; d < a.map.rank; d++)
-        c->coords[d] = tma_build_coord(&b, &a, d);
     c->rank = a.map.rank;
+    c->rows = a.rows;
+    c->boxes = boxes;
+    c->coords = arena_alloc(&p->m->arena, sizeof(IrValue *) * (size_t)(boxes * c->rank));
+    for (int x = 0; x < boxes; x++)
+        for (int d = 0; d < c->rank; d++)
+            c->coords[x * c->rank + d] = tma_build_coord(&b, &a, d, x * a.rows);
 }
 
 static void find_candidates(Pipe *p, IrBlock *body) {
     p->num_cands = 0;
+    p->ai = p->tma ? axis_info_run(p->f) : NULL;
     for (IrOp *op = body->first; op; op = op->next) {
         if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE)
             continue;
@@ -452,6 +450,8 @@ static void find_candidates(Pipe *p, IrBlock *body) {
         if (vec_bytes(op) < 4 && !p->cands[p->num_cands - 1].map)
             p->num_cands--;
     }
+    axis_info_free(p->ai);
+    p->ai = NULL;
 }
 
 /* lb + s * step (lb itself for s = 0), before b's position. */
@@ -492,9 +492,15 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
         if (c->map) {
             IrValue *ops[5 + IR_MAX_TMAP_RANK] = {c->map, NULL, bars, stage, pred};
             ops[1] = ir_build_binary(b, IR_OP_MEMDESC_INDEX, c->alloc->results[0]->type, c->ring, stage);
-            for (int d = 0; d < c->rank; d++)
-                ops[5 + d] = clone_at(p, b, c->coords[d], body, &map);
-            ir_build_op(b, IR_OP_ASYNC_TMA_COPY, 5 + c->rank, ops, 0, NULL);
+            for (int x = 0; x < c->boxes; x++) {
+                for (int d = 0; d < c->rank; d++)
+                    ops[5 + d] = clone_at(p, b, c->coords[x * c->rank + d], body, &map);
+                IrOp *copy = ir_build_op(b, IR_OP_ASYNC_TMA_COPY, 5 + c->rank, ops, 0, NULL);
+                if (c->rows) {
+                    ir_op_set_int(p->m, copy, "row", x * c->rows);
+                    ir_op_set_int(p->m, copy, "rows", c->rows);
+                }
+            }
             continue;
         }
         IrValue *ptrs = clone_at(p, b, c->load->operands[0], body, &map);
@@ -842,7 +848,7 @@ static bool producer_can_run(Pipe *p, IrOp *loop, IrOp *tile, IrOp *from, IrMap 
         if (!importable(loop->operands[i], after, 0) || (tile && !importable(tile->operands[i], after, 0)))
             return false;
     for (int i = 0; i < p->num_cands; i++)
-        for (int d = 0; d < p->cands[i].rank; d++)
+        for (int d = 0; d < p->cands[i].boxes * p->cands[i].rank; d++)
             if (!copies_importable(p->cands[i].coords[d], body, after, 0))
                 return false;
     return true;
@@ -949,7 +955,7 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
     for (int i = 0; i < 3; i++)
         bounds[i] = import_value(p, &b, loop->operands[i], after);
     for (int i = 0; i < p->num_cands; i++)
-        for (int d = 0; d < p->cands[i].rank; d++)
+        for (int d = 0; d < p->cands[i].boxes * p->cands[i].rank; d++)
             import_copies(p, &b, p->cands[i].coords[d], body, after);
     IrValue *ops[5] = {bounds[0], bounds[1], bounds[2], c->prod[0], c->prod[1]};
     const IrType *types[2] = {i32, i32};

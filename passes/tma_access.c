@@ -41,6 +41,24 @@
  * 16 bytes (a parameter's divisibility fact times its multiplier, or the
  * constant).
  *
+ * Gathered rows (a paged KV cache). Given the axis facts (axis_info.c), a
+ * load may also have, along the non-contiguous axis, terms c * X * stride
+ * whose X is a 1-D tile that is neither an arange nor a splat: a load of
+ * a block table, a division or a remainder by the page size,
+ *
+ *     page = load(block_table + n / PAGE);  off = page * stride_kb + (n % PAGE) * stride_kn
+ *
+ * X is usable when it is, along the tile, constant in aligned runs (the
+ * page: a dimension of box 1, like a head index) or consecutive integers in
+ * aligned runs (the slot in the page: dimension 1, in place of an arange),
+ * and when element i of X can be computed as a scalar from the same IR
+ * (tma_build_elem: arange, splat, constants, elementwise integer ops, loads).
+ * Then every aligned run of R rows, R the gcd of the runs and of the tile's
+ * extent (at most 256), is one box whose origin is the scalars' values at
+ * its first row: `rows` = R in the result, and the caller issues one copy
+ * per run of rows (tma_build_coord's `row`). No mask may bound dimension 1
+ * then (the rows' positions in the tensor are not a range).
+ *
  * The same proof serves stores and atomic adds (tma_match_access): a TMA
  * store or reduction leaves the elements outside the extents alone, which
  * is what the mask says.
@@ -53,8 +71,8 @@
 #define MAX_TERMS TMA_MAX_TERMS
 
 typedef struct Term {
-    const IrValue *atom; /* a scalar, or NULL for an arange (axis >= 0) or a constant */
-    int axis;            /* the tile axis of an arange, or -1 */
+    const IrValue *atom; /* a scalar, a 1-D tile (gathered rows), or NULL for an arange (axis >= 0) or a constant */
+    int axis;            /* the tile axis of an arange or of a 1-D tile atom, or -1 */
     int64_t c;           /* constant factor */
     const IrValue *stride; /* an integer parameter, or NULL */
 } Term;
@@ -63,6 +81,18 @@ typedef struct Terms {
     Term t[MAX_TERMS];
     int n;
 } Terms;
+
+static bool push(Terms *ts, Term t);
+
+static bool is_tile_atom(const Term *t) {
+    return t->atom && t->atom->type->kind == IR_TILE;
+}
+
+/* A 1-D tile that is no affine form: an atom along its axis (0; expand_dims
+ * moves it), to be proven usable by its axis facts. */
+static bool tile_atom(Terms *ts, const IrValue *v, int64_t c) {
+    return v->type->rank == 1 && push(ts, (Term){v, 0, c, NULL});
+}
 
 static const IrValue *strip_casts(const IrValue *v) {
     while (v->def && v->def->opc == IR_OP_CAST && ir_type_is_int(v->type) &&
@@ -131,6 +161,8 @@ static bool decompose(const IrFunc *f, const IrValue *v, int64_t c, Terms *out, 
         /* a parameter or a block argument (the induction variable) */
         return !tile && push(out, (Term){strip_casts(v), -1, c, NULL});
     }
+    if (op->opc == IR_OP_DIV || op->opc == IR_OP_REM || op->opc == IR_OP_LOAD)
+        return tile ? tile_atom(out, v, c) : push(out, (Term){strip_casts(v), -1, c, NULL});
     switch (op->opc) {
     case IR_OP_ADD:
     case IR_OP_SUB:
@@ -155,11 +187,11 @@ static bool decompose(const IrFunc *f, const IrValue *v, int64_t c, Terms *out, 
             if (!tile && p)
                 return push(out, (Term){strip_casts(op->operands[side]), -1, c, p});
         }
-        return !tile && push(out, (Term){strip_casts(v), -1, c, NULL});
+        return tile ? tile_atom(out, v, c) : push(out, (Term){strip_casts(v), -1, c, NULL});
     }
     case IR_OP_CAST:
         if (!ir_type_is_int(ir_type_elem(op->operands[0]->type)) || ir_type_elem(op->operands[0]->type)->kind == IR_I1)
-            return !tile && push(out, (Term){v, -1, c, NULL});
+            return tile ? tile_atom(out, v, c) : push(out, (Term){v, -1, c, NULL});
         return decompose(f, op->operands[0], c, out, depth + 1);
     case IR_OP_SPLAT:
     case IR_OP_BROADCAST:
@@ -178,7 +210,7 @@ static bool decompose(const IrFunc *f, const IrValue *v, int64_t c, Terms *out, 
         int64_t start = ir_op_get_int(op, "start", 0);
         return push(out, (Term){NULL, 0, c, NULL}) && (start == 0 || push(out, (Term){NULL, -1, c * start, NULL}));
     }
-    default: return !tile && push(out, (Term){strip_casts(v), -1, c, NULL});
+    default: return tile ? tile_atom(out, v, c) : push(out, (Term){strip_casts(v), -1, c, NULL});
     }
 }
 
@@ -276,6 +308,8 @@ static bool match_mask(const IrFunc *f, const IrValue *m, int ca, int oa, Dim *d
     int axis = -1;
     for (int i = 0; i < ts.n; i++) {
         Term *t = &ts.t[i];
+        if (is_tile_atom(t))
+            return false;
         if (t->axis < 0)
             continue;
         if (shift_axis >= 0 && t->axis >= shift_axis)
@@ -302,16 +336,96 @@ static int64_t param_divisibility(const IrValue *p) {
     return a && a->kind == IR_ATTR_INT ? a->i : 1;
 }
 
-bool tma_match_load(const IrFunc *f, const IrOp *load, int contig_axis, TmaAccess *out) {
+bool tma_match_load(const IrFunc *f, AxisInfoMap *ai, const IrOp *load, int contig_axis, TmaAccess *out) {
     if (load->num_operands > 2) {
         double z;
         if (!ir_value_const_number(load->operands[2], &z) || z != 0 || signbit(z))
             return false;
     }
-    return tma_match_access(f, load->operands[0], load->num_operands > 1 ? load->operands[1] : NULL, contig_axis, out);
+    return tma_match_access(f, ai, load->operands[0], load->num_operands > 1 ? load->operands[1] : NULL, contig_axis,
+                            out);
 }
 
-bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask, int contig_axis, TmaAccess *out) {
+/* ---- element i of a 1-D tile, as a scalar ---- */
+
+/* Can tma_build_elem compute an element of v (1-D, or a scalar)? Integers,
+ * pointers and booleans only (of every operand too): arange, splat,
+ * constants, elementwise ops, convert_layout and loads. */
+static bool elem_ok(const IrValue *v, int depth) {
+    if (v->type->kind != IR_TILE)
+        return true;
+    const IrType *e = v->type->elem;
+    if (depth > 32 || v->type->rank != 1 || !v->def || !(ir_type_is_int(e) || e->kind == IR_PTR))
+        return false;
+    const IrOp *op = v->def;
+    switch (op->opc) {
+    case IR_OP_ARANGE:
+    case IR_OP_SPLAT: return true;
+    case IR_OP_CONSTANT: {
+        int64_t k;
+        return ir_value_const_int(v, &k);
+    }
+    case IR_OP_CONVERT_LAYOUT: return elem_ok(op->operands[0], depth + 1);
+    case IR_OP_LOAD: break;
+    default:
+        if (!(ir_op_info[op->opc].flags & OPF_ELEMENTWISE) || op->num_operands > 3)
+            return false;
+        break;
+    }
+    for (int i = 0; i < op->num_operands; i++)
+        if (!elem_ok(op->operands[i], depth + 1))
+            return false;
+    return true;
+}
+
+IrValue *tma_build_elem(IrBuilder *b, const IrValue *v, int64_t i) {
+    if (v->type->kind != IR_TILE)
+        return (IrValue *)v;
+    const IrOp *op = v->def;
+    const IrType *e = v->type->elem;
+    int64_t k;
+    switch (op->opc) {
+    case IR_OP_ARANGE: return ir_build_const_int(b, e, ir_op_get_int(op, "start", 0) + i);
+    case IR_OP_SPLAT: return op->operands[0];
+    case IR_OP_CONSTANT: return ir_value_const_int(v, &k) ? ir_build_const_int(b, e, k) : NULL;
+    case IR_OP_CONVERT_LAYOUT: return tma_build_elem(b, op->operands[0], i);
+    default: break;
+    }
+    IrValue *ops[3];
+    int n = op->num_operands < 3 ? op->num_operands : 3;
+    for (int j = 0; j < n; j++)
+        ops[j] = tma_build_elem(b, op->operands[j], i);
+    IrOp *x = ir_build_op(b, op->opc, n, ops, 1, &e);
+    for (int j = 0; j < op->num_attrs; j++)
+        if (strcmp(op->attrs[j].name, "vec") != 0)
+            ir_op_set_attr(b->m, x, &op->attrs[j]);
+    return x->results[0];
+}
+
+static int64_t gcd(int64_t a, int64_t b) {
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The runs of rows a tile atom gives (see the essay): its aligned runs of
+ * equal values (*slope false) or of consecutive integers (*slope true) along
+ * its axis, or 0 when it has neither or is no scalar's element. */
+static int64_t atom_runs(AxisInfoMap *ai, const Term *t, bool *slope) {
+    if (!ai || !elem_ok(t->atom, 0) || t->c <= 0)
+        return 0;
+    const AxisInfo *in = axis_info_get(ai, t->atom);
+    if (in->rank != 1)
+        return 0;
+    *slope = in->constancy[0] < 2 && in->contiguity[0] >= 2;
+    return *slope ? in->contiguity[0] : in->constancy[0] >= 2 ? in->constancy[0] : 0;
+}
+
+bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, const IrValue *mask, int contig_axis,
+                      TmaAccess *out) {
     memset(out, 0, sizeof *out);
     const IrType *t = ptrs->type;
     if (t->kind != IR_TILE || t->rank != 2 || t->elem->kind != IR_PTR || contig_axis < 0 || contig_axis > 1)
@@ -350,6 +464,37 @@ bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask,
     int nd = 2;
     bool have[2] = {false, false};
     dims[0].c = 1;
+    /* gathered rows: runs of R rows (R = 0: none) */
+    int64_t rows = 0;
+    for (int i = 0; i < ts.n; i++) {
+        Term *tm = &ts.t[i];
+        if (!is_tile_atom(tm))
+            continue;
+        bool slope = false;
+        int64_t runs = tm->axis == oa ? atom_runs(ai, tm, &slope) : 0;
+        if (runs <= 0)
+            return false;
+        rows = gcd(rows, runs);
+        if (slope) {
+            /* the slot of a page: dimension 1, the atom its origin */
+            if (have[1])
+                return false;
+            have[1] = true;
+            dims[1].c = tm->c;
+            dims[1].stride = tm->stride;
+            dims[1].atoms[dims[1].num_atoms++] = tm->atom;
+        }
+        tm->axis = -1; /* from here on an atom like a scalar (the slope one is placed) */
+        if (slope)
+            *tm = (Term){NULL, -1, 0, NULL}; /* placed: a zero constant now */
+    }
+    if (rows) {
+        rows = gcd(rows, t->shape[oa]);
+        while (rows > 256 && rows % 2 == 0)
+            rows /= 2;
+        if (rows > 256)
+            return false;
+    }
     for (int i = 0; i < ts.n; i++) {
         Term *tm = &ts.t[i];
         if (tm->axis < 0)
@@ -399,6 +544,8 @@ bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask,
     }
     if (mask && !match_mask(f, mask, ca, oa, dims, 0))
         return false;
+    if (rows && dims[1].bounded)
+        return false; /* rows gathered from places no extent describes */
     /* the map */
     IrTensorMap *map = &out->map;
     map->base = base->index;
@@ -431,6 +578,7 @@ bool tma_match_access(const IrFunc *f, const IrValue *ptrs, const IrValue *mask,
         memcpy(out->atoms[d], dm->atoms, sizeof(IrValue *) * (size_t)dm->num_atoms);
     }
     out->contig_axis = ca;
+    out->rows = rows;
     return true;
 }
 
@@ -449,11 +597,11 @@ IrValue *tma_map_param(IrModule *m, IrFunc *f, const IrTensorMap *tm) {
     return a;
 }
 
-IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d) {
+IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d, int64_t row) {
     const IrType *i32 = ir_type_scalar(b->m, IR_I32);
     IrValue *sum = NULL;
     for (int i = 0; i < a->num_atoms[d]; i++) {
-        IrValue *x = (IrValue *)a->atoms[d][i];
+        IrValue *x = tma_build_elem(b, a->atoms[d][i], row);
         if (x->type->kind != IR_I32)
             x = ir_build_unary(b, IR_OP_CAST, i32, x);
         sum = sum ? ir_build_binary(b, IR_OP_ADD, i32, sum, x) : x;

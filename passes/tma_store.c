@@ -156,7 +156,7 @@ static bool match(Ts *s, const IrOp *op, TmaAccess *a, int *contig, int *swizzle
     int eb = ir_type_bytes(t->elem), ca = -1, sw = 0;
     for (int axis = 1; axis >= 0 && ca < 0; axis--) {
         sw = tg_nvmma_swizzle(t->shape[axis] * eb);
-        if (sw >= 32 && tma_match_access(s->f, ptrs, mask, axis, a))
+        if (sw >= 32 && tma_match_access(s->f, NULL, ptrs, mask, axis, a))
             ca = axis;
     }
     if (ca < 0)
@@ -246,7 +246,7 @@ static void rewrite(IrOp *op, void *ctx) {
     ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     ops[1] = buf;
     for (int d = 0; d < a.map.rank; d++)
-        ops[3 + d] = tma_build_coord(&b, &a, d);
+        ops[3 + d] = tma_build_coord(&b, &a, d, 0);
     ir_op_set_word(m, ir_build_op(&b, IR_OP_ASYNC_TMA_STORE, 3 + a.map.rank, ops, 0, NULL), "kind", "add");
     if (two) {
         /* the next turn out of the innermost loop, each loop's result out of the one around it */

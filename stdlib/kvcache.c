@@ -20,8 +20,10 @@
  *         paged one in 64-key tiles, 4 stages (two programs per SM); head
  *         dim 256 in 64-key tiles (32 paged), 3 stages;
  *       - wgmma, prefill: BM 128 on two warpgroups, BN 128 (64 at head dim
- *         256), 3 stages; a contiguous cache up to head dim 128 with a
- *         producer warpgroup that issues the TMA copies;
+ *         256), 3 stages; up to head dim 128 with a producer warpgroup
+ *         that issues the TMA copies: a contiguous cache, or pages of a
+ *         multiple of 8 tokens (kv_tma_pages), which the pipeline copies
+ *         as one TMA box per page (passes/tma_access.c, gathered rows);
  *       - mma.sync (sm_80, sm_90): BM 64, BN 32, 4 warps, 3 stages.
  *     Split-KV (flash-decoding). With P programs per split, R of them
  *     resident at once (the SMs times the programs whose shared memory fits
@@ -33,13 +35,16 @@
  *     partial O (f32) and LSE to the workspace; the combine kernel merges
  *     BR = 16 rows per program. Without a workspace the call runs unsplit.
  *     Gathered prefill. A prefill chunk (the wgmma prefill plan, head dim
- *     up to 128) against a paged cache, when the call has a workspace,
- *     first copies the sequences' keys and values to it as a contiguous
- *     cache (kvcache_gather: 64 keys of one KV head per program) and runs
- *     the contiguous plan on the copy: TMA tiles and a producer warpgroup,
- *     which rows gathered page by page cannot use. The copy is one more
- *     read and write of the keys and values; the chunk's attention reads
- *     them many times (bench/prefill.py, bench/RESULTS.md).
+ *     up to 128) against a paged cache, when the call has a workspace and
+ *     its chunks reach KV_GATHER_MIN_CHUNK queries (or its pages are not
+ *     TMA boxes), first copies the sequences' keys and values to it as a
+ *     contiguous cache (kvcache_gather: 64 keys of one KV head per
+ *     program) and runs the contiguous plan on the copy. The copy is one
+ *     more read and write of the keys and values; a long chunk's attention
+ *     reads them many times, and reads whole 128-key boxes faster than
+ *     boxes of a page each (on an H200, bench/prefill.py: chunks of 1024
+ *     to 4096 queries at 0.88-0.95x tc_attention_fwd gathered, 0.80-0.83x
+ *     on the pages; chunks of 512 at 0.96x on the pages, 0.85x gathered).
  *  3. Launch through the attention family's helpers (attention.c): the
  *     pointers' 16-byte alignment and strides that are multiples of 8
  *     elements as facts, optional pointers that are absent replaced by one
@@ -65,6 +70,8 @@ enum {
     KV_APPEND_TOKENS = 16,
     KV_GATHER_TOKENS = 64, /* keys a kvcache_gather program copies, of one KV head */
     KV_DECODE_ROWS = 64,   /* a KV head's query rows the decode plan takes (one m64 tile) */
+    /* a prefill against pages TMA can read gathers them first from chunks of this many queries on */
+    KV_GATHER_MIN_CHUNK = 1024,
     /* what a program costs besides its key blocks (its start, Q, the
      * epilogue; with splits the combine's share), in key blocks: the split
      * plan's constant */
@@ -202,6 +209,20 @@ static int kv_sms(const tc_context *ctx, bool hooked) {
     return hooked ? 132 : tc_context_multiprocessors(ctx);
 }
 
+/* Can the kernel's paged loads move as TMA boxes on sm_90a (the pipeline's
+ * gathered rows, passes/tma_access.c)? Pages of whole swizzle atoms (8
+ * tokens) and strides of 16 bytes: what the proof needs besides the
+ * pointers' alignment, which the plan does not look at. */
+static bool kv_tma_pages(const tc_attention_kvcache_args *a) {
+    const int64_t s[6] = {a->stride_kb, a->stride_kh, a->stride_kn, a->stride_vb, a->stride_vh, a->stride_vn};
+    if (!a->block_table || a->page_size % 8)
+        return false;
+    for (int i = 0; i < 6; i++)
+        if (s[i] % 8)
+            return false;
+    return true;
+}
+
 static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char *arch, bool workspace_given,
                         tc_attention_kvcache_plan *p) {
     memset(p, 0, sizeof *p);
@@ -222,9 +243,9 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
          * in 128-key TMA tiles, 3 stages (one program of 144 KB per SM); a
          * paged one in 64-key tiles, 4 stages, two programs per SM, so
          * that one's wait for its block table entries hides under the
-         * other's copies (of the copy rate: 0.82 against 0.65 with the
-         * contiguous plan on an H200, 0.94 against 0.83 on an H100, where
-         * the 32-key tiles and deeper rings were slower); head dim 256 in
+         * other's copies (of the copy rate on an H200, with a TMA box per
+         * page: 0.945 against 0.647 with the contiguous plan; with cp.async
+         * gathers before, 0.82 against 0.65); head dim 256 in
          * 64-key tiles (32 paged), 3
          * stages, within the registers of its [64, 256] accumulator */
         t->block_m = 64;
@@ -235,13 +256,14 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
         /* prefill chunks: two warpgroups on 128 rows. A contiguous cache
          * up to head dim 128 takes a producer warpgroup for its TMA copies,
          * as attention_fwd's plan does (bench/prefill.py on an H200: 0.96-
-         * 1.01x tc_attention_fwd against 0.84-0.88x without); a paged one's
-         * rows are gathered with cp.async, which a producer does not take */
+         * 1.01x tc_attention_fwd against 0.84-0.88x without), and so do
+         * pages that are TMA boxes; other pages' rows are gathered with
+         * cp.async, which a producer does not take */
         t->block_m = 128;
         t->num_warps = 8;
         t->block_n = wide ? 64 : 128;
         t->num_stages = 3;
-        t->warp_specialize = !paged && !wide;
+        t->warp_specialize = (!paged || kv_tma_pages(a)) && !wide;
     } else {
         /* mma.sync: 16 rows per warp, 32-key blocks (64 spill with the
          * causal, split, paged variant) */
@@ -332,7 +354,7 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
                     tc_attention_kvcache_plan *p) {
     int64_t rows = a->seqlen_q * (a->heads / a->kv_heads);
     bool gather = a->block_table != 0 && workspace_given && rt_stdlib_wgmma(arch) && rows > KV_DECODE_ROWS &&
-                  a->head_dim <= 128;
+                  a->head_dim <= 128 && (a->seqlen_q >= KV_GATHER_MIN_CHUNK || !kv_tma_pages(a));
     if (!gather) {
         kv_plan_one(a, sms, arch, workspace_given, p);
         return;
@@ -428,7 +450,7 @@ static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc
     rt_stdlib_arg_int(&args, "kv_heads", a->kv_heads, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_q", a->seqlen_q, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_k", a->seqlen_k, true, 0);
-    rt_stdlib_arg_int(&args, "split_keys", p->split_keys, true, 0);
+    rt_stdlib_arg_int(&args, "split_keys", p->split_keys, true, p->attention.block_n);
     const int64_t qs[3] = {a->stride_qb, a->stride_qh, a->stride_qm}, ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn},
                   vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn}, os[3] = {a->stride_ob, a->stride_oh, a->stride_om};
     kv_arg_strides(&args, qn, qs, vector);

@@ -618,6 +618,9 @@ int main(int argc, char **argv) {
         {BF16, 4, 8, 2, 128, 1, 1500, 0, 256, 0, 0, 1, 0, 2, 0, false},
         {F16, 3, 4, 2, 256, 1, 400, 0, 32, 1, 0, 0, 1, 3, 0, false},
         {BF16, 3, 8, 8, 80, 1, 250, 0, 5, 0, 0, 0, 1, 2, 0, false},
+        /* 8-token pages (the smallest a TMA box of the pool takes on sm_90a), and 48: boxes of 16 tokens */
+        {F16, 3, 16, 4, 128, 1, 701, 0, 8, 1, 0, 0, 1, 3, 0, false},
+        {BF16, 4, 8, 2, 128, 1, 1234, 0, 48, 0, 0, 0, 1, 4, 0, false},
         /* speculative decoding: 2 to 16 new tokens, causal among them */
         {F16, 3, 8, 2, 128, 4, 500, 0, 16, 0, 0, 1, 1, 3, 0, false},
         {BF16, 3, 16, 2, 128, 16, 800, 0, 0, 0, 1, 1, 1, 2, 0, false},
@@ -627,6 +630,8 @@ int main(int argc, char **argv) {
         {BF16, 5, 4, 1, 64, 200, 700, 1, 0, 0, 1, 1, 1, 2, 0, false},
         {F16, 4, 8, 8, 128, 150, 500, 1, 32, 1, 0, 0, 1, 2, 0, false},
         {BF16, 5, 16, 2, 256, 100, 400, 1, 64, 0, 0, 1, 0, 3, 0, false},
+        {F16, 3, 8, 2, 96, 222, 900, 1, 48, 1, 0, 1, 1, 2, 0, false},
+        {BF16, 3, 8, 2, 128, 130, 600, 0, 8, 0, 0, 1, 1, 2, 0, false},
         /* prefill against a contiguous cache at head dims 128 and 96 (a producer warpgroup on sm_90a), and
            at 256; a chunk of 1 in a batch of chunks */
         {F16, 4, 32, 8, 128, 333, 1500, 1, 0, 0, 0, 1, 1, 3, 0, false},

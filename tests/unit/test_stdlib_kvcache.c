@@ -940,8 +940,8 @@ static void every_call(bool again) {
                 a.kv_heads = 1, a.seqlen_q = 100, a.seqlen_k = 1000, a.num_splits = 2, a.lse = 0;
                 a.cu_seqlens_q = CU_ + off, a.workspace = WS_ + off, a.workspace_bytes = WS_BYTES;
                 break;
-            case 6: /* prefill, paged, with a workspace: the gathered copy (up to head dim 128) */
-                a.seqlen_q = 200, a.seqlen_k = 1500, a.seqused_k = SU_ + off, a.causal = 1;
+            case 6: /* a long prefill chunk, paged, with a workspace: the gathered copy (up to head dim 128) */
+                a.seqlen_q = 1024, a.seqlen_k = 1500, a.seqused_k = SU_ + off, a.causal = 1;
                 a.workspace = WS_ + off, a.workspace_bytes = WS_BYTES;
                 break;
             }
@@ -962,10 +962,13 @@ static void every_call(bool again) {
             bool gathered = variant == 6 && a.head_dim <= 128;
             tc_attention_kvcache_plan plan;
             CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &plan), TC_OK);
-            /* plan_for counts a workspace as given: variant 2's plan gathers, its call (no workspace) does not */
-            CHECK_EQ_INT(plan.gathered, gathered || (variant == 2 && a.head_dim <= 128));
-            if (variant == 2)
+            /* variant 2's chunks (300 queries) read the pages, TMA boxes of 64 tokens, with a producer warpgroup
+             * up to head dim 128, with or without a workspace */
+            CHECK_EQ_INT(plan.gathered, gathered);
+            if (variant == 2) {
                 CHECK_EQ_INT(cx(&seen[before].plan, "PAGED"), 1);
+                CHECK_EQ_INT(seen[before].plan.warp_specialize, a.head_dim <= 128);
+            }
             if (variant != 6)
                 CHECK_EQ_INT(num_seen - before, split ? 2 : 1);
             else /* the copy, then the attention, and the combine if the plan splits */
@@ -1005,7 +1008,8 @@ TEST(test_kvcache_launches_compile) {
         appends += strcmp(seen[i].kernel, "kvcache_append") == 0;
         gathers += strcmp(seen[i].kernel, "kvcache_gather") == 0;
     }
-    CHECK_EQ_INT(combines, 4 * 4); /* variants 1, 3, 5, and 6 (its 28 programs of 128 rows: the plan splits) */
+    /* variants 1, 3 and 5 at every head dim; 6 (128 programs of 128 rows for 132 SMs) where the plan splits it */
+    CHECK_EQ_INT(combines, 4 * 3 + 2);
     CHECK_EQ_INT(appends, 4 * 7);
     CHECK_EQ_INT(gathers, 3); /* head dims 40, 64 and 128 */
     CHECK(seen_kernel(0, "attention_kvcache") != NULL);
@@ -1049,12 +1053,25 @@ TEST(test_kvcache_memo_keys) {
     CHECK(distinct <= first);
 }
 
-/* The gathered prefill: a paged cache, more than 64 rows of a KV head, head
- * dim up to 128, on sm_90a (plan_for's target) and only then. */
+/* The gathered prefill: a paged cache, chunks of 1024 queries or more (or
+ * pages TMA does not take as boxes), head dim up to 128, on sm_90a
+ * (plan_for's target) and only then. */
 TEST(test_kvcache_gathered_plan) {
     tc_attention_kvcache_plan p;
     tc_attention_kvcache_args a = kv_paged();
-    a.seqlen_q = 40; /* 40 x 4 query heads: 160 rows */
+    a.seqlen_q = 40; /* 40 x 4 query heads: 160 rows, a short chunk: the pages themselves, as TMA boxes */
+    kv_dense(&a, 512);
+    a.stride_kb = a.stride_vb = 16 * 2 * 64;
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 0);
+    CHECK_EQ_INT(p.attention.warp_specialize, 1);
+    a.page_size = 12, a.stride_kb = a.stride_vb = 12 * 2 * 64; /* pages of 12 tokens are no TMA boxes */
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 1);
+    a.page_size = 16, a.stride_kb = a.stride_vb = 16 * 2 * 64 + 4; /* nor are pages 8 bytes apart */
+    CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
+    CHECK_EQ_INT(p.gathered, 1);
+    a.seqlen_q = 1024; /* a long chunk: the copy */
     kv_dense(&a, 512);
     a.stride_kb = a.stride_vb = 16 * 2 * 64;
     CHECK_EQ_INT(tc_attention_kvcache_plan_for(&a, 132, &p), TC_OK);
@@ -1066,6 +1083,7 @@ TEST(test_kvcache_gathered_plan) {
     CHECK_EQ_INT((long long)(p.v_offset - p.k_offset), 2 * 300 * 2 * 64 * 2); /* 153600: a multiple of 256 */
     CHECK((long long)p.workspace_bytes >= (long long)p.v_offset + 2 * 300 * 2 * 64 * 2);
     CHECK_EQ_INT(p.attention.warp_specialize, 1); /* the copy is contiguous: a producer warpgroup */
+    a.seqlen_q = 1030;
     a.head_dim = 80; /* rows of 80 elements, kept 16-byte aligned: 80 */
     kv_dense(&a, 512);
     a.stride_kb = a.stride_vb = 16 * 2 * 80;
