@@ -8,6 +8,8 @@ For each shape (f16, head dim 128, one new query token per sequence unless said)
   - the same through a paged cache of 16-token pages (pages shuffled at random in the pool);
   - B1 H32 KV-heads 8, 131072 keys, contiguous and paged: one long sequence (split-KV's case);
   - B8 H32 KV-heads 8, 4 new tokens each (speculative decoding, causal), 8192 keys;
+  - the first two with an fp8 (e4m3) cache and per-KV-head scales (its keys and values quantized from
+    the f16 ones; the reference reads the quantized values back, the rate counts its bytes);
 (--quick: the first two). First a check of each tilec variant against a float32 reference on the
 same inputs (relative error < 1e-2), then the times (triton.testing.do_bench medians): tilec, and
 SDPA's flash and cuDNN backends on the contiguous cache as [B, KV-heads, N, D] with enable_gqa
@@ -28,7 +30,7 @@ from common import (AttentionPlan, arg_parser, attention_reference, find_lib, lo
                     tc_check, tc_context_from_torch, write_json)
 
 PROG = "decode.py"
-TC_DTYPE = {"f16": 5, "bf16": 6}
+TC_DTYPE = {"f16": 5, "bf16": 6, "e4m3": 9}
 U, L = C.c_uint64, C.c_int64
 
 
@@ -40,7 +42,7 @@ class KvArgs(C.Structure):  # tc_attention_kvcache_args
                 ("stride_kn", L), ("stride_vb", L), ("stride_vh", L), ("stride_vn", L), ("block_table", U),
                 ("stride_bt", L), ("page_size", L), ("num_pages", L), ("seqused_k", U), ("cu_seqlens_q", U),
                 ("scale", C.c_float), ("causal", C.c_int), ("num_splits", C.c_int), ("workspace", U),
-                ("workspace_bytes", C.c_size_t)]
+                ("workspace_bytes", C.c_size_t), ("kv_dtype", C.c_int), ("k_scale", U), ("v_scale", U)]
 
 
 class KvPlan(C.Structure):  # tc_attention_kvcache_plan
@@ -79,25 +81,36 @@ def main():
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
-    # B, H, KH, new tokens, keys, D, page size (0: contiguous), causal
-    shapes = [(64, 32, 8, 1, 4096, 128, 0, False), (64, 32, 8, 1, 4096, 128, 16, False),
-              (1, 32, 8, 1, 131072, 128, 0, False), (1, 32, 8, 1, 131072, 128, 16, False),
-              (8, 32, 8, 4, 8192, 128, 16, True)]
+    # B, H, KH, new tokens, keys, D, page size (0: contiguous), causal, cache type
+    shapes = [(64, 32, 8, 1, 4096, 128, 0, False, "f16"), (64, 32, 8, 1, 4096, 128, 16, False, "f16"),
+              (1, 32, 8, 1, 131072, 128, 0, False, "f16"), (1, 32, 8, 1, 131072, 128, 16, False, "f16"),
+              (8, 32, 8, 4, 8192, 128, 16, True, "f16"),
+              (64, 32, 8, 1, 4096, 128, 0, False, "e4m3"), (64, 32, 8, 1, 4096, 128, 16, False, "e4m3")]
     if args.quick:
         shapes = shapes[:2]
     rows, bad = [], 0
     print(f"\n== decode: KV bytes read per second [{torch.cuda.get_device_name()}, {sms} SMs]")
     print(f"{'shape':44s} {'splits':>6s} {'err':>8s} {'tilec us':>9s} {'GB/s':>7s} {'/copy':>6s}"
           f" {'flash us':>9s} {'cudnn us':>9s} {'/flash':>7s} {'/cudnn':>7s}")
-    for (B, H, KH, M, N, D, page, causal) in shapes:
+    for (B, H, KH, M, N, D, page, causal, kvt) in shapes:
         dt = torch.float16
         g = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
         q = torch.randn(B, M, H, D, device="cuda", dtype=dt, generator=g)
         k = torch.randn(B, N, KH, D, device="cuda", dtype=dt, generator=g)
         v = torch.randn(B, N, KH, D, device="cuda", dtype=dt, generator=g)
         scale = 1.0 / math.sqrt(D)
-        kv_bytes = 2 * k.numel() * k.element_size()
         a = KvArgs()
+        if kvt == "e4m3":  # per-KV-head scales; k and v become what the cache holds, dequantized
+            ks = torch.rand(KH, device="cuda", generator=g) * 1.5 + 0.25
+            vs = torch.rand(KH, device="cuda", generator=g) * 1.5 + 0.25
+            k8 = (k.float() / ks[:, None]).to(torch.float8_e4m3fn)
+            v8 = (v.float() / vs[:, None]).to(torch.float8_e4m3fn)
+            k, v = (k8.float() * ks[:, None]).to(dt), (v8.float() * vs[:, None]).to(dt)
+            kc, vc = k8, v8
+            a.kv_dtype, a.k_scale, a.v_scale = TC_DTYPE["e4m3"], ks.data_ptr(), vs.data_ptr()
+        else:
+            kc, vc = k, v
+        kv_bytes = 2 * kc.numel() * kc.element_size()
         a.dtype, a.batch, a.heads, a.kv_heads, a.head_dim = TC_DTYPE["f16"], B, H, KH, D
         a.seqlen_q, a.seqlen_k = M, N
         o = torch.full_like(q, float("nan"))
@@ -111,18 +124,18 @@ def main():
             pages = B * N // page
             perm = torch.randperm(pages, device="cuda", generator=g).to(torch.int32)
             table = perm.view(B, N // page).contiguous()
-            kp = torch.empty(pages, page, KH, D, device="cuda", dtype=dt)
+            kp = torch.empty(pages, page, KH, D, device="cuda", dtype=kc.dtype)
             vp = torch.empty_like(kp)
-            kp[table.view(-1).long()] = k.view(B * N // page, page, KH, D)
-            vp[table.view(-1).long()] = v.view(B * N // page, page, KH, D)
+            kp.view(torch.uint8)[table.view(-1).long()] = kc.view(torch.uint8).view(B * N // page, page, KH, -1)
+            vp.view(torch.uint8)[table.view(-1).long()] = vc.view(torch.uint8).view(B * N // page, page, KH, -1)
             a.k_cache, a.v_cache = kp.data_ptr(), vp.data_ptr()
             a.stride_kb, a.stride_kn, a.stride_kh = kp.stride(0), kp.stride(1), kp.stride(2)
             a.stride_vb, a.stride_vn, a.stride_vh = vp.stride(0), vp.stride(1), vp.stride(2)
             a.block_table, a.stride_bt, a.page_size, a.num_pages = table.data_ptr(), N // page, page, pages
         else:
-            a.k_cache, a.v_cache = k.data_ptr(), v.data_ptr()
-            a.stride_kb, a.stride_kn, a.stride_kh = k.stride(0), k.stride(1), k.stride(2)
-            a.stride_vb, a.stride_vn, a.stride_vh = v.stride(0), v.stride(1), v.stride(2)
+            a.k_cache, a.v_cache = kc.data_ptr(), vc.data_ptr()
+            a.stride_kb, a.stride_kn, a.stride_kh = kc.stride(0), kc.stride(1), kc.stride(2)
+            a.stride_vb, a.stride_vn, a.stride_vh = vc.stride(0), vc.stride(1), vc.stride(2)
         ws_bytes = C.c_size_t()
         tc_check(lib, lib.tc_attention_kvcache_workspace_size(ctx, C.byref(a), C.byref(ws_bytes)), "workspace_size")
         ws = torch.empty(max(ws_bytes.value, 16), device="cuda", dtype=torch.uint8)
@@ -143,7 +156,7 @@ def main():
         t_tc = bench(tilec)
         res = {}
         for name, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
-            if page:
+            if page or kvt != "f16":
                 continue
             for gqa in (True, False):
                 try:
@@ -164,7 +177,7 @@ def main():
         copy_rate = 2 * buf.numel() * 2 / t_copy / 1e6  # GB/s: read + write
         rate = kv_bytes / t_tc / 1e6
         shape = f"B{B} H{H} KV{KH} q{M} N{N} D{D} {'paged' + str(page) if page else 'contig'}" \
-                f"{' causal' if causal else ''}"
+                f"{' causal' if causal else ''}{' ' + kvt if kvt != 'f16' else ''}"
         fl = res.get("flash"), res.get("cudnn")
         cols = "".join(f" {x[0] * 1e3:8.1f}{'' if x[1] else '*'}" if x else f" {'-':>9s}" for x in fl)
         ratios = "".join(f" {x[0] / t_tc:7.3f}" if x else f" {'-':>7s}" for x in fl)

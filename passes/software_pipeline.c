@@ -344,6 +344,22 @@ static bool reads_buffer(const IrOp *op, const IrValue *buf) {
 /* Are all uses of the buffer local_loads of body, one of them feeding a dot
  * of body, operands of warp_group_dots of body (which read shared memory
  * themselves), or memdesc_trans views that only warp_group_dots read? */
+static bool feeds_dot(IrBlock *body, IrValue *buf);
+
+/* Is v (a local_load of a narrow operand's stage) cast, and the cast staged
+ * for a dot (stage-shared's narrow operands)? */
+static bool cast_feeds_dot(IrBlock *body, const IrValue *v) {
+    for (IrOp *u = body->first; u; u = u->next) {
+        if (u->opc != IR_OP_CAST || u->operands[0] != v)
+            continue;
+        for (IrOp *a = u->next; a; a = a->next)
+            if (a->opc == IR_OP_LOCAL_ALLOC && a->num_operands == 1 && a->operands[0] == u->results[0] &&
+                feeds_dot(body, a->results[0]))
+                return true;
+    }
+    return false;
+}
+
 static bool feeds_dot(IrBlock *body, IrValue *buf) {
     int loads = 0;
     bool dot = false;
@@ -370,6 +386,7 @@ static bool feeds_dot(IrBlock *body, IrValue *buf) {
         for (IrOp *u = op->next; u; u = u->next)
             if (u->opc == IR_OP_DOT && (u->operands[0] == r || u->operands[1] == r))
                 dot = true;
+        dot |= cast_feeds_dot(body, r);
     }
     return dot && loads == ir_count_uses(body, buf);
 }

@@ -54,6 +54,20 @@
  *
  * Other conversions that need shared memory stay convert_layouts: codegen
  * moves them through padded scratch, which allocate-shared places.
+ *
+ * Narrow operands. A dot operand that is a cast of a global load of a
+ * narrower float, in a loop body (an fp8 KV cache's keys, converted to f16
+ * for the dot), is staged in the loaded type first:
+ *
+ *     %k = load ...                 : tile<128x64xf8e4m3, #blocked>
+ *     %k_narrow = local_alloc %k    : smem<128x64xf8e4m3, #shared<...>>
+ *     %k.1 = local_load %k_narrow   : tile<128x64xf8e4m3, #blocked>
+ *     %kf = cast %k.1               : tile<128x64xf16, #blocked>
+ *
+ * so that the pipeline copies the narrow bytes ahead (cp.async into the
+ * ring) and each iteration converts its stage in registers, where the
+ * load alone would stay synchronous. The buffer has the load's order and
+ * the swizzle of the operand buffers.
  */
 #include "passes.h"
 
@@ -66,6 +80,7 @@ typedef struct Stage {
     IrFunc *f;
     int num_warps;
     IrOp **allocs; /* the local_allocs made, in program order */
+    bool narrow;   /* loops are pipelined: narrow operands are staged (see "Narrow operands") */
     int num_allocs, cap_allocs;
 } Stage;
 
@@ -170,11 +185,58 @@ static void stage(Stage *s, IrOp *cvt) {
     remember(s, alloc);
 }
 
+/* Does v, through casts, layout conversions and shared-memory staging,
+ * reach an operand of a dot? */
+static bool reaches_dot(const IrBlock *b, const IrValue *v, int depth) {
+    for (const IrOp *u = b->first; u && depth < 4; u = u->next) {
+        if (!pass_op_uses(u, v))
+            continue;
+        if ((u->opc == IR_OP_DOT || u->opc == IR_OP_WARP_GROUP_DOT) && (u->operands[0] == v || u->operands[1] == v))
+            return true;
+        if ((u->opc == IR_OP_CAST || u->opc == IR_OP_CONVERT_LAYOUT || u->opc == IR_OP_LOCAL_ALLOC ||
+             u->opc == IR_OP_LOCAL_LOAD) &&
+            u->num_results == 1 && reaches_dot(b, u->results[0], depth + 1))
+            return true;
+    }
+    return false;
+}
+
+/* Stages `cast`'s operand, a narrower float's global load in a loop body,
+ * through shared memory in its own type (see "Narrow operands"). */
+static void stage_narrow(Stage *s, IrOp *cast) {
+    IrModule *m = s->m;
+    IrValue *x = cast->operands[0];
+    const IrType *t = x->type, *to = cast->results[0]->type;
+    IrBlock *body = cast->parent;
+    if (t->kind != IR_TILE || t->rank != 2 || !t->layout || !x->def || x->def->opc != IR_OP_LOAD ||
+        x->def->parent != body || !body->parent_op || body->parent_op->opc != IR_OP_FOR ||
+        !ir_type_is_float(t->elem) || !ir_type_is_float(to->elem) || ir_type_bits(t->elem) >= ir_type_bits(to->elem) ||
+        ir_count_uses(body, x) != 1 || !reaches_dot(body, cast->results[0], 0))
+        return;
+    int order[IR_MAX_RANK];
+    pass_source_order(s->num_warps, t, order);
+    const Layout *sh = ll_shared_swizzled(m, t->rank, t->shape, order, ir_type_bits(t->elem));
+    const IrType *smem = ir_type_smem(m, t->elem, t->rank, t->shape, sh);
+    IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &x, 1, &smem);
+    alloc->loc = x->def->loc;
+    if (x->name)
+        ir_value_set_name(m, alloc->results[0], arena_printf(&m->arena, "%s_narrow", x->name));
+    ir_op_insert_before(cast, alloc);
+    IrOp *load = ir_op_create(m, IR_OP_LOCAL_LOAD, 1, &alloc->results[0], 1, &t);
+    load->loc = x->def->loc;
+    ir_op_insert_before(cast, load);
+    ir_op_set_operand(cast, 0, load->results[0]);
+}
+
 static void walk(Stage *s, IrBlock *b) {
     for (IrOp *op = b->first, *next; op; op = next) {
         next = op->next;
         for (int r = 0; r < op->num_regions; r++)
             walk(s, op->regions[r]);
+        if (op->opc == IR_OP_CAST && s->narrow) {
+            stage_narrow(s, op);
+            continue;
+        }
         if (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1 && op->results[0]->type->layout &&
             op->results[0]->type->layout->kind == LAYOUT_NVMMA_SHARED) {
             remember(s, op); /* a wgmma operand (accelerate-dot): sinks with the others */
@@ -218,6 +280,7 @@ bool pass_stage_shared(IrModule *m, const PassOptions *opts) {
         s.m = m;
         s.f = f;
         s.num_warps = pass_func_num_warps(f, opts);
+        s.narrow = ir_func_get_int(f, "num_stages", opts->target.num_stages) > 1;
         walk(&s, f->body);
         for (int i = s.num_allocs - 1; i >= 0; i--) /* the last first: the others gather above it */
             sink(&s, s.allocs[i]);

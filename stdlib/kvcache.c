@@ -93,6 +93,33 @@ static size_t kv_align(size_t n) {
 
 /* ---- validation ---- */
 
+/* The cache's type (dtype's own, f8e4m3 or f8e5m2) and its scales (both or
+ * neither; 0: none). */
+static tc_status kv_check_cache_type(const char *entry, const char *name, tc_dtype dtype, tc_dtype cache,
+                                     CUdeviceptr k_scale, CUdeviceptr v_scale) {
+    if (cache != dtype && cache != TC_DTYPE_F8E4M3 && cache != TC_DTYPE_F8E5M2)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s (%d) must be dtype, TC_DTYPE_F8E4M3 or TC_DTYPE_F8E5M2", entry,
+                       name, (int)cache);
+    if (!k_scale != !v_scale)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: k_scale and v_scale must be given together (got %s only)", entry,
+                       k_scale ? "k_scale" : "v_scale");
+    return TC_OK;
+}
+
+/* The scales' alignment (f32), where given. */
+static tc_status kv_check_scale_ptrs(const char *entry, CUdeviceptr k_scale, CUdeviceptr v_scale) {
+    tc_status st;
+    if ((k_scale && (st = rt_stdlib_check_ptr(entry, "k_scale", k_scale, 4)) != TC_OK) ||
+        (v_scale && (st = rt_stdlib_check_ptr(entry, "v_scale", v_scale, 4)) != TC_OK))
+        return st;
+    return TC_OK;
+}
+
+/* The caches' element type. */
+static tc_dtype kv_type(const tc_attention_kvcache_args *a) {
+    return a->kv_dtype ? a->kv_dtype : a->dtype;
+}
+
 static tc_status kv_check_sizes(const char *entry, const tc_attention_kvcache_args *a) {
     tc_status st;
     if ((st = rt_stdlib_check_dtype(entry, a->dtype, false)) != TC_OK ||
@@ -116,7 +143,8 @@ static tc_status kv_check_sizes(const char *entry, const tc_attention_kvcache_ar
     if (a->num_splits < 0 || a->num_splits > KV_MAX_SPLITS)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: num_splits (%d) must be in 0..%d", entry, a->num_splits,
                        KV_MAX_SPLITS);
-    if ((st = rt_stdlib_check_finite(entry, "scale", a->scale, false)) != TC_OK)
+    if ((st = rt_stdlib_check_finite(entry, "scale", a->scale, false)) != TC_OK ||
+        (st = kv_check_cache_type(entry, "kv_dtype", a->dtype, kv_type(a), a->k_scale, a->v_scale)) != TC_OK)
         return st;
     if (a->block_table) {
         if ((st = rt_stdlib_check_count(entry, "page_size", a->page_size, KV_MAX_PAGE)) != TC_OK ||
@@ -165,12 +193,12 @@ static tc_status kv_check(const char *entry, const tc_attention_kvcache_args *a)
 }
 
 static tc_status kv_check_ptrs(const char *entry, const tc_attention_kvcache_args *a) {
-    size_t eb = rt_dtype_size(a->dtype);
+    size_t eb = rt_dtype_size(a->dtype), ceb = rt_dtype_size(kv_type(a));
     tc_status st;
     if ((st = rt_stdlib_check_ptr(entry, "q", a->q, eb)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "o", a->o, eb)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "k_cache", a->k_cache, eb)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "v_cache", a->v_cache, eb)) != TC_OK)
+        (st = rt_stdlib_check_ptr(entry, "k_cache", a->k_cache, ceb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "v_cache", a->v_cache, ceb)) != TC_OK)
         return st;
     if ((a->lse && (st = rt_stdlib_check_ptr(entry, "lse", a->lse, 4)) != TC_OK) ||
         (a->block_table && (st = rt_stdlib_check_ptr(entry, "block_table", a->block_table, 4)) != TC_OK) ||
@@ -178,7 +206,7 @@ static tc_status kv_check_ptrs(const char *entry, const tc_attention_kvcache_arg
         (a->cu_seqlens_q && (st = rt_stdlib_check_ptr(entry, "cu_seqlens_q", a->cu_seqlens_q, 4)) != TC_OK) ||
         (a->workspace && (st = rt_stdlib_check_ptr(entry, "workspace", a->workspace, 16)) != TC_OK))
         return st;
-    return TC_OK;
+    return kv_check_scale_ptrs(entry, a->k_scale, a->v_scale);
 }
 
 /* ---- the plan ---- */
@@ -227,7 +255,7 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
                         tc_attention_kvcache_plan *p) {
     memset(p, 0, sizeof *p);
     bool wgmma = rt_stdlib_wgmma(arch);
-    bool varlen = a->cu_seqlens_q != 0, paged = a->block_table != 0;
+    bool varlen = a->cu_seqlens_q != 0, paged = a->block_table != 0, narrow = kv_type(a) != a->dtype;
     int group = (int)(a->heads / a->kv_heads);
     int64_t rows = a->seqlen_q * group;
     tc_attention_plan *t = &p->attention;
@@ -250,8 +278,9 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
          * stages, within the registers of its [64, 256] accumulator */
         t->block_m = 64;
         t->num_warps = 4;
-        t->block_n = wide ? (paged ? 32 : 64) : paged ? 64 : 128;
-        t->num_stages = paged && !wide ? 4 : 3;
+        bool gathers = paged || narrow; /* fp8 tiles are copied with cp.async (stage-shared's narrow operands) */
+        t->block_n = wide ? (gathers ? 32 : 64) : gathers ? 64 : 128;
+        t->num_stages = gathers && !wide ? 4 : 3;
     } else if (wgmma) {
         /* prefill chunks: two warpgroups on 128 rows. A contiguous cache
          * up to head dim 128 takes a producer warpgroup for its TMA copies,
@@ -263,7 +292,7 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
         t->num_warps = 8;
         t->block_n = wide ? 64 : 128;
         t->num_stages = 3;
-        t->warp_specialize = (!paged || kv_tma_pages(a)) && !wide;
+        t->warp_specialize = (!paged || kv_tma_pages(a)) && !wide && !narrow;
     } else {
         /* mma.sync: 16 rows per warp, 32-key blocks (64 spill with the
          * causal, split, paged variant) */
@@ -303,6 +332,8 @@ static void kv_plan_one(const tc_attention_kvcache_args *a, int sms, const char 
     rt_attention_cx(t, "SPLIT", TC_CONSTEXPR_BOOL, splits > 1);
     rt_attention_cx(t, "HAS_LSE", TC_CONSTEXPR_BOOL, a->lse != 0);
     rt_attention_cx(t, "NEG_SCALE", TC_CONSTEXPR_BOOL, a->scale < 0);
+    rt_attention_cx(t, "KT", TC_CONSTEXPR_DTYPE, (int64_t)kv_type(a));
+    rt_attention_cx(t, "SCALED", TC_CONSTEXPR_BOOL, a->k_scale != 0);
     if (splits <= 1)
         return;
 
@@ -354,7 +385,7 @@ static void kv_plan(const tc_attention_kvcache_args *a, int sms, const char *arc
                     tc_attention_kvcache_plan *p) {
     int64_t rows = a->seqlen_q * (a->heads / a->kv_heads);
     bool gather = a->block_table != 0 && workspace_given && rt_stdlib_wgmma(arch) && rows > KV_DECODE_ROWS &&
-                  a->head_dim <= 128 && (a->seqlen_q >= KV_GATHER_MIN_CHUNK || !kv_tma_pages(a));
+                  a->head_dim <= 128 && (a->seqlen_q >= KV_GATHER_MIN_CHUNK || !kv_tma_pages(a)) && kv_type(a) == a->dtype;
     if (!gather) {
         kv_plan_one(a, sms, arch, workspace_given, p);
         return;
@@ -445,6 +476,8 @@ static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc
     rt_stdlib_arg_ptr(&args, "block_table", a->block_table ? a->block_table : any, false);
     rt_stdlib_arg_ptr(&args, "seqused_k", a->seqused_k ? a->seqused_k : any, false);
     rt_stdlib_arg_ptr(&args, "cu_seqlens_q", a->cu_seqlens_q ? a->cu_seqlens_q : any, false);
+    rt_stdlib_arg_ptr(&args, "k_scale", a->k_scale ? a->k_scale : any, false);
+    rt_stdlib_arg_ptr(&args, "v_scale", a->v_scale ? a->v_scale : any, false);
     rt_stdlib_arg_int(&args, "batch", a->batch, true, 0);
     rt_stdlib_arg_int(&args, "heads", a->heads, true, 0);
     rt_stdlib_arg_int(&args, "kv_heads", a->kv_heads, true, 0);
@@ -453,9 +486,10 @@ static tc_status kv_launch_attention(const char *entry, RtAttentionLaunch *l, tc
     rt_stdlib_arg_int(&args, "split_keys", p->split_keys, true, p->attention.block_n);
     const int64_t qs[3] = {a->stride_qb, a->stride_qh, a->stride_qm}, ks[3] = {a->stride_kb, a->stride_kh, a->stride_kn},
                   vs[3] = {a->stride_vb, a->stride_vh, a->stride_vn}, os[3] = {a->stride_ob, a->stride_oh, a->stride_om};
+    int64_t kv_vector = 16 / (int64_t)rt_dtype_size(kv_type(a));
     kv_arg_strides(&args, qn, qs, vector);
-    kv_arg_strides(&args, kn, ks, vector);
-    kv_arg_strides(&args, vn, vs, vector);
+    kv_arg_strides(&args, kn, ks, kv_vector);
+    kv_arg_strides(&args, vn, vs, kv_vector);
     kv_arg_strides(&args, on, os, vector);
     rt_stdlib_arg_int(&args, "stride_bt", a->block_table ? a->stride_bt : 0, false, 0);
     rt_attention_arg_f32(l, "scale", a->scale);
@@ -550,7 +584,14 @@ tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attent
 
 /* tc_kvcache_append, and with rope (tc_kvcache_append_rope) q rotated in
  * place by tc_rope's kernel and k on its way to the cache. */
-static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
+/* The cache an append writes: its type and the KV heads' scales (0: none). */
+typedef struct KvCacheType {
+    tc_dtype dtype;
+    CUdeviceptr k_scale, v_scale;
+} KvCacheType;
+
+static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, tc_dtype dtype, KvCacheType ct,
+                           CUdeviceptr k_cache,
                            CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens,
                            int64_t kv_heads, int64_t head_dim, int64_t page_size, int64_t num_pages, int64_t stride_kt,
                            int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
@@ -575,16 +616,18 @@ static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, 
                                {"stride_vcn", page_size, stride_vcn},
                                {"stride_vch", kv_heads, stride_vch},
                                {NULL, head_dim, 1}};
-    size_t eb = rt_dtype_size(dtype);
-    if ((st = rt_stdlib_check_strides(entry, "k", kd, 3)) != TC_OK ||
+    size_t eb = rt_dtype_size(dtype), ceb = rt_dtype_size(ct.dtype);
+    if ((st = kv_check_cache_type(entry, "cache_dtype", dtype, ct.dtype, ct.k_scale, ct.v_scale)) != TC_OK ||
+        (st = rt_stdlib_check_strides(entry, "k", kd, 3)) != TC_OK ||
         (st = rt_stdlib_check_strides(entry, "v", vd, 3)) != TC_OK ||
         (st = rt_stdlib_check_strides(entry, "k_cache", kcd, 4)) != TC_OK ||
         (st = rt_stdlib_check_strides(entry, "v_cache", vcd, 4)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "k_cache", k_cache, eb)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "v_cache", v_cache, eb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "k_cache", k_cache, ceb)) != TC_OK ||
+        (st = rt_stdlib_check_ptr(entry, "v_cache", v_cache, ceb)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "k", k, eb)) != TC_OK ||
         (st = rt_stdlib_check_ptr(entry, "v", v, eb)) != TC_OK ||
-        (st = rt_stdlib_check_ptr(entry, "slot_mapping", slot_mapping, 8)) != TC_OK)
+        (st = rt_stdlib_check_ptr(entry, "slot_mapping", slot_mapping, 8)) != TC_OK ||
+        (st = kv_check_scale_ptrs(entry, ct.k_scale, ct.v_scale)) != TC_OK)
         return st;
     if (page_size > INT64_MAX / num_pages)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: page_size * num_pages overflows", entry);
@@ -628,6 +671,8 @@ static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, 
     rt_attention_cx(&p, "INTERLEAVED", TC_CONSTEXPR_BOOL, rope && rope->interleaved);
     rt_attention_cx(&p, "HAS_POSITIONS", TC_CONSTEXPR_BOOL, rope && rope->positions);
     rt_attention_cx(&p, "HAS_CACHE", TC_CONSTEXPR_BOOL, rope && rope->cos);
+    rt_attention_cx(&p, "CT", TC_CONSTEXPR_DTYPE, (int64_t)ct.dtype);
+    rt_attention_cx(&p, "SCALED", TC_CONSTEXPR_BOOL, ct.k_scale != 0);
 
     RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
@@ -640,6 +685,8 @@ static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, 
     rt_stdlib_arg_ptr(&args, "K", k, true);
     rt_stdlib_arg_ptr(&args, "V", v, true);
     rt_stdlib_arg_ptr(&args, "slot_mapping", slot_mapping, false);
+    rt_stdlib_arg_ptr(&args, "k_scale", ct.k_scale ? ct.k_scale : slot_mapping, false);
+    rt_stdlib_arg_ptr(&args, "v_scale", ct.v_scale ? ct.v_scale : slot_mapping, false);
     rt_stdlib_arg_int(&args, "tokens", tokens, true, 0);
     rt_stdlib_arg_int(&args, "page_size", page_size, false, 0);
     rt_stdlib_arg_int(&args, "slots", page_size * num_pages, false, 0);
@@ -647,8 +694,8 @@ static tc_status kv_append(const char *entry, tc_context *ctx, CUstream stream, 
                              "stride_kcn", "stride_kch", "stride_vcp", "stride_vcn", "stride_vch"};
     const int64_t strides[10] = {stride_kt,  stride_kh,  stride_vt,  stride_vh,  stride_kcp,
                                  stride_kcn, stride_kch, stride_vcp, stride_vcn, stride_vch};
-    for (int i = 0; i < 10; i++)
-        rt_stdlib_arg_int(&args, names[i], strides[i], false, vector);
+    for (int i = 0; i < 10; i++) /* the new tokens' strides, then the caches' (in their elements) */
+        rt_stdlib_arg_int(&args, names[i], strides[i], false, i < 4 ? vector : 16 / (int64_t)ceb);
     rt_stdlib_arg_ptr(&args, "positions", rope && rope->positions ? rope->positions : slot_mapping, false);
     rt_stdlib_arg_ptr(&args, "cos_cache", rope && rope->cos ? rope->cos : slot_mapping, false);
     rt_stdlib_arg_ptr(&args, "sin_cache", rope && rope->sin ? rope->sin : slot_mapping, false);
@@ -669,9 +716,22 @@ tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dtype, CU
                             int64_t stride_kh, int64_t stride_vt, int64_t stride_vh, int64_t stride_kcp,
                             int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp, int64_t stride_vcn,
                             int64_t stride_vch) {
-    return kv_append("tc_kvcache_append", ctx, stream, dtype, k_cache, v_cache, k, v, slot_mapping, tokens, kv_heads,
-                     head_dim, page_size, num_pages, stride_kt, stride_kh, stride_vt, stride_vh, stride_kcp, stride_kcn,
-                     stride_kch, stride_vcp, stride_vcn, stride_vch, NULL);
+    return kv_append("tc_kvcache_append", ctx, stream, dtype, (KvCacheType){dtype, 0, 0}, k_cache, v_cache, k, v,
+                     slot_mapping, tokens, kv_heads, head_dim, page_size, num_pages, stride_kt, stride_kh, stride_vt,
+                     stride_vh, stride_kcp, stride_kcn, stride_kch, stride_vcp, stride_vcn, stride_vch, NULL);
+}
+
+tc_status tc_kvcache_append_fp8(tc_context *ctx, CUstream stream, tc_dtype dtype, tc_dtype cache_dtype,
+                                CUdeviceptr k_scale, CUdeviceptr v_scale, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                                CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping, int64_t tokens,
+                                int64_t kv_heads, int64_t head_dim, int64_t page_size, int64_t num_pages,
+                                int64_t stride_kt, int64_t stride_kh, int64_t stride_vt, int64_t stride_vh,
+                                int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch, int64_t stride_vcp,
+                                int64_t stride_vcn, int64_t stride_vch) {
+    return kv_append("tc_kvcache_append_fp8", ctx, stream, dtype, (KvCacheType){cache_dtype, k_scale, v_scale},
+                     k_cache, v_cache, k, v, slot_mapping, tokens, kv_heads, head_dim, page_size, num_pages, stride_kt,
+                     stride_kh, stride_vt, stride_vh, stride_kcp, stride_kcn, stride_kch, stride_vcp, stride_vcn,
+                     stride_vch, NULL);
 }
 
 tc_status tc_kvcache_append_rope(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr k_cache,
@@ -684,7 +744,8 @@ tc_status tc_kvcache_append_rope(tc_context *ctx, CUstream stream, tc_dtype dtyp
     tc_status st = rt_stdlib_check_given(entry, "rope", rope);
     if (st != TC_OK)
         return st;
-    return kv_append(entry, ctx, stream, dtype, k_cache, v_cache, k, v, slot_mapping, tokens, kv_heads, head_dim,
+    return kv_append(entry, ctx, stream, dtype, (KvCacheType){dtype, 0, 0}, k_cache, v_cache, k, v, slot_mapping, tokens,
+                     kv_heads, head_dim,
                      page_size, num_pages, stride_kt, stride_kh, stride_vt, stride_vh, stride_kcp, stride_kcn, stride_kch,
                      stride_vcp, stride_vcn, stride_vch, rope);
 }

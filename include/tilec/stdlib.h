@@ -620,6 +620,14 @@ typedef struct tc_attention_kvcache_args {
     int num_splits;
     CUdeviceptr workspace;
     size_t workspace_bytes;
+    /* An fp8 cache: kv_dtype TC_DTYPE_F8E4M3 or TC_DTYPE_F8E5M2 (0, the
+     * zeroed struct's value, is dtype itself), the caches' strides in its
+     * elements; each tile is converted to dtype in registers. k_scale and
+     * v_scale (f32 [kv_heads], positive; both or neither, any kv_dtype):
+     * KV head h's keys are k_scale[h] times what the cache holds, its
+     * values v_scale[h] times (tc_kvcache_append_fp8 stores them so). */
+    tc_dtype kv_dtype;
+    CUdeviceptr k_scale, v_scale;
 } tc_attention_kvcache_args;
 
 TC_API tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attention_kvcache_args *args);
@@ -678,6 +686,20 @@ TC_API tc_status tc_kvcache_append(tc_context *ctx, CUstream stream, tc_dtype dt
                                    int64_t num_pages, int64_t stride_kt, int64_t stride_kh, int64_t stride_vt,
                                    int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
                                    int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch);
+
+/* tc_kvcache_append into a cache of cache_dtype (dtype, TC_DTYPE_F8E4M3 or
+ * TC_DTYPE_F8E5M2; its strides in its elements): each row is divided by
+ * its KV head's scale, k_scale[h] or v_scale[h] (f32 [kv_heads], both or
+ * neither: 0 is no scaling), in f32 and converted to cache_dtype (round to
+ * nearest even; fp8 saturates at its largest finite value), which
+ * tc_attention_kvcache's kv_dtype, k_scale and v_scale read back. */
+TC_API tc_status tc_kvcache_append_fp8(tc_context *ctx, CUstream stream, tc_dtype dtype, tc_dtype cache_dtype,
+                                       CUdeviceptr k_scale, CUdeviceptr v_scale, CUdeviceptr k_cache,
+                                       CUdeviceptr v_cache, CUdeviceptr k, CUdeviceptr v, CUdeviceptr slot_mapping,
+                                       int64_t tokens, int64_t kv_heads, int64_t head_dim, int64_t page_size,
+                                       int64_t num_pages, int64_t stride_kt, int64_t stride_kh, int64_t stride_vt,
+                                       int64_t stride_vh, int64_t stride_kcp, int64_t stride_kcn, int64_t stride_kch,
+                                       int64_t stride_vcp, int64_t stride_vcn, int64_t stride_vch);
 
 /* tc_kvcache_append with rotary position embeddings (tc_rope) fused: rope
  * describes the tokens' positions, the angles and q, which is rotated in

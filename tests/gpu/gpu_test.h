@@ -77,8 +77,54 @@ static inline uint64_t gt_seed_from_env_or_clock(void) {
 
 /* ---- storage types ---- */
 
+/* ---- the 8-bit floats, from their definitions ---- */
+
+/* The value of code c: E4M3FN (bias 7, no infinities, S.1111.111 NaN) or
+ * E5M2 (bias 15, IEEE-like). */
+static inline double gt_f8_value(tc_dtype t, unsigned c) {
+    bool e4 = t == TC_DTYPE_F8E4M3;
+    int mant = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+    unsigned e = (c & 0x7F) >> mant, m = c & ((1u << mant) - 1);
+    double s = c & 0x80 ? -1.0 : 1.0;
+    if (e4 && (c & 0x7F) == 0x7F)
+        return NAN;
+    if (!e4 && e == 31)
+        return m ? NAN : s * INFINITY;
+    if (e == 0)
+        return s * ldexp(m, 1 - bias - mant);
+    return s * ldexp((double)((1u << mant) + m), (int)e - bias - mant);
+}
+
+static inline double gt_f8_max(tc_dtype t) {
+    return t == TC_DTYPE_F8E4M3 ? 448.0 : 57344.0;
+}
+
+/* The code of x: round to nearest, ties to the even code, saturate past
+ * the maximum (infinities too); NaN gives 0x7F (the comparison accepts any
+ * NaN code for a NaN). By binary search over the non-negative finite codes. */
+static inline unsigned gt_f8_encode(tc_dtype t, double x) {
+    if (isnan(x))
+        return 0x7F;
+    unsigned sign = signbit(x) ? 0x80 : 0;
+    double a = fabs(x);
+    if (a >= gt_f8_max(t))
+        return sign | (t == TC_DTYPE_F8E4M3 ? 0x7E : 0x7B);
+    unsigned lo = 0, hi = t == TC_DTYPE_F8E4M3 ? 0x7E : 0x7B; /* the largest code whose value is <= a */
+    while (lo < hi) { /* values grow with the codes */
+        unsigned mid = (lo + hi + 1) / 2;
+        if (gt_f8_value(t, mid) <= a)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    double dl = a - gt_f8_value(t, lo), dh = gt_f8_value(t, lo + 1) - a;
+    return sign | (dl < dh || (dl == dh && !(lo & 1)) ? lo : lo + 1);
+}
+
 static inline size_t gt_dtype_bytes(tc_dtype t) {
     switch (t) {
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: return 1;
     case TC_DTYPE_F16:
     case TC_DTYPE_BF16:
     case TC_DTYPE_I16: return 2;
@@ -96,6 +142,8 @@ static inline const char *gt_dtype_name(tc_dtype t) {
     case TC_DTYPE_BF16: return "bf16";
     case TC_DTYPE_F32: return "f32";
     case TC_DTYPE_I32: return "i32";
+    case TC_DTYPE_F8E4M3: return "e4m3";
+    case TC_DTYPE_F8E5M2: return "e5m2";
     default: return "?";
     }
 }
@@ -106,6 +154,8 @@ static inline void gt_put(tc_dtype t, void *buf, size_t i, double v) {
     case TC_DTYPE_F16: ((uint16_t *)buf)[i] = f32_to_f16((float)v); break;
     case TC_DTYPE_BF16: ((uint16_t *)buf)[i] = f32_to_bf16((float)v); break;
     case TC_DTYPE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: ((uint8_t *)buf)[i] = (uint8_t)gt_f8_encode(t, v); break;
     default: ((float *)buf)[i] = (float)v; break;
     }
 }
@@ -115,6 +165,8 @@ static inline double gt_get(tc_dtype t, const void *buf, size_t i) {
     case TC_DTYPE_F16: return f16_to_f32(((const uint16_t *)buf)[i]);
     case TC_DTYPE_BF16: return bf16_to_f32(((const uint16_t *)buf)[i]);
     case TC_DTYPE_I32: return ((const int32_t *)buf)[i];
+    case TC_DTYPE_F8E4M3:
+    case TC_DTYPE_F8E5M2: return gt_f8_value(t, ((const uint8_t *)buf)[i]);
     default: return ((const float *)buf)[i];
     }
 }

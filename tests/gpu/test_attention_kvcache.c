@@ -52,6 +52,8 @@ typedef struct KvCase {
     int splits;       /* forced split count for the split run (besides 1 and the plan's) */
     double scale;     /* 0: 1 / sqrt(d) */
     bool big;         /* left out by --quick */
+    tc_dtype kv;      /* the cache's type: 0 (dtype) or fp8, appended by tc_kvcache_append_fp8 */
+    int scaled;       /* fp8: per-KV-head scales of K and V */
 } KvCase;
 
 typedef struct Cache {
@@ -98,8 +100,8 @@ typedef struct Run {
 } Run;
 
 static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool quick) {
-    tc_dtype t = cs->dtype;
-    size_t eb = gt_dtype_bytes(t);
+    tc_dtype t = cs->dtype, ct = cs->kv ? cs->kv : t;
+    size_t eb = gt_dtype_bytes(t), ceb = gt_dtype_bytes(ct);
     int64_t B = cs->batch, H = cs->heads, KVH = cs->kv_heads, D = cs->d, group = H / KVH;
     int page = cs->page_size;
     int64_t max_keys = quick && cs->max_keys > 1500 ? 1500 : cs->max_keys;
@@ -166,7 +168,13 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
         c.sh = D, c.sn = KVH * D;
     c.sb = tokens_per_block * KVH * D;
     c.n = (size_t)(c.blocks * c.sb) + KV_GUARD;
-    c.khost = malloc(c.n * eb), c.vhost = malloc(c.n * eb);
+    c.khost = malloc(c.n * ceb), c.vhost = malloc(c.n * ceb);
+    /* per-KV-head scales: what the cache holds times them are the keys and values */
+    float ksc[64], vsc[64];
+    for (int64_t h = 0; h < KVH && h < 64; h++) {
+        ksc[h] = cs->scaled ? (float)gt_uniform_in(0.25, 2.0) : 1.0f;
+        vsc[h] = cs->scaled ? (float)gt_uniform_in(0.25, 2.0) : 1.0f;
+    }
     double *kval = malloc(c.n * sizeof(double)), *vval = malloc(c.n * sizeof(double));
 
     /* q and o */
@@ -200,8 +208,8 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     ok = ok && knew && vnew && knv && vnv && slots;
     if (ok) {
         for (size_t i = 0; i < c.n; i++) {
-            kval[i] = gt_put_get(t, c.khost, i, gt_normal());
-            vval[i] = gt_put_get(t, c.vhost, i, gt_normal());
+            kval[i] = gt_put_get(ct, c.khost, i, gt_normal());
+            vval[i] = gt_put_get(ct, c.vhost, i, gt_normal());
         }
         for (size_t i = 0; i < qn; i++)
             qval[i] = gt_put_get(t, qhost, i, gt_normal());
@@ -225,8 +233,12 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
         }
     }
     CUdeviceptr kd = 0, vd = 0, qd = 0, od = 0, lsed = 0, tabd = 0, usedd = 0, cuqd = 0, knd = 0, vnd = 0,
-                slotd = 0, wsd = 0;
-    ok = ok && GT_OK(tc_mem_alloc(ctx, c.n * eb, &kd)) && GT_OK(tc_mem_alloc(ctx, c.n * eb, &vd)) &&
+                slotd = 0, wsd = 0, ksd = 0, vsd = 0;
+    if (ok && cs->scaled)
+        ok = GT_OK(tc_mem_alloc(ctx, (size_t)KVH * 4, &ksd)) && GT_OK(tc_mem_alloc(ctx, (size_t)KVH * 4, &vsd)) &&
+             GT_OK(tc_memcpy_htod(ctx, ksd, ksc, (size_t)KVH * 4)) &&
+             GT_OK(tc_memcpy_htod(ctx, vsd, vsc, (size_t)KVH * 4));
+    ok = ok && GT_OK(tc_mem_alloc(ctx, c.n * ceb, &kd)) && GT_OK(tc_mem_alloc(ctx, c.n * ceb, &vd)) &&
          GT_OK(tc_mem_alloc(ctx, qn * eb, &qd)) && GT_OK(tc_mem_alloc(ctx, qn * eb, &od)) &&
          GT_OK(tc_mem_alloc(ctx, lse_n * 4, &lsed)) && GT_OK(tc_mem_alloc(ctx, (size_t)T * KVH * D * eb, &knd)) &&
          GT_OK(tc_mem_alloc(ctx, (size_t)T * KVH * D * eb, &vnd)) && GT_OK(tc_mem_alloc(ctx, (size_t)T * 8, &slotd)) &&
@@ -240,7 +252,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
             used[b] = (int32_t)lk[b];
         for (int64_t b = 0; b <= B; b++)
             cuq[b] = (int32_t)q0[b];
-        ok = GT_OK(tc_memcpy_htod(ctx, kd, c.khost, c.n * eb)) && GT_OK(tc_memcpy_htod(ctx, vd, c.vhost, c.n * eb)) &&
+        ok = GT_OK(tc_memcpy_htod(ctx, kd, c.khost, c.n * ceb)) && GT_OK(tc_memcpy_htod(ctx, vd, c.vhost, c.n * ceb)) &&
              GT_OK(tc_memcpy_htod(ctx, qd, qhost, qn * eb)) &&
              GT_OK(tc_memcpy_htod(ctx, knd, knew, (size_t)T * KVH * D * eb)) &&
              GT_OK(tc_memcpy_htod(ctx, vnd, vnew, (size_t)T * KVH * D * eb)) &&
@@ -254,11 +266,14 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     if (ok) {
         int64_t pages_arg = page ? num_pages : B, psize = page ? page : tokens_per_block;
         int64_t cp = c.sb, cn = c.sn, ch = c.sh;
-        ok = GT_OK(tc_kvcache_append(ctx, stream, t, kd, vd, knd, vnd, slotd, T, KVH, D, psize, pages_arg, KVH * D, D,
-                                     KVH * D, D, cp, cn, ch, cp, cn, ch)) &&
-             GT_OK(tc_stream_synchronize(ctx, stream)) && GT_OK(tc_memcpy_dtoh(ctx, c.khost, kd, c.n * eb)) &&
-             GT_OK(tc_memcpy_dtoh(ctx, c.vhost, vd, c.n * eb));
-        /* expected cache: the old values, the new rows in their slots */
+        ok = (cs->kv ? GT_OK(tc_kvcache_append_fp8(ctx, stream, t, ct, ksd, vsd, kd, vd, knd, vnd, slotd, T, KVH, D,
+                                                   psize, pages_arg, KVH * D, D, KVH * D, D, cp, cn, ch, cp, cn, ch))
+                     : GT_OK(tc_kvcache_append(ctx, stream, t, kd, vd, knd, vnd, slotd, T, KVH, D, psize, pages_arg,
+                                               KVH * D, D, KVH * D, D, cp, cn, ch, cp, cn, ch))) &&
+             GT_OK(tc_stream_synchronize(ctx, stream)) && GT_OK(tc_memcpy_dtoh(ctx, c.khost, kd, c.n * ceb)) &&
+             GT_OK(tc_memcpy_dtoh(ctx, c.vhost, vd, c.n * ceb));
+        /* expected cache: the old values, the new rows in their slots (an fp8 cache: x / scale in f32, rounded
+         * to the nearest code; where the device's quotient lands on the other side of a tie, that code) */
         for (int64_t tk = 0; ok && tk < T; tk++) {
             if (slots[tk] < 0)
                 continue;
@@ -266,13 +281,21 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
             for (int64_t kh = 0; kh < KVH; kh++)
                 for (int64_t dd = 0; dd < D; dd++) {
                     size_t at = (size_t)(blk * cp + pos * cn + kh * ch + dd);
-                    kval[at] = knv[(tk * KVH + kh) * D + dd];
-                    vval[at] = vnv[(tk * KVH + kh) * D + dd];
+                    for (int w = 0; w < 2; w++) {
+                        double x = (w ? vnv : knv)[(tk * KVH + kh) * D + dd], *want = w ? vval : kval;
+                        if (!cs->kv) {
+                            want[at] = x;
+                            continue;
+                        }
+                        double q = (double)((float)x / (w ? vsc : ksc)[kh]);
+                        double e = gt_f8_value(ct, gt_f8_encode(ct, q)), g = gt_get(ct, w ? c.vhost : c.khost, at);
+                        want[at] = fabs(fabs(g - q) - fabs(e - q)) <= 1e-6 * fabs(q) ? g : e;
+                    }
                 }
         }
         for (size_t i = 0; ok && i < c.n; i++) {
             bool guard = i >= c.n - KV_GUARD;
-            double kg = gt_get(t, c.khost, i), vg = gt_get(t, c.vhost, i);
+            double kg = gt_get(ct, c.khost, i), vg = gt_get(ct, c.vhost, i);
             append_bad += !(kg == kval[i] || (isnan(kg) && isnan(kval[i]))) && !guard;
             append_bad += !(vg == vval[i] || (isnan(vg) && isnan(vval[i]))) && !guard;
         }
@@ -308,7 +331,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
                 }
                 double mx = -INFINITY;
                 for (int64_t j = 0; j < nvis; j++) {
-                    s[j] = scale * dot_d(qval + row, kval + cache_at(&c, table, stride_bt, page, b, j, kh), D);
+                    s[j] = scale * ksc[kh] * dot_d(qval + row, kval + cache_at(&c, table, stride_bt, page, b, j, kh), D);
                     mx = s[j] > mx ? s[j] : mx;
                 }
                 double l = 0;
@@ -317,7 +340,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
                     l += p;
                     const double *vr = vval + cache_at(&c, table, stride_bt, page, b, j, kh);
                     for (int64_t dd = 0; dd < D; dd++)
-                        ref[row + (size_t)dd] += p * vr[dd];
+                        ref[row + (size_t)dd] += p * vr[dd] * vsc[kh];
                 }
                 for (int64_t dd = 0; dd < D; dd++)
                     ref[row + (size_t)dd] /= l;
@@ -343,6 +366,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     a.seqused_k = usedd;
     a.cu_seqlens_q = cs->varlen_q ? cuqd : 0;
     a.scale = (float)scale, a.causal = cs->causal;
+    a.kv_dtype = cs->kv, a.k_scale = ksd, a.v_scale = vsd;
     for (int r = 0; ok && r < 3; r++) {
         Run *run = &runs[r];
         a.num_splits = split_arg[r];
@@ -424,9 +448,10 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
         snprintf(cache, sizeof cache, "paged%d-%s", page, cs->hnd ? "hnd" : "nhd");
     else
         snprintf(cache, sizeof cache, "contig-%s", cs->hnd ? "hnd" : "nhd");
-    printf("kvcache %-4s %-18s h%-2lld kv%-2lld d%-3lld %-6s %-14s %s%s%s tile %dx%d w%d s%d splits 1/%d/%d "
+    printf("kvcache %-4s%s%s%s %-18s h%-2lld kv%-2lld d%-3lld %-6s %-14s %s%s%s tile %dx%d w%d s%d splits 1/%d/%d "
            "O err %.2e %.2e %.2e LSE %.1e split diff %.1e %.1e",
-           gt_dtype_name(t), shape, (long long)H, (long long)KVH, (long long)D, cs->causal ? "causal" : "full", cache,
+           gt_dtype_name(t), cs->kv ? " cache " : "", cs->kv ? gt_dtype_name(ct) : "", cs->scaled ? " scaled" : "",
+           shape, (long long)H, (long long)KVH, (long long)D, cs->causal ? "causal" : "full", cache,
            cs->bhsd ? "bhsd" : "bshd", cs->with_lse ? "" : " nolse", runs[2].plan.gathered ? " gathered" : "",
            runs[0].plan.attention.block_m,
            runs[0].plan.attention.block_n, runs[0].plan.attention.num_warps, runs[0].plan.attention.num_stages,
@@ -456,7 +481,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     free(ref), free(ref_lse), free(s), free(has_ref);
     free(table), free(c.khost), free(c.vhost), free(kval), free(vval), free(qhost), free(qval);
     free(knew), free(vnew), free(knv), free(vnv), free(slots);
-    CUdeviceptr all[] = {kd, vd, qd, od, lsed, tabd, usedd, cuqd, knd, vnd, slotd};
+    CUdeviceptr all[] = {kd, vd, qd, od, lsed, tabd, usedd, cuqd, knd, vnd, slotd, ksd, vsd};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             tc_mem_free(ctx, all[i]);
@@ -605,42 +630,49 @@ int main(int argc, char **argv) {
      * scale, big */
     const KvCase cases[] = {
         /* decode, contiguous cache, GQA 4:1 and 8:1, MQA, MHA */
-        {F16, 4, 8, 2, 128, 1, 1000, 0, 0, 0, 0, 0, 1, 3, 0, false},
-        {BF16, 3, 16, 2, 128, 1, 777, 0, 0, 1, 1, 1, 1, 4, 0, false},
-        {F16, 2, 8, 1, 64, 1, 513, 0, 0, 0, 0, 0, 0, 2, 0, false},
-        {BF16, 5, 4, 4, 64, 1, 300, 0, 0, 0, 1, 0, 1, 2, 0, false},
-        {F16, 3, 8, 2, 256, 1, 600, 0, 0, 0, 0, 1, 1, 3, 0, false},
-        {BF16, 3, 8, 4, 96, 1, 457, 0, 0, 1, 0, 0, 1, 5, -0.1, false},
+        {F16, 4, 8, 2, 128, 1, 1000, 0, 0, 0, 0, 0, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 16, 2, 128, 1, 777, 0, 0, 1, 1, 1, 1, 4, 0, false, 0, 0},
+        {F16, 2, 8, 1, 64, 1, 513, 0, 0, 0, 0, 0, 0, 2, 0, false, 0, 0},
+        {BF16, 5, 4, 4, 64, 1, 300, 0, 0, 0, 1, 0, 1, 2, 0, false, 0, 0},
+        {F16, 3, 8, 2, 256, 1, 600, 0, 0, 0, 0, 1, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 8, 4, 96, 1, 457, 0, 0, 1, 0, 0, 1, 5, -0.1, false, 0, 0},
         /* decode, paged: 16-token pages, 64, 256, odd */
-        {F16, 4, 32, 8, 128, 1, 1000, 0, 16, 0, 0, 0, 1, 3, 0, false},
-        {BF16, 3, 8, 1, 128, 1, 3000, 0, 16, 1, 1, 1, 1, 7, 0, true},
-        {F16, 3, 16, 2, 64, 1, 999, 0, 64, 0, 1, 0, 1, 4, 0, false},
-        {BF16, 4, 8, 2, 128, 1, 1500, 0, 256, 0, 0, 1, 0, 2, 0, false},
-        {F16, 3, 4, 2, 256, 1, 400, 0, 32, 1, 0, 0, 1, 3, 0, false},
-        {BF16, 3, 8, 8, 80, 1, 250, 0, 5, 0, 0, 0, 1, 2, 0, false},
+        {F16, 4, 32, 8, 128, 1, 1000, 0, 16, 0, 0, 0, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 8, 1, 128, 1, 3000, 0, 16, 1, 1, 1, 1, 7, 0, true, 0, 0},
+        {F16, 3, 16, 2, 64, 1, 999, 0, 64, 0, 1, 0, 1, 4, 0, false, 0, 0},
+        {BF16, 4, 8, 2, 128, 1, 1500, 0, 256, 0, 0, 1, 0, 2, 0, false, 0, 0},
+        {F16, 3, 4, 2, 256, 1, 400, 0, 32, 1, 0, 0, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 8, 8, 80, 1, 250, 0, 5, 0, 0, 0, 1, 2, 0, false, 0, 0},
         /* 8-token pages (the smallest a TMA box of the pool takes on sm_90a), and 48: boxes of 16 tokens */
-        {F16, 3, 16, 4, 128, 1, 701, 0, 8, 1, 0, 0, 1, 3, 0, false},
-        {BF16, 4, 8, 2, 128, 1, 1234, 0, 48, 0, 0, 0, 1, 4, 0, false},
+        {F16, 3, 16, 4, 128, 1, 701, 0, 8, 1, 0, 0, 1, 3, 0, false, 0, 0},
+        {BF16, 4, 8, 2, 128, 1, 1234, 0, 48, 0, 0, 0, 1, 4, 0, false, 0, 0},
         /* speculative decoding: 2 to 16 new tokens, causal among them */
-        {F16, 3, 8, 2, 128, 4, 500, 0, 16, 0, 0, 1, 1, 3, 0, false},
-        {BF16, 3, 16, 2, 128, 16, 800, 0, 0, 0, 1, 1, 1, 2, 0, false},
-        {F16, 3, 32, 8, 64, 7, 333, 0, 64, 1, 0, 1, 1, 3, 0, false},
+        {F16, 3, 8, 2, 128, 4, 500, 0, 16, 0, 0, 1, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 16, 2, 128, 16, 800, 0, 0, 0, 1, 1, 1, 2, 0, false, 0, 0},
+        {F16, 3, 32, 8, 64, 7, 333, 0, 64, 1, 0, 1, 1, 3, 0, false, 0, 0},
         /* chunked prefill: packed batches of mixed decode and prefill chunks */
-        {F16, 5, 8, 2, 128, 300, 1200, 1, 16, 0, 0, 1, 1, 3, 0, false},
-        {BF16, 5, 4, 1, 64, 200, 700, 1, 0, 0, 1, 1, 1, 2, 0, false},
-        {F16, 4, 8, 8, 128, 150, 500, 1, 32, 1, 0, 0, 1, 2, 0, false},
-        {BF16, 5, 16, 2, 256, 100, 400, 1, 64, 0, 0, 1, 0, 3, 0, false},
-        {F16, 3, 8, 2, 96, 222, 900, 1, 48, 1, 0, 1, 1, 2, 0, false},
-        {BF16, 3, 8, 2, 128, 130, 600, 0, 8, 0, 0, 1, 1, 2, 0, false},
+        {F16, 5, 8, 2, 128, 300, 1200, 1, 16, 0, 0, 1, 1, 3, 0, false, 0, 0},
+        {BF16, 5, 4, 1, 64, 200, 700, 1, 0, 0, 1, 1, 1, 2, 0, false, 0, 0},
+        {F16, 4, 8, 8, 128, 150, 500, 1, 32, 1, 0, 0, 1, 2, 0, false, 0, 0},
+        {BF16, 5, 16, 2, 256, 100, 400, 1, 64, 0, 0, 1, 0, 3, 0, false, 0, 0},
+        {F16, 3, 8, 2, 96, 222, 900, 1, 48, 1, 0, 1, 1, 2, 0, false, 0, 0},
+        {BF16, 3, 8, 2, 128, 130, 600, 0, 8, 0, 0, 1, 1, 2, 0, false, 0, 0},
         /* prefill against a contiguous cache at head dims 128 and 96 (a producer warpgroup on sm_90a), and
            at 256; a chunk of 1 in a batch of chunks */
-        {F16, 4, 32, 8, 128, 333, 1500, 1, 0, 0, 0, 1, 1, 3, 0, false},
-        {BF16, 3, 8, 2, 96, 190, 650, 0, 0, 1, 1, 1, 0, 2, 0, false},
-        {F16, 3, 8, 8, 128, 257, 257, 0, 0, 0, 0, 0, 1, 2, 0.3, false},
-        {BF16, 2, 8, 2, 256, 150, 800, 1, 0, 0, 0, 1, 1, 2, 0, false},
+        {F16, 4, 32, 8, 128, 333, 1500, 1, 0, 0, 0, 1, 1, 3, 0, false, 0, 0},
+        {BF16, 3, 8, 2, 96, 190, 650, 0, 0, 1, 1, 1, 0, 2, 0, false, 0, 0},
+        {F16, 3, 8, 8, 128, 257, 257, 0, 0, 0, 0, 0, 1, 2, 0.3, false, 0, 0},
+        {BF16, 2, 8, 2, 256, 150, 800, 1, 0, 0, 0, 1, 1, 2, 0, false, 0, 0},
         /* one long sequence: the split plan's case */
-        {BF16, 1, 32, 8, 128, 1, 20000, 0, 16, 0, 0, 0, 1, 16, 0, true},
-        {F16, 1, 8, 1, 128, 3, 9000, 0, 0, 0, 0, 1, 1, 9, 0, true},
+        {BF16, 1, 32, 8, 128, 1, 20000, 0, 16, 0, 0, 0, 1, 16, 0, true, 0, 0},
+        {F16, 1, 8, 1, 128, 3, 9000, 0, 0, 0, 0, 1, 1, 9, 0, true, 0, 0},
+        /* an fp8 cache (tc_kvcache_append_fp8): e4m3 with per-KV-head scales (decode, paged and contiguous, a
+           prefill chunk, splits), e5m2 without */
+        {F16, 4, 32, 8, 128, 1, 1000, 0, 16, 0, 0, 0, 1, 3, 0, false, TC_DTYPE_F8E4M3, 1},
+        {BF16, 3, 16, 2, 128, 1, 2000, 0, 0, 1, 0, 0, 1, 5, 0, false, TC_DTYPE_F8E4M3, 1},
+        {F16, 3, 8, 2, 64, 4, 700, 0, 32, 0, 1, 1, 1, 2, 0, false, TC_DTYPE_F8E5M2, 0},
+        {BF16, 4, 8, 2, 128, 150, 600, 1, 16, 0, 0, 1, 1, 2, 0, false, TC_DTYPE_F8E4M3, 1},
+        {F16, 3, 8, 8, 256, 1, 500, 0, 0, 0, 0, 0, 1, 3, 0, false, TC_DTYPE_F8E4M3, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (quick && cases[i].big)

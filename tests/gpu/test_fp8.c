@@ -93,45 +93,8 @@ static bool is_fp8(tc_dtype t) {
     return t == TC_DTYPE_F8E4M3 || t == TC_DTYPE_F8E5M2;
 }
 
-/* The value of code c: E4M3FN (bias 7, no infinities, S.1111.111 NaN) or
- * E5M2 (bias 15, IEEE-like). */
-static double f8_value(tc_dtype t, unsigned c) {
-    bool e4 = t == TC_DTYPE_F8E4M3;
-    int mant = e4 ? 3 : 2, bias = e4 ? 7 : 15;
-    unsigned e = (c & 0x7F) >> mant, m = c & ((1u << mant) - 1);
-    double s = c & 0x80 ? -1.0 : 1.0;
-    if (e4 && (c & 0x7F) == 0x7F)
-        return NAN;
-    if (!e4 && e == 31)
-        return m ? NAN : s * INFINITY;
-    if (e == 0)
-        return s * ldexp(m, 1 - bias - mant);
-    return s * ldexp((double)((1u << mant) + m), (int)e - bias - mant);
-}
-
-static double f8_max(tc_dtype t) {
-    return t == TC_DTYPE_F8E4M3 ? 448.0 : 57344.0;
-}
-
-/* The code of x: round to nearest, ties to the even code, saturate past
- * the maximum (infinities too); NaN gives 0x7F (the comparison accepts any
- * NaN code for a NaN). By search over the 127 non-negative finite codes. */
-static unsigned f8_encode(tc_dtype t, double x) {
-    if (isnan(x))
-        return 0x7F;
-    unsigned sign = signbit(x) ? 0x80 : 0;
-    double a = fabs(x);
-    if (a >= f8_max(t))
-        return sign | (t == TC_DTYPE_F8E4M3 ? 0x7E : 0x7B);
-    unsigned lo = 0; /* the largest code whose value is <= a */
-    while (lo + 1 < 0x7F && f8_value(t, lo + 1) <= a)
-        lo++;
-    double dl = a - f8_value(t, lo), dh = f8_value(t, lo + 1) - a;
-    return sign | (dl < dh || (dl == dh && !(lo & 1)) ? lo : lo + 1);
-}
-
 static bool f8_is_nan(tc_dtype t, unsigned c) {
-    return isnan(f8_value(t, c & 0xFF));
+    return isnan(gt_f8_value(t, c & 0xFF));
 }
 
 /* ---- host buffers of any scalar type ---- */
@@ -156,7 +119,7 @@ static double dt_get(tc_dtype t, const void *p, size_t i) {
     case TC_DTYPE_BF16: return bf16_to_f32(((const uint16_t *)p)[i]);
     case TC_DTYPE_F32: return ((const float *)p)[i];
     case TC_DTYPE_F64: return ((const double *)p)[i];
-    default: return f8_value(t, ((const uint8_t *)p)[i]);
+    default: return gt_f8_value(t, ((const uint8_t *)p)[i]);
     }
 }
 
@@ -169,7 +132,7 @@ static double dt_expect(tc_dtype t, double v) {
     case TC_DTYPE_I8: lim = 128; break;
     case TC_DTYPE_I32: lim = 2147483648.0; break;
     case TC_DTYPE_F8E4M3:
-    case TC_DTYPE_F8E5M2: return f8_encode(t, v);
+    case TC_DTYPE_F8E5M2: return gt_f8_encode(t, v);
     default: return v; /* every value of a narrower source is exact in f16, bf16, f32, f64 */
     }
     if (isnan(v)) /* float to int saturates, NaN gives 0 */
@@ -230,7 +193,7 @@ static size_t cast_inputs(tc_dtype s, double *vals, uint64_t *bits) {
     if (is_fp8(s) || s == TC_DTYPE_I8) { /* every code, five times over and three more: an odd count */
         for (unsigned r = 0; r < 5 * 256 + 3; r++) {
             bits[n] = r & 0xFF;
-            vals[n++] = s == TC_DTYPE_I8 ? (double)(int8_t)(r & 0xFF) : f8_value(s, r & 0xFF);
+            vals[n++] = s == TC_DTYPE_I8 ? (double)(int8_t)(r & 0xFF) : gt_f8_value(s, r & 0xFF);
         }
         return n;
     }
@@ -260,7 +223,7 @@ static size_t cast_inputs(tc_dtype s, double *vals, uint64_t *bits) {
     static const tc_dtype fmts[] = {TC_DTYPE_F8E4M3, TC_DTYPE_F8E5M2};
     for (int fi = 0; fi < 2; fi++)
         for (unsigned c = 0; c < 256; c++) {
-            double v = f8_value(fmts[fi], c), w = f8_value(fmts[fi], (c & 0x80) | ((c + 1) & 0x7F));
+            double v = gt_f8_value(fmts[fi], c), w = gt_f8_value(fmts[fi], (c & 0x80) | ((c + 1) & 0x7F));
             if (isnan(v))
                 continue;
             ADD(v);
@@ -416,8 +379,8 @@ static void fp8_tile(Ft *f) {
                     gaps += got != 0xFF;
                     continue;
                 }
-                double v = c % 5 == 0 ? -2.5 : f8_value(TC_DTYPE_F8E4M3, c % 3 ? x.h[r * SX + c] : fill);
-                unsigned want = f8_encode(TC_DTYPE_F8E5M2, v);
+                double v = c % 5 == 0 ? -2.5 : gt_f8_value(TC_DTYPE_F8E4M3, c % 3 ? x.h[r * SX + c] : fill);
+                unsigned want = gt_f8_encode(TC_DTYPE_F8E5M2, v);
                 wrong += isnan(v) ? !f8_is_nan(TC_DTYPE_F8E5M2, got) : got != want;
             }
         report(label, TC_DTYPE_I32, (double)wrong / (M * N), 1e-12, gaps + buf_clobbered(&out, (size_t)M * SO, 1));
@@ -439,9 +402,9 @@ static void fp8_tile(Ft *f) {
  * maximum), quantized: the codes go to buf, their values to ref. */
 static void fp8_fill(tc_dtype t, uint8_t *buf, double *ref, size_t n, double scale) {
     for (size_t i = 0; i < n; i++) {
-        double v = gt_uniform() < 0.01 ? (gt_next() & 1 ? 1 : -1) * f8_max(t) : gt_normal() * scale;
-        buf[i] = (uint8_t)f8_encode(t, v);
-        ref[i] = f8_value(t, buf[i]);
+        double v = gt_uniform() < 0.01 ? (gt_next() & 1 ? 1 : -1) * gt_f8_max(t) : gt_normal() * scale;
+        buf[i] = (uint8_t)gt_f8_encode(t, v);
+        ref[i] = gt_f8_value(t, buf[i]);
     }
 }
 

@@ -137,6 +137,11 @@ TEST(test_kvcache_validation) {
 
     /* the sizes */
     KV_INVALID(a_.dtype = TC_DTYPE_F32, "dtype must be TC_DTYPE_F16 or TC_DTYPE_BF16");
+    KV_INVALID(a_.kv_dtype = TC_DTYPE_BF16, "kv_dtype (6) must be dtype, TC_DTYPE_F8E4M3 or TC_DTYPE_F8E5M2");
+    KV_INVALID(a_.kv_dtype = TC_DTYPE_I8, "kv_dtype (1) must be dtype, TC_DTYPE_F8E4M3 or TC_DTYPE_F8E5M2");
+    KV_INVALID((a_.kv_dtype = TC_DTYPE_F8E4M3, a_.k_scale = a_.q), "k_scale and v_scale must be given together (got k_scale only)");
+    KV_INVALID(a_.v_scale = a_.q, "k_scale and v_scale must be given together (got v_scale only)");
+    KV_INVALID_PTR((a_.k_scale = a_.q + 2, a_.v_scale = a_.q), "k_scale");
     KV_INVALID(a_.head_dim = 0, "head_dim (0) must be in 1..256");
     KV_INVALID(a_.head_dim = 257, "head_dim (257) must be in 1..256");
     KV_INVALID(a_.batch = 0, "batch (0)");
@@ -300,6 +305,21 @@ TEST(test_kvcache_append_validation) {
     CHECK_INVALID(app(FAKE_CTX, F16, KC_, VC_, KN_, VN_, SM_, 37, 2, 257, 16, 10), "head_dim (257) must be in 1..256");
     CHECK_INVALID(app(FAKE_CTX, F16, KC_, VC_, KN_, VN_, SM_, 37, 2, 64, 0, 10), "page_size (0)");
     CHECK_INVALID(app(FAKE_CTX, F16, KC_, VC_, KN_, VN_, SM_, 37, 2, 64, 16, 0), "num_pages (0)");
+    /* an fp8 cache: its type, both scales or neither, f32-aligned scales; then one launch */
+    CHECK_INVALID(tc_kvcache_append_fp8(FAKE_CTX, NULL, F16, TC_DTYPE_BF16, 0, 0, KC_, VC_, KN_, VN_, SM_, 37, 2, 64, 16,
+                                        10, 128, 64, 128, 64, 2048, 128, 64, 2048, 128, 64),
+                  "tc_kvcache_append_fp8: cache_dtype (6) must be dtype, TC_DTYPE_F8E4M3 or TC_DTYPE_F8E5M2");
+    CHECK_INVALID(tc_kvcache_append_fp8(FAKE_CTX, NULL, F16, TC_DTYPE_F8E4M3, SM_, 0, KC_, VC_, KN_, VN_, SM_, 37, 2, 64,
+                                        16, 10, 128, 64, 128, 64, 2048, 128, 64, 2048, 128, 64),
+                  "k_scale and v_scale must be given together (got k_scale only)");
+    CHECK_INVALID(tc_kvcache_append_fp8(FAKE_CTX, NULL, F16, TC_DTYPE_F8E4M3, SM_ + 2, SM_, KC_, VC_, KN_, VN_, SM_, 37,
+                                        2, 64, 16, 10, 128, 64, 128, 64, 2048, 128, 64, 2048, 128, 64),
+                  "k_scale");
+    stdlib_hook_calls = 0;
+    CHECK_EQ_INT(tc_kvcache_append_fp8(FAKE_CTX, NULL, F16, TC_DTYPE_F8E5M2, SM_, SM_ + 16, KC_ + 1, VC_ + 3, KN_, VN_, SM_,
+                                       37, 2, 64, 16, 10, 128, 64, 128, 64, 2048, 128, 64, 2048, 128, 64),
+                 TC_ERROR_UNSUPPORTED); /* fp8 caches: any byte address */
+    CHECK_EQ_INT(stdlib_hook_calls, 1);
     /* the strides */
     CHECK_INVALID(tc_kvcache_append(FAKE_CTX, NULL, F16, KC_, VC_, KN_, VN_, SM_, 37, 2, 64, 16, 10, -128, 64, 128, 64,
                                     2048, 128, 64, 2048, 128, 64),
@@ -329,7 +349,7 @@ TEST(test_kvcache_append_validation) {
                   "v (0xd00001) is not aligned to its 2-byte elements");
     CHECK_INVALID(app(FAKE_CTX, F16, KC_, VC_, KN_, VN_, SM_ + 4, 37, 2, 64, 16, 10),
                   "slot_mapping (0xe00004) is not aligned to its 8-byte elements");
-    CHECK_EQ_INT(stdlib_hook_calls, 2);
+    CHECK_EQ_INT(stdlib_hook_calls, 1); /* the fp8 append's, since the count was reset */
     rt_attention_launch_hook = NULL;
 }
 
@@ -406,7 +426,7 @@ TEST(test_kvcache_plans) {
     CHECK_EQ_INT(cx(&p.attention, "HAS_LSE"), 1);
     CHECK_EQ_INT(cx(&p.attention, "NEG_SCALE"), 0);
     /* every constexpr is one of the kernel's */
-    CHECK_EQ_INT(p.attention.num_constexprs, 13);
+    CHECK_EQ_INT(p.attention.num_constexprs, 15);
 
     /* one sequence of 128K keys: 8 programs cannot fill 132 SMs; the keys split over more programs */
     a.batch = 1, a.seqlen_k = 131072;
@@ -719,7 +739,7 @@ TEST(test_kvcache_launches) {
     a.num_splits = 0;
     const Seen *s = &seen[0];
     CHECK_EQ_STR(s->kernel, "attention_kvcache");
-    CHECK_EQ_INT(s->num_args, 30);
+    CHECK_EQ_INT(s->num_args, 32);
     CHECK_EQ_INT(s->plan.grid.x, plan.attention.grid.x);
     CHECK_EQ_INT(s->plan.grid.y, 2 * 2);
     CHECK_EQ_INT(s->plan.grid.z, 1);
@@ -859,7 +879,7 @@ TEST(test_kvcache_launches) {
     CHECK_EQ_INT(num_seen, 1);
     s = &seen[0];
     CHECK_EQ_STR(s->kernel, "kvcache_append");
-    CHECK_EQ_INT(s->num_args, 27);
+    CHECK_EQ_INT(s->num_args, 29);
     CHECK_EQ_INT(cx(&s->plan, "ROPE"), 0);
     CHECK_EQ_INT(s->plan.grid.x, 3); /* cdiv(37, 16) */
     CHECK_EQ_INT(s->plan.grid.y, 2);
