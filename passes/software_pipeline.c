@@ -96,8 +96,11 @@
  *     producer threads lie beyond every layout); there `warp_specialize`
  *     holds the producer: the scalars its copies need recomputed, then a
  *     loop over the same bounds that waits for `empty[stage]` (phase xor 1:
- *     the first round passes) and issues the iteration's copies. The
- *     consumer loop has no prologue and no copies, S stages (S + 1 with a
+ *     the first round passes) and issues the iteration's copies (their
+ *     coordinates, a paged cache's block table entries among them, are
+ *     computed before the first wait, so that the loads' latency hides
+ *     under it). The consumer loop has no prologue and no copies, S
+ *     stages (S + 1 with a
  *     dot in flight), no barrier after its `full` wait, and gives each
  *     stage back with `mbarrier_arrive empty` once its reads are done:
  *     after the last synchronous dot that reads it (at the end of the
@@ -483,11 +486,40 @@ static IrValue *iv_plus(IrBuilder *b, IrValue *base, IrValue *step, int64_t s) {
 /* Issues the copy of every candidate (of `group`; -1: all) for the
  * iteration whose induction variable is iv_s (valid when pred), into stage
  * `stage` of its ring, each followed by a commit. */
+static void issue_copies_with(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred,
+                              IrValue *stage, IrValue *bars, int group);
+
 static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage,
                          IrValue *bars, int group) {
-    IrMap map;
-    ir_map_init(&map, &p->m->arena);
-    ir_map_put(&map, body->args[0], iv_s);
+    issue_copies_with(p, b, body, NULL, iv_s, pred, stage, bars, group);
+}
+
+/* The TMA coordinates of every candidate's copies for the iteration whose
+ * induction variable is iv_s (valid when pred), computed at b into
+ * `clones` (which issue_copies_with then reuses): a paged cache's block
+ * table entries are read before the producer waits for a free stage, so
+ * that their latency hides under the wait. */
+static void clone_coords(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred) {
+    ir_map_init(clones, &p->m->arena);
+    ir_map_put(clones, body->args[0], iv_s);
+    p->copy_pred = pred;
+    for (int i = 0; i < p->num_cands; i++) {
+        Candidate *c = &p->cands[i];
+        b->loc = c->load->loc;
+        for (int d = 0; c->map && d < c->boxes * c->rank; d++)
+            clone_at(p, b, c->coords[d], body, clones);
+    }
+    p->copy_pred = NULL;
+}
+
+static void issue_copies_with(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred,
+                              IrValue *stage, IrValue *bars, int group) {
+    IrMap own, *cl = clones;
+    if (!cl) {
+        cl = &own;
+        ir_map_init(cl, &p->m->arena);
+        ir_map_put(cl, body->args[0], iv_s);
+    }
     p->copy_pred = pred;
     int64_t tma_bytes = 0;
     for (int i = 0; i < p->num_cands; i++)
@@ -511,7 +543,7 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
             ops[1] = ir_build_binary(b, IR_OP_MEMDESC_INDEX, c->alloc->results[0]->type, c->ring, stage);
             for (int x = 0; x < c->boxes; x++) {
                 for (int d = 0; d < c->rank; d++)
-                    ops[5 + d] = clone_at(p, b, c->coords[x * c->rank + d], body, &map);
+                    ops[5 + d] = clone_at(p, b, c->coords[x * c->rank + d], body, cl);
                 IrOp *copy = ir_build_op(b, IR_OP_ASYNC_TMA_COPY, 5 + c->rank, ops, 0, NULL);
                 if (c->rows) {
                     ir_op_set_int(p->m, copy, "row", x * c->rows);
@@ -520,11 +552,11 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, Ir
             }
             continue;
         }
-        IrValue *ptrs = clone_at(p, b, c->load->operands[0], body, &map);
+        IrValue *ptrs = clone_at(p, b, c->load->operands[0], body, cl);
         const IrType *mt = ir_type_with_elem(p->m, ptrs->type, ir_type_scalar(p->m, IR_I1));
         IrValue *mask = ir_build_unary(b, IR_OP_SPLAT, mt, pred);
         if (c->load->num_operands > 1)
-            mask = ir_build_binary(b, IR_OP_AND, mt, clone_at(p, b, c->load->operands[1], body, &map), mask);
+            mask = ir_build_binary(b, IR_OP_AND, mt, clone_at(p, b, c->load->operands[1], body, cl), mask);
         IrValue *dst = ir_build_binary(b, IR_OP_MEMDESC_INDEX, c->alloc->results[0]->type, c->ring, stage);
         IrValue *ops[3] = {ptrs, dst, mask};
         IrOp *copy = ir_build_op(b, IR_OP_ASYNC_COPY, 3, ops, 0, NULL);
@@ -987,11 +1019,13 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
     b.loc = loop->loc;
     IrValue *one = ir_build_const_int(&b, i32, 1);
     IrValue *prev = ir_build_binary(&b, IR_OP_XOR, i32, phase, one), *on = ir_build_const_int(&b, i1, 1);
+    IrMap clones;
+    clone_coords(p, &b, body, &clones, iv, on);
     for (int g = 0; g < groups; g++) {
         b.loc = loop->loc;
         IrValue *wait[3] = {empty[g], stage, prev};
         ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
-        issue_copies(p, &b, body, iv, on, stage, full[g], groups > 1 ? g : -1);
+        issue_copies_with(p, &b, body, &clones, iv, on, stage, full[g], groups > 1 ? g : -1);
     }
     b.loc = loop->loc;
     IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
