@@ -361,6 +361,24 @@ const IrValue *ir_buffer_root(const IrValue *v) {
 
 /* ---- attributes ---- */
 
+bool ir_points_to_readonly(const IrValue *v) {
+    for (int depth = 0; depth < 64 && v; depth++) {
+        if (!v->def)
+            return v->type->kind == IR_PTR && ir_attr_get(v->num_attrs, v->attrs, "readonly") != NULL;
+        switch (v->def->opc) {
+        case IR_OP_ADDPTR:
+        case IR_OP_SPLAT:
+        case IR_OP_BROADCAST:
+        case IR_OP_EXPAND_DIMS:
+        case IR_OP_RESHAPE:
+        case IR_OP_TRANS:
+        case IR_OP_CONVERT_LAYOUT: v = v->def->operands[0]; break;
+        default: return false;
+        }
+    }
+    return false;
+}
+
 const IrAttr *ir_attr_get(int n, const IrAttr *attrs, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(attrs[i].name, name) == 0)

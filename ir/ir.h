@@ -489,6 +489,11 @@ void ir_walk_func(IrFunc *f, IrWalkFn fn, void *ctx);
 /* A constant's value: true if v is defined by `constant`. */
 bool ir_value_is_constant(const IrValue *v);
 bool ir_value_const_int(const IrValue *v, int64_t *out);
+/* Does the pointer v (a scalar or a tile of pointers) derive, through
+ * addptr, splat, broadcast, expand_dims, reshape, trans and
+ * convert_layout, from a `readonly` pointer parameter: memory nothing
+ * writes while the kernel runs (docs/ir.md, "Functions")? */
+bool ir_points_to_readonly(const IrValue *v);
 bool ir_value_const_number(const IrValue *v, double *out);
 /* v is a constant (scalar or splat) equal to 0 of either sign. */
 bool ir_value_is_zero(const IrValue *v);

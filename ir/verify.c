@@ -637,6 +637,15 @@ static void verify_shape_op(Verifier *v, const IrOp *op) {
 
 /* ptr (operand 0) and mask (operand mask_index, when present): the result of
  * a load, the value of a store or atomic, has the pointee type shaped like ptr. */
+/* A store or an atomic must not write through a `readonly` pointer: the
+ * parameter promises that nothing writes its memory while the kernel runs,
+ * and passes rely on it (CSE merges loads of it, the pipeline reads it
+ * again for later iterations). */
+static void check_writable(Verifier *v, const IrOp *op) {
+    if (op->num_operands > 0 && ir_points_to_readonly(op->operands[0]))
+        op_error(v, op, "writes through a pointer into a readonly parameter (nothing may write its memory)");
+}
+
 static void check_memory_access(Verifier *v, const IrOp *op, const IrType *value, const char *value_what,
                                 int mask_index) {
     const IrType *p = OPND(0);
@@ -1218,9 +1227,16 @@ static void verify_tma_ops(Verifier *v, const IrOp *op) {
     int64_t n = buf->shape[1 - buf->layout->nvmma.order[0]];
     bool ok = row && rows && row->kind == IR_ATTR_INT && rows->kind == IR_ATTR_INT && row->i >= 0 && rows->i >= 1 &&
               row->i + rows->i <= n && row->i % tm.box[1] == 0 && rows->i % tm.box[1] == 0;
-    if (!ok)
+    if (!ok) {
         op_error(v, op, "row and rows must come together and give whole boxes of %lld rows within the buffer's %lld",
                  (long long)tm.box[1], (long long)n);
+        return;
+    }
+    /* a box that starts at another row than 0 must start on a whole swizzle atom (8 rows of the swizzle width) */
+    int64_t bytes = tm.box[1] * tm.box[0] * ir_type_bytes(buf->elem), atom = 8 * (tm.swizzle ? tm.swizzle : 16);
+    if (row->i && bytes % atom)
+        op_error(v, op, "boxes of %lld x %lld elements from row %lld do not start on a swizzle atom of %lld bytes",
+                 (long long)tm.box[0], (long long)tm.box[1], (long long)row->i, (long long)atom);
 }
 
 /* async_tma_store and async_tma_store_wait (docs/ir.md, "TMA"). */
@@ -1324,9 +1340,13 @@ static void verify_op_types(Verifier *v, const IrOp *op) {
             op_error(v, op, "operand 2 (the other value) has type %s, expected the result type %s",
                      type_str(v, OPND(2)), type_str(v, RES(0)));
         break;
-    case IR_OP_STORE: check_memory_access(v, op, OPND(1), "operand 1 (the value)", 2); break;
+    case IR_OP_STORE:
+        check_memory_access(v, op, OPND(1), "operand 1 (the value)", 2);
+        check_writable(v, op);
+        break;
     case IR_OP_ATOMIC:
         check_word(v, op, "kind", "add max min xchg");
+        check_writable(v, op);
         check_memory_access(v, op, OPND(1), "operand 1 (the value)", 2);
         if (RES(0) != OPND(1))
             op_error(v, op, "result type %s differs from the value's %s", type_str(v, RES(0)), type_str(v, OPND(1)));

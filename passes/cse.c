@@ -192,7 +192,7 @@ static void cse_block(Cse *c, IrBlock *b) {
     for (IrOp *op = b->first, *next; op; op = next) {
         next = op->next;
         pass_subst_operands(&c->subst, op);
-        bool ro_load = op->opc == IR_OP_LOAD && pass_points_to_readonly(op->operands[0]);
+        bool ro_load = op->opc == IR_OP_LOAD && ir_points_to_readonly(op->operands[0]);
         if ((pass_op_is_removable(op) || ro_load) && op->num_results > 0) {
             IrOp *twin = lookup_or_add(c, op);
             if (twin) {

@@ -81,6 +81,7 @@ typedef struct TmaAccess {
      * the other axis is a box of its own, its origin the atoms' elements at
      * the run's first row; 0: the origin is one for the whole tile */
     int64_t rows;
+    bool row_arange; /* with rows: dimension 1 is an arange, its coordinate advances with the run's row */
 } TmaAccess;
 
 typedef struct AxisInfoMap AxisInfoMap;
@@ -238,9 +239,6 @@ bool pass_op_is_removable(const IrOp *op);
  * load (reading memory changes nothing; loads are not pure, so that CSE
  * does not merge them across stores). dce and pass_erase_dead_ops agree. */
 bool pass_op_is_droppable(const IrOp *op);
-/* Does the pointer (scalar or tile) v point into a `readonly` parameter:
- * memory nothing writes while the kernel runs (docs/ir.md, "Functions")? */
-bool pass_points_to_readonly(const IrValue *v);
 /* Does op, or an op in its regions, read v? */
 bool pass_op_uses(const IrOp *op, const IrValue *v);
 /* `warp_group_dot_wait v {pending}`, detached, its result named like v (the

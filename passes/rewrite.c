@@ -66,24 +66,6 @@ bool pass_op_is_droppable(const IrOp *op) {
     return pass_op_is_removable(op) || op->opc == IR_OP_LOAD;
 }
 
-bool pass_points_to_readonly(const IrValue *v) {
-    for (int depth = 0; depth < 64 && v; depth++) {
-        if (!v->def)
-            return v->type->kind == IR_PTR && ir_attr_get(v->num_attrs, v->attrs, "readonly") != NULL;
-        switch (v->def->opc) {
-        case IR_OP_ADDPTR:
-        case IR_OP_SPLAT:
-        case IR_OP_BROADCAST:
-        case IR_OP_EXPAND_DIMS:
-        case IR_OP_RESHAPE:
-        case IR_OP_TRANS:
-        case IR_OP_CONVERT_LAYOUT: v = v->def->operands[0]; break;
-        default: return false;
-        }
-    }
-    return false;
-}
-
 bool pass_op_uses(const IrOp *op, const IrValue *v) {
     for (int i = 0; i < op->num_operands; i++)
         if (op->operands[i] == v)

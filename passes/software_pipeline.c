@@ -242,7 +242,7 @@ static bool rematerializable(const IrValue *v, const IrBlock *body, int depth) {
     if (!v->def || v->def->parent != body || depth > 64)
         return false;
     const IrOp *op = v->def;
-    bool ro_load = op->opc == IR_OP_LOAD && pass_points_to_readonly(op->operands[0]);
+    bool ro_load = op->opc == IR_OP_LOAD && ir_points_to_readonly(op->operands[0]);
     if (!(ir_op_info[op->opc].flags & OPF_PURE || ro_load) || op->num_regions)
         return false;
     for (int i = 0; i < op->num_operands; i++)

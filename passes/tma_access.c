@@ -350,7 +350,9 @@ bool tma_match_load(const IrFunc *f, AxisInfoMap *ai, const IrOp *load, int cont
 
 /* Can tma_build_elem compute an element of v (1-D, or a scalar)? Integers,
  * pointers and booleans only (of every operand too): arange, splat,
- * constants, elementwise ops, convert_layout and loads. */
+ * constants, elementwise ops, convert_layout and loads of `readonly`
+ * memory (the element is read again where the copy is issued, maybe an
+ * iteration ahead). */
 static bool elem_ok(const IrValue *v, int depth) {
     if (v->type->kind != IR_TILE)
         return true;
@@ -366,7 +368,11 @@ static bool elem_ok(const IrValue *v, int depth) {
         return ir_value_const_int(v, &k);
     }
     case IR_OP_CONVERT_LAYOUT: return elem_ok(op->operands[0], depth + 1);
-    case IR_OP_LOAD: break;
+    case IR_OP_LOAD:
+        /* read again where the copy is issued: only memory nothing writes */
+        if (!ir_points_to_readonly(op->operands[0]))
+            return false;
+        break;
     default:
         if (!(ir_op_info[op->opc].flags & OPF_ELEMENTWISE) || op->num_operands > 3)
             return false;
@@ -466,26 +472,27 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
     dims[0].c = 1;
     /* gathered rows: runs of R rows (R = 0: none) */
     int64_t rows = 0;
+    bool slope = false; /* dimension 1 is a slope atom (else an arange, which advances with the row) */
     for (int i = 0; i < ts.n; i++) {
         Term *tm = &ts.t[i];
         if (!is_tile_atom(tm))
             continue;
-        bool slope = false;
-        int64_t runs = tm->axis == oa ? atom_runs(ai, tm, &slope) : 0;
+        bool is_slope = false;
+        int64_t runs = tm->axis == oa ? atom_runs(ai, tm, &is_slope) : 0;
         if (runs <= 0)
             return false;
         rows = gcd(rows, runs);
-        if (slope) {
+        if (is_slope) {
             /* the slot of a page: dimension 1, the atom its origin */
             if (have[1])
                 return false;
-            have[1] = true;
+            have[1] = slope = true;
             dims[1].c = tm->c;
             dims[1].stride = tm->stride;
             dims[1].atoms[dims[1].num_atoms++] = tm->atom;
         }
         tm->axis = -1; /* from here on an atom like a scalar (the slope one is placed) */
-        if (slope)
+        if (is_slope)
             *tm = (Term){NULL, -1, 0, NULL}; /* placed: a zero constant now */
     }
     if (rows) {
@@ -579,6 +586,7 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
     }
     out->contig_axis = ca;
     out->rows = rows;
+    out->row_arange = rows && !slope;
     return true;
 }
 
@@ -606,8 +614,9 @@ IrValue *tma_build_coord(IrBuilder *b, const TmaAccess *a, int d, int64_t row) {
             x = ir_build_unary(b, IR_OP_CAST, i32, x);
         sum = sum ? ir_build_binary(b, IR_OP_ADD, i32, sum, x) : x;
     }
-    if (a->offset[d] || !sum) {
-        IrValue *k = ir_build_const_int(b, i32, a->offset[d]);
+    int64_t off = a->offset[d] + (d == 1 && a->row_arange ? row : 0);
+    if (off || !sum) {
+        IrValue *k = ir_build_const_int(b, i32, off);
         sum = sum ? ir_build_binary(b, IR_OP_ADD, i32, sum, k) : k;
     }
     return sum;

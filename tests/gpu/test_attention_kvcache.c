@@ -36,7 +36,7 @@
 
 #include "gpu_test.h"
 
-enum { KV_MAX_B = 8, KV_GUARD = 16 };
+enum { KV_MAX_B = 8, KV_GUARD = 16, KV_MAX_KV_HEADS = 64 };
 
 typedef struct KvCase {
     tc_dtype dtype;
@@ -100,6 +100,12 @@ typedef struct Run {
 } Run;
 
 static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool quick) {
+    if (cs->kv_heads > KV_MAX_KV_HEADS || cs->batch > KV_MAX_B) {
+        printf("kvcache: case with %lld KV heads, batch %lld: more than the test holds\n", (long long)cs->kv_heads,
+               (long long)cs->batch);
+        gt_case_done(false);
+        return false;
+    }
     tc_dtype t = cs->dtype, ct = cs->kv ? cs->kv : t;
     size_t eb = gt_dtype_bytes(t), ceb = gt_dtype_bytes(ct);
     int64_t B = cs->batch, H = cs->heads, KVH = cs->kv_heads, D = cs->d, group = H / KVH;
@@ -170,8 +176,8 @@ static bool run_case(tc_context *ctx, CUstream stream, const KvCase *cs, bool qu
     c.n = (size_t)(c.blocks * c.sb) + KV_GUARD;
     c.khost = malloc(c.n * ceb), c.vhost = malloc(c.n * ceb);
     /* per-KV-head scales: what the cache holds times them are the keys and values */
-    float ksc[64], vsc[64];
-    for (int64_t h = 0; h < KVH && h < 64; h++) {
+    float ksc[KV_MAX_KV_HEADS], vsc[KV_MAX_KV_HEADS];
+    for (int64_t h = 0; h < KVH; h++) {
         ksc[h] = cs->scaled ? (float)gt_uniform_in(0.25, 2.0) : 1.0f;
         vsc[h] = cs->scaled ? (float)gt_uniform_in(0.25, 2.0) : 1.0f;
     }
