@@ -652,6 +652,9 @@ int main(int argc, char **argv) {
         /* 8-token pages (the smallest a TMA box of the pool takes on sm_90a), and 48: boxes of 16 tokens */
         {F16, 3, 16, 4, 128, 1, 701, 0, 8, 1, 0, 0, 1, 3, 0, false, 0, 0},
         {BF16, 4, 8, 2, 128, 1, 1234, 0, 48, 0, 0, 0, 1, 4, 0, false, 0, 0},
+        /* 24-token pages (boxes of 8 tokens), head dim 80 in the hnd layout; 512-token pages, split */
+        {F16, 3, 8, 2, 80, 1, 999, 0, 24, 1, 0, 0, 1, 3, 0, false, 0, 0},
+        {BF16, 2, 16, 4, 128, 1, 3000, 0, 512, 0, 0, 0, 1, 5, 0, false, 0, 0},
         /* speculative decoding: 2 to 16 new tokens, causal among them */
         {F16, 3, 8, 2, 128, 4, 500, 0, 16, 0, 0, 1, 1, 3, 0, false, 0, 0},
         {BF16, 3, 16, 2, 128, 16, 800, 0, 0, 0, 1, 1, 1, 2, 0, false, 0, 0},
