@@ -556,7 +556,8 @@ TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, 
  * group). One call serves decode (seqlen_q of 1 to 16: speculative
  * decoding), chunked prefill (thousands of query tokens against the cache)
  * and packed batches that mix them (cu_seqlens_q).
- *  - dtype: TC_DTYPE_F16 or TC_DTYPE_BF16 (q, the caches, o).
+ *  - dtype: TC_DTYPE_F16 or TC_DTYPE_BF16 (q, o, and the caches unless
+ *    kv_dtype says fp8).
  *  - 1 <= head_dim <= 256; 1 <= heads, kv_heads; heads % kv_heads == 0;
  *    batch * kv_heads <= 65535.
  *  - Queries: element (b, h, i, d) of q at q + b * stride_qb + h * stride_qh
@@ -592,11 +593,12 @@ TC_API tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, 
  *    equal to the unsplit result to rounding); 1 never splits; 2..128
  *    forces that many. Splits need workspace (tc_attention_kvcache_
  *    workspace_size): with workspace 0, num_splits 0 runs unsplit.
- *    Prefill chunks against a paged cache use it too (sm_90a, head_dim up
- *    to 128, more than 64 query rows per KV head): the keys and values are
- *    first copied to it as a contiguous cache, batch * seqlen_k *
- *    kv_heads * 2 rows; with workspace 0 the call reads the pages
- *    directly, slower.
+ *    Long prefill chunks against a paged f16/bf16 cache use it too (sm_90a,
+ *    head_dim up to 128, chunks of 1024 queries or more, or pages that
+ *    TMA cannot copy whole): the keys and values are first copied to it
+ *    as a contiguous cache, batch * seqlen_k * kv_heads * 2 rows; with
+ *    workspace 0 the call reads the pages directly, slower.
+ *  - dtype's caches or fp8 ones: kv_dtype, k_scale, v_scale below.
  *  - workspace: device memory of workspace_bytes, 16-byte aligned, used
  *    until the launches complete.
  *  - o and lse must not overlap the inputs or the workspace (not checked).
@@ -647,9 +649,12 @@ typedef struct tc_attention_kvcache_plan {
     size_t lse_part_offset;      /* f32 [num_splits, batch, seqlen_q, heads] */
     size_t o_part_offset;        /* f32 [num_splits, batch, seqlen_q, heads, attention.block_d] */
     /* Gathered: prefill chunks (more than 64 rows of a KV head) against a
-     * paged cache on sm_90a, up to head dim 128, when the call has a
-     * workspace: the attention kernel then reads the copy with TMA and a
-     * producer warpgroup, which page gathers cannot use. */
+     * paged f16/bf16 cache on sm_90a, up to head dim 128, when the call has
+     * a workspace and the chunks reach 1024 queries (or the pages are no
+     * TMA boxes: a page size that is not a multiple of 8 tokens, strides
+     * that are not multiples of 16 bytes): the attention kernel then reads
+     * the contiguous copy in whole 128-key boxes, faster than page by page
+     * once the chunk is long. */
     int gathered;
     tc_attention_plan gather; /* kvcache_gather: grid (cdiv(seqlen_k, block_m), batch * kv_heads) */
     size_t k_offset, v_offset; /* the copies: [batch, seqlen_k, kv_heads, kv_head_stride] of dtype */
