@@ -923,13 +923,14 @@ TEST(test_kvcache_launches) {
 /* The calls the tests make over head dims, dtypes and the kinds of call:
  * decode, speculative decode, chunked prefill; contiguous or paged; packed;
  * seqused; causal; LSE or not; split or not (forced or planned); negative
- * scale; misaligned strides. `again` makes the same call with other
+ * scale; misaligned strides; an fp8 cache with scales (its quantizing
+ * append too). `again` makes the same call with other
  * addresses and sizes that give the same facts and plan. */
 static void every_call(bool again) {
     static const int64_t dims[] = {40, 64, 128, 256};
     CUdeviceptr off = again ? 0x10000000 : 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
-        for (int variant = 0; variant < 7; variant++) {
+        for (int variant = 0; variant < 8; variant++) {
             tc_attention_kvcache_args a = kv_args();
             a.dtype = (di + (size_t)variant) % 2 ? TC_DTYPE_BF16 : TC_DTYPE_F16;
             a.head_dim = dims[di];
@@ -964,14 +965,18 @@ static void every_call(bool again) {
                 a.seqlen_q = 1024, a.seqlen_k = 1500, a.seqused_k = SU_ + off, a.causal = 1;
                 a.workspace = WS_ + off, a.workspace_bytes = WS_BYTES;
                 break;
+            case 7: /* decode against an e4m3 cache in 16-token pages, per-KV-head scales */
+                a.seqlen_q = 2, a.seqlen_k = 2000, a.causal = 1, a.kv_dtype = TC_DTYPE_F8E4M3;
+                a.k_scale = SM_ + off, a.v_scale = SM_ + off + 256;
+                break;
             }
             kv_dense(&a, cap);
             if (variant == 4) {
                 a.stride_qm += 1, a.stride_kn += 1, a.stride_vn += 1;
                 a.stride_qb += a.seqlen_q, a.stride_kb += cap, a.stride_vb += cap;
             }
-            if (variant == 1 || variant == 2 || variant == 6) { /* pages of 16, 64 and 32 tokens */
-                a.page_size = variant == 1 ? 16 : variant == 2 ? 64 : 32;
+            if (variant == 1 || variant == 2 || variant == 6 || variant == 7) { /* pages of 16, 64, 32, 16 tokens */
+                a.page_size = variant == 1 || variant == 7 ? 16 : variant == 2 ? 64 : 32;
                 a.num_pages = again ? 700 : 500, a.block_table = BT_ + off;
                 a.stride_bt = (a.seqlen_k + a.page_size - 1) / a.page_size + (again ? 8 : 0);
                 a.stride_kb = a.stride_vb = a.page_size * a.kv_heads * a.head_dim;
@@ -1003,13 +1008,20 @@ static void every_call(bool again) {
             }
             /* the cache append of the same shapes */
             int64_t es = a.head_dim % 8 ? 1 : 0; /* head dim 40: rows of 40 elements, multiples of 8 */
-            CHECK_EQ_INT(tc_kvcache_append(FAKE_CTX, NULL, a.dtype, KC_ + off, VC_ + off, KN_ + off, VN_ + off,
-                                           SM_ + off, again ? 300 : 37, a.kv_heads, a.head_dim, 16, 100,
-                                           a.kv_heads * a.head_dim + es, a.head_dim, a.kv_heads * a.head_dim,
-                                           a.head_dim, 16 * a.kv_heads * a.head_dim, a.kv_heads * a.head_dim,
-                                           a.head_dim, 16 * a.kv_heads * a.head_dim, a.kv_heads * a.head_dim,
-                                           a.head_dim),
-                         TC_OK);
+            int64_t n = a.kv_heads * a.head_dim;
+            if (variant == 7) /* the e4m3 cache's quantizing append, its scales */
+                CHECK_EQ_INT(tc_kvcache_append_fp8(FAKE_CTX, NULL, a.dtype, TC_DTYPE_F8E4M3, a.k_scale, a.v_scale,
+                                                   KC_ + off, VC_ + off, KN_ + off, VN_ + off, SM_ + off,
+                                                   again ? 300 : 37, a.kv_heads, a.head_dim, 16, 100, n + es,
+                                                   a.head_dim, n, a.head_dim, 16 * n, n, a.head_dim, 16 * n, n,
+                                                   a.head_dim),
+                             TC_OK);
+            else
+                CHECK_EQ_INT(tc_kvcache_append(FAKE_CTX, NULL, a.dtype, KC_ + off, VC_ + off, KN_ + off, VN_ + off,
+                                               SM_ + off, again ? 300 : 37, a.kv_heads, a.head_dim, 16, 100, n + es,
+                                               a.head_dim, n, a.head_dim, 16 * n, n, a.head_dim, 16 * n, n,
+                                               a.head_dim),
+                             TC_OK);
         }
 }
 
@@ -1021,7 +1033,7 @@ TEST(test_kvcache_launches_compile) {
     every_call(false);
     compiling = false;
     rt_attention_launch_hook = NULL;
-    CHECK(num_seen >= 4 * 7 * 2);
+    CHECK(num_seen >= 4 * 8 * 2);
     int combines = 0, appends = 0, gathers = 0;
     for (int i = 0; i < num_seen; i++) {
         combines += strcmp(seen[i].kernel, "attention_kvcache_combine") == 0;
@@ -1030,7 +1042,7 @@ TEST(test_kvcache_launches_compile) {
     }
     /* variants 1, 3 and 5 at every head dim; 6 (128 programs of 128 rows for 132 SMs) where the plan splits it */
     CHECK_EQ_INT(combines, 4 * 3 + 2);
-    CHECK_EQ_INT(appends, 4 * 7);
+    CHECK_EQ_INT(appends, 4 * 8);
     CHECK_EQ_INT(gathers, 3); /* head dims 40, 64 and 128 */
     CHECK(seen_kernel(0, "attention_kvcache") != NULL);
     CHECK(ptx_check_end("stdlib_kvcache") >= 30);
