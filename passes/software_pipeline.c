@@ -203,7 +203,6 @@ typedef struct Producer {
 typedef struct Pipe {
     IrModule *m;
     IrFunc *f;
-    AxisInfoMap *ai; /* while candidates are found: the function's axis facts */
     bool tma; /* the target has TMA (sm_90a) */
     bool ws;  /* warp specialization asked for (and not yet done in this kernel) */
     /* while the producer region is built: values of the kernel's body the
@@ -344,9 +343,6 @@ static bool reads_buffer(const IrOp *op, const IrValue *buf) {
            (op->opc == IR_OP_MEMDESC_TRANS && op->operands[0] == buf);
 }
 
-/* Are all uses of the buffer local_loads of body, one of them feeding a dot
- * of body, operands of warp_group_dots of body (which read shared memory
- * themselves), or memdesc_trans views that only warp_group_dots read? */
 static bool feeds_dot(IrBlock *body, IrValue *buf);
 
 /* Is v (a local_load of a narrow operand's stage) cast, and the cast staged
@@ -363,6 +359,10 @@ static bool cast_feeds_dot(IrBlock *body, const IrValue *v) {
     return false;
 }
 
+/* Are all uses of the buffer local_loads of body, one of them feeding a dot
+ * of body (directly, or cast and staged again: cast_feeds_dot), operands of
+ * warp_group_dots of body (which read shared memory themselves), or
+ * memdesc_trans views that only warp_group_dots read? */
 static bool feeds_dot(IrBlock *body, IrValue *buf) {
     int loads = 0;
     bool dot = false;
@@ -414,13 +414,13 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
  * whole swizzle atoms (8 rows), at most MAX_ROW_BOXES of them. */
 enum { MAX_ROW_BOXES = 32 };
 
-static void plan_tma(Pipe *p, Candidate *c) {
+static void plan_tma(Pipe *p, AxisInfoMap *ai, Candidate *c) {
     const IrType *bt = c->alloc->results[0]->type;
     const Layout *l = bt->layout;
     if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
         return;
     TmaAccess a;
-    if (!tma_match_load(p->f, p->ai, c->load, l->nvmma.order[0], &a))
+    if (!tma_match_load(p->f, ai, c->load, l->nvmma.order[0], &a))
         return;
     int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
     int64_t inner = l->nvmma.swizzle / eb;
@@ -450,7 +450,7 @@ static void plan_tma(Pipe *p, Candidate *c) {
 
 static void find_candidates(Pipe *p, IrBlock *body) {
     p->num_cands = 0;
-    p->ai = p->tma ? axis_info_run(p->f) : NULL;
+    AxisInfoMap *ai = p->tma ? axis_info_run(p->f) : NULL; /* gathered rows' proof */
     for (IrOp *op = body->first; op; op = op->next) {
         if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE)
             continue;
@@ -466,12 +466,11 @@ static void find_candidates(Pipe *p, IrBlock *body) {
         /* cp.async needs copies of 4 bytes or more; TMA moves whole boxes
          * whatever the mask (a K tail that is not a multiple of 8) */
         add_candidate(p, op, alloc);
-        plan_tma(p, &p->cands[p->num_cands - 1]);
+        plan_tma(p, ai, &p->cands[p->num_cands - 1]);
         if (vec_bytes(op) < 4 && !p->cands[p->num_cands - 1].map)
             p->num_cands--;
     }
-    axis_info_free(p->ai);
-    p->ai = NULL;
+    axis_info_free(ai);
 }
 
 /* lb + s * step (lb itself for s = 0), before b's position. */
@@ -483,20 +482,9 @@ static IrValue *iv_plus(IrBuilder *b, IrValue *base, IrValue *step, int64_t s) {
     return ir_build_binary(b, IR_OP_ADD, t, base, ir_build_binary(b, IR_OP_MUL, t, n, step));
 }
 
-/* Issues the copy of every candidate (of `group`; -1: all) for the
- * iteration whose induction variable is iv_s (valid when pred), into stage
- * `stage` of its ring, each followed by a commit. */
-static void issue_copies_with(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred,
-                              IrValue *stage, IrValue *bars, int group);
-
-static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrValue *iv_s, IrValue *pred, IrValue *stage,
-                         IrValue *bars, int group) {
-    issue_copies_with(p, b, body, NULL, iv_s, pred, stage, bars, group);
-}
-
 /* The TMA coordinates of every candidate's copies for the iteration whose
  * induction variable is iv_s (valid when pred), computed at b into
- * `clones` (which issue_copies_with then reuses): a paged cache's block
+ * `clones` (which issue_copies then reuses): a paged cache's block
  * table entries are read before the producer waits for a free stage, so
  * that their latency hides under the wait. */
 static void clone_coords(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred) {
@@ -512,8 +500,12 @@ static void clone_coords(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, Ir
     p->copy_pred = NULL;
 }
 
-static void issue_copies_with(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred,
-                              IrValue *stage, IrValue *bars, int group) {
+/* Issues the copy of every candidate (of `group`; -1: all) for the
+ * iteration whose induction variable is iv_s (valid when pred), into stage
+ * `stage` of its ring, each followed by a commit; `clones` (or NULL) holds
+ * values already computed for that iteration (clone_coords). */
+static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, IrValue *iv_s, IrValue *pred,
+                         IrValue *stage, IrValue *bars, int group) {
     IrMap own, *cl = clones;
     if (!cl) {
         cl = &own;
@@ -1025,7 +1017,7 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
         b.loc = loop->loc;
         IrValue *wait[3] = {empty[g], stage, prev};
         ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
-        issue_copies_with(p, &b, body, &clones, iv, on, stage, full[g], groups > 1 ? g : -1);
+        issue_copies(p, &b, body, &clones, iv, on, stage, full[g], groups > 1 ? g : -1);
     }
     b.loc = loop->loc;
     IrValue *inc = ir_build_binary(&b, IR_OP_ADD, i32, stage, one);
@@ -1245,7 +1237,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         b.loc = loop->loc;
         IrValue *iv_s = iv_plus(&b, lb, step, s);
         IrValue *pred = ir_build_cmp(&b, "lt", iv_s, ub);
-        issue_copies(p, &b, body, iv_s, pred, ir_build_const_int(&b, i32, s), bars, -1);
+        issue_copies(p, &b, body, NULL, iv_s, pred, ir_build_const_int(&b, i32, s), bars, -1);
     }
     if (!ws)
         hoist_prologue(p, prologue, loop->prev);
@@ -1375,14 +1367,14 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         IrValue *sel[3] = {in, t, ir_build_binary(&b, IR_OP_SUB, i32, t, ir_build_const_int(&b, i32, stages))};
         IrValue *slot = ir_build(&b, IR_OP_SELECT, i32, 3, sel);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, ahead);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot, bars, -1);
+        issue_copies(p, &b, body, NULL, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), slot, bars, -1);
     }
     ir_builder_before(&b, yield);
     b.loc = loop->loc;
     if (!mid && !ws) {
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
         IrValue *iv_next = iv_plus(&b, body->args[0], step, stages);
-        issue_copies(p, &b, body, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars, -1);
+        issue_copies(p, &b, body, NULL, iv_next, ir_build_cmp(&b, "lt", iv_next, ub), stage, bars, -1);
         b.loc = loop->loc;
     }
     IrValue *one = ir_build_const_int(&b, i32, 1);

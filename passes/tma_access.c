@@ -82,18 +82,6 @@ typedef struct Terms {
     int n;
 } Terms;
 
-static bool push(Terms *ts, Term t);
-
-static bool is_tile_atom(const Term *t) {
-    return t->atom && t->atom->type->kind == IR_TILE;
-}
-
-/* A 1-D tile that is no affine form: an atom along its axis (0; expand_dims
- * moves it), to be proven usable by its axis facts. */
-static bool tile_atom(Terms *ts, const IrValue *v, int64_t c) {
-    return v->type->rank == 1 && push(ts, (Term){v, 0, c, NULL});
-}
-
 static const IrValue *strip_casts(const IrValue *v) {
     while (v->def && v->def->opc == IR_OP_CAST && ir_type_is_int(v->type) &&
            ir_type_is_int(v->def->operands[0]->type) && v->def->operands[0]->type->kind != IR_I1)
@@ -114,6 +102,16 @@ static bool push(Terms *ts, Term t) {
         return false;
     ts->t[ts->n++] = t;
     return true;
+}
+
+static bool is_tile_atom(const Term *t) {
+    return t->atom && t->atom->type->kind == IR_TILE;
+}
+
+/* A 1-D tile that is no affine form: an atom along its axis (0; expand_dims
+ * moves it), to be proven usable by its axis facts. */
+static bool tile_atom(Terms *ts, const IrValue *v, int64_t c) {
+    return v->type->rank == 1 && push(ts, (Term){v, 0, c, NULL});
 }
 
 /* The uniform value a tile is the splat (or broadcast of a splat) of. */
