@@ -292,54 +292,58 @@ def main():
         fns["compile"] = rope_c
     compare("rope", f"bf16 {T} tokens q{QH} k{KH} d{D}", 2 * T * (QH + KH) * D * 2 + S * D * 4, fns)
 
-    # ---- cross-entropy, forward and backward ----
-    R, V = (1024, 128256) if q else (8192, 128256)
-    logits = torch.randn(R, V, device="cuda", dtype=torch.bfloat16) * 2
-    labels = torch.randint(0, V, (R,), device="cuda", dtype=torch.int64)
-    labels[::17] = -100
-    loss = torch.empty(1, device="cuda")
-    ce_ws = C.c_size_t()
-    tc_check(lib, lib.tc_cross_entropy_workspace_size(R, C.byref(ce_ws)), "workspace")
-    ws = torch.empty(ce_ws.value, dtype=torch.uint8, device="cuda")
-    x0 = logits.clone()
-    ca = CrossEntropyArgs(dtype=TC_DTYPE["bf16"], label_dtype=TC_DTYPE["i64"], rows=R, vocab=V, logits=ptr(logits),
-                          stride_logits=V, labels=ptr(labels), ignore_index=-100, loss=ptr(loss),
-                          dlogits=ptr(logits), stride_dlogits=V, grad_scale=1.0, workspace=ptr(ws),
-                          workspace_bytes=ce_ws.value)
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
+    # ---- cross-entropy, forward and backward: LLaMA-3's vocabulary, and GPT-2's (odd: rows off 16-byte
+    # boundaries) ----
+    def ce_case(R, V):
+        logits = torch.randn(R, V, device="cuda", dtype=torch.bfloat16) * 2
+        labels = torch.randint(0, V, (R,), device="cuda", dtype=torch.int64)
+        labels[::17] = -100
+        loss = torch.empty(1, device="cuda")
+        ce_ws = C.c_size_t()
+        tc_check(lib, lib.tc_cross_entropy_workspace_size(R, C.byref(ce_ws)), "workspace")
+        ws = torch.empty(ce_ws.value, dtype=torch.uint8, device="cuda")
+        x0 = logits.clone()
+        ca = CrossEntropyArgs(dtype=TC_DTYPE["bf16"], label_dtype=TC_DTYPE["i64"], rows=R, vocab=V, logits=ptr(logits),
+                              stride_logits=V, labels=ptr(labels), ignore_index=-100, loss=ptr(loss),
+                              dlogits=ptr(logits), stride_dlogits=V, grad_scale=1.0, workspace=ptr(ws),
+                              workspace_bytes=ce_ws.value)
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
 
-    def ce():
-        tc_check(lib, lib.tc_cross_entropy(ctx, stream(), C.byref(ca)), "tc_cross_entropy")
-    ce()
-    torch.cuda.synchronize()
-    tilec_peak = torch.cuda.max_memory_allocated() - base
-    xr = x0.float().requires_grad_()
-    lr_ = F.cross_entropy(xr, labels, ignore_index=-100)
-    lr_.backward()
-    check("cross-entropy loss", abs(loss.item() - lr_.item()) / abs(lr_.item()), 1e-4)
-    check("cross-entropy dlogits", relerr(logits, xr.grad), 1e-2)
-    del xr
-    xe = x0.clone().requires_grad_()
+        def ce():
+            tc_check(lib, lib.tc_cross_entropy(ctx, stream(), C.byref(ca)), "tc_cross_entropy")
+        ce()
+        torch.cuda.synchronize()
+        tilec_peak = torch.cuda.max_memory_allocated() - base
+        xr = x0.float().requires_grad_()
+        lr_ = F.cross_entropy(xr, labels, ignore_index=-100)
+        lr_.backward()
+        check("cross-entropy loss", abs(loss.item() - lr_.item()) / abs(lr_.item()), 1e-4)
+        check("cross-entropy dlogits", relerr(logits, xr.grad), 1e-2)
+        del xr
+        xe = x0.clone().requires_grad_()
 
-    def ce_eager():
-        F.cross_entropy(xe, labels, ignore_index=-100).backward()
-        xe.grad = None
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
-    ce_eager()
-    torch.cuda.synchronize()
-    eager_peak = torch.cuda.max_memory_allocated() - base
-    fns = {"tilec": ce, "eager": ce_eager}
-    ce_c = compiled(ce_eager)
-    if ce_c:
-        fns["compile"] = ce_c
-    # the logits read twice is the least a fused forward and backward can do: once for the
-    # log-sum-exp, once for the gradient, written over them
-    compare("cross-entropy", f"fwd+bwd bf16 {R}x{V}", 3 * R * V * 2 + R * 8, fns)
-    print(f"cross-entropy peak memory beyond the inputs: tilec {tilec_peak / 2**20:.1f} MiB, eager "
-          f"{eager_peak / 2**20:.1f} MiB (logits {R * V * 2 / 2**20:.0f} MiB)", flush=True)
+        def ce_eager():
+            F.cross_entropy(xe, labels, ignore_index=-100).backward()
+            xe.grad = None
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        ce_eager()
+        torch.cuda.synchronize()
+        eager_peak = torch.cuda.max_memory_allocated() - base
+        fns = {"tilec": ce, "eager": ce_eager}
+        ce_c = compiled(ce_eager)
+        if ce_c:
+            fns["compile"] = ce_c
+        # the logits read twice is the least a fused forward and backward can do: once for the
+        # log-sum-exp, once for the gradient, written over them
+        compare("cross-entropy", f"fwd+bwd bf16 {R}x{V}", 3 * R * V * 2 + R * 8, fns)
+        print(f"cross-entropy peak memory beyond the inputs: tilec {tilec_peak / 2**20:.1f} MiB, eager "
+              f"{eager_peak / 2**20:.1f} MiB (logits {R * V * 2 / 2**20:.0f} MiB)", flush=True)
+
+    for R, V in ((1024, 128256), (1024, 50257)) if q else ((8192, 128256), (8192, 50257)):
+        ce_case(R, V)
 
     # ---- AdamW: one step over a LLaMA-7B-like layer's tensors, f32 ----
     shapes = [(4096, 4096)] * 4 + [(11008, 4096)] * 3 + [(4096,)] * 2

@@ -12,6 +12,12 @@
  * them: ld.global.v4.b32 / v2.b32 / b32 for 16, 8, 4 bytes, b16 and b8
  * below; elements are packed into those words with bitcasts.
  *
+ * The split. `vec_masked` = W > V (coalesce, when only the mask's constancy
+ * keeps V narrow) promises all of the above for W but the mask's constancy:
+ * a thread whose mask is true in every register branches to accesses of W,
+ * the others to the groups of V with their masks (a row of odd length: its
+ * inner tiles take the wide path, its last tile the narrow one).
+ *
  * Predication. A masked load is inline PTX: the `other` values are moved
  * into the destination registers, then `@p ld.global...` overwrites them
  * where the mask (of the group's first element) is true; without `other` the
@@ -628,6 +634,52 @@ LLVMValueRef cg_load_element(Cg *cg, LLVMValueRef ptr, const IrType *elem, LLVMV
     return out;
 }
 
+/* The width of the vectors a thread may use when its whole mask is true
+ * (`vec_masked`, checked against the layout as `vec` is), or v when the op
+ * has none wider than v. */
+static int split_width(const IrOp *op, const LinearLayout *ll, int eb, int v) {
+    int64_t w = ir_op_get_int(op, "vec_masked", 1);
+    if (!ll || w <= v || !tc_is_pow2(w))
+        return v;
+    while (w > v && (w * eb > 16 || !contiguous(ll, (int)w)))
+        w /= 2;
+    return w > v ? (int)w : v;
+}
+
+/* The AND of all of a thread's mask registers. */
+static LLVMValueRef all_of(Cg *cg, const CgVal *mask, int n) {
+    LLVMValueRef all = cg_reg(mask, 0);
+    for (int r = 1; r < n; r++)
+        all = LLVMBuildAnd(cg->b, all, cg_reg(mask, r), "");
+    return all;
+}
+
+/* Loads the n registers of a thread in groups of v: gp[r] is the pointer of
+ * the group at register r; mask and other may be NULL. */
+static void load_groups(Cg *cg, LLVMValueRef *gp, int n, int v, const IrType *elem, const CgVal *mask,
+                        const CgVal *other, const Evict *ev, LLVMValueRef *out) {
+    int eb = ir_type_bytes(elem);
+    Words w = words_of(cg, v * eb);
+    for (int r = 0; r < n; r += v) {
+        LLVMValueRef words[4];
+        if (!mask && !ev->l1) {
+            plain_load(cg, gp[r], w, (unsigned)(v * eb), words);
+        } else if (!mask) {
+            masked_load(cg, gp[r], LLVMConstInt(cg->t_i1, 1, 0), NULL, w, words, ev);
+        } else {
+            LLVMValueRef ow[4];
+            if (other) {
+                LLVMValueRef vals[16];
+                for (int j = 0; j < v; j++)
+                    vals[j] = cg_reg(other, r + j);
+                pack(cg, vals, v, elem, w, ow);
+            }
+            masked_load(cg, gp[r], cg_reg(mask, r), other ? ow : NULL, w, words, ev);
+        }
+        unpack(cg, words, v, elem, w, out + r);
+    }
+}
+
 bool cg_lower_load(Cg *cg, IrOp *op) {
     const IrType *pt = op->operands[0]->type, *rt = op->results[0]->type;
     const IrType *elem = ir_type_elem(rt);
@@ -639,31 +691,57 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
     CgVal *other = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
     int eb = ir_type_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
-    Words w = words_of(cg, v * eb);
+    int wide = mask ? split_width(op, ll, eb, v) : v;
     CgVal *res = cg_new_val(cg, n, ll);
     LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     cg_group_pointers(cg, op->operands[0], ll, v, gp);
     Evict ev = evict_of(cg, op); /* a hinted access is inline PTX, predicated on true when unmasked */
-    for (int r = 0; r < n; r += v) {
-        LLVMValueRef words[4];
-        if (!mask && !ev.l1) {
-            plain_load(cg, gp[r], w, (unsigned)(v * eb), words);
-        } else if (!mask) {
-            masked_load(cg, gp[r], LLVMConstInt(cg->t_i1, 1, 0), NULL, w, words, &ev);
-        } else {
-            LLVMValueRef ow[4];
-            if (other) {
-                LLVMValueRef vals[16];
-                for (int j = 0; j < v; j++)
-                    vals[j] = cg_reg(other, r + j);
-                pack(cg, vals, v, elem, w, ow);
-            }
-            masked_load(cg, gp[r], cg_reg(mask, r), other ? ow : NULL, w, words, &ev);
-        }
-        unpack(cg, words, v, elem, w, res->v + r);
+    if (wide == v) {
+        load_groups(cg, gp, n, v, elem, mask, other, &ev, res->v);
+        cg_set(cg, op->results[0], res);
+        return true;
+    }
+    /* The split: vectors of `wide` where the thread's whole mask is true (a
+     * row's inner tiles), groups of v where it is not (its last tile). */
+    LLVMValueRef *full = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+    LLVMValueRef *part = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
+    LLVMBasicBlockRef bfull = cg_block(cg, "ld.full"), bpart = cg_block(cg, "ld.part"), join = cg_block(cg, "ld.join");
+    LLVMBuildCondBr(cg->b, all_of(cg, mask, n), bfull, bpart);
+    LLVMPositionBuilderAtEnd(cg->b, bfull);
+    load_groups(cg, gp, n, wide, elem, NULL, NULL, &ev, full);
+    LLVMBasicBlockRef end_full = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, bpart);
+    load_groups(cg, gp, n, v, elem, mask, other, &ev, part);
+    LLVMBasicBlockRef end_part = LLVMGetInsertBlock(cg->b);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
+    for (int r = 0; r < n; r++) {
+        res->v[r] = LLVMBuildPhi(cg->b, LLVMTypeOf(full[r]), "");
+        LLVMAddIncoming(res->v[r], &full[r], &end_full, 1);
+        LLVMAddIncoming(res->v[r], &part[r], &end_part, 1);
     }
     cg_set(cg, op->results[0], res);
     return true;
+}
+
+/* Stores the n registers of a thread in groups of v; mask and owner may be
+ * NULL. */
+static void store_groups(Cg *cg, LLVMValueRef *gp, int n, int v, const IrType *elem, const CgVal *vals,
+                         const CgVal *mask, LLVMValueRef owner, const Evict *ev) {
+    int eb = ir_type_bytes(elem);
+    Words w = words_of(cg, v * eb);
+    for (int r = 0; r < n; r += v) {
+        LLVMValueRef group[16], words[4];
+        for (int j = 0; j < v; j++)
+            group[j] = cg_reg(vals, r + j);
+        pack(cg, group, v, elem, w, words);
+        LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
+        if (!pred && !ev->l1)
+            plain_store(cg, gp[r], w, (unsigned)(v * eb), words);
+        else
+            masked_store(cg, gp[r], words, pred ? pred : LLVMConstInt(cg->t_i1, 1, 0), w, ev);
+    }
 }
 
 bool cg_lower_store(Cg *cg, IrOp *op) {
@@ -677,7 +755,7 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     CgVal *mask = op->num_operands > 2 ? cg_get(cg, op->operands[2]) : NULL;
     int eb = ir_type_bytes(elem);
     int n = ptrs->n, v = cg_vec_width(op, ll, eb);
-    Words w = words_of(cg, v * eb);
+    int wide = mask ? split_width(op, ll, eb, v) : v;
     LLVMValueRef owner = NULL;
     if (!ll)
         owner = first_thread(cg);
@@ -686,17 +764,20 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
     LLVMValueRef *gp = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     cg_group_pointers(cg, op->operands[0], ll, v, gp);
     Evict ev = evict_of(cg, op);
-    for (int r = 0; r < n; r += v) {
-        LLVMValueRef group[16], words[4];
-        for (int j = 0; j < v; j++)
-            group[j] = cg_reg(vals, r + j);
-        pack(cg, group, v, elem, w, words);
-        LLVMValueRef pred = and_pred(cg, mask ? cg_reg(mask, r) : NULL, owner);
-        if (!pred && !ev.l1)
-            plain_store(cg, gp[r], w, (unsigned)(v * eb), words);
-        else
-            masked_store(cg, gp[r], words, pred ? pred : LLVMConstInt(cg->t_i1, 1, 0), w, &ev);
+    if (wide == v) {
+        store_groups(cg, gp, n, v, elem, vals, mask, owner, &ev);
+        return true;
     }
+    /* the split, as for loads */
+    LLVMBasicBlockRef bfull = cg_block(cg, "st.full"), bpart = cg_block(cg, "st.part"), join = cg_block(cg, "st.join");
+    LLVMBuildCondBr(cg->b, all_of(cg, mask, n), bfull, bpart);
+    LLVMPositionBuilderAtEnd(cg->b, bfull);
+    store_groups(cg, gp, n, wide, elem, vals, NULL, owner, &ev);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, bpart);
+    store_groups(cg, gp, n, v, elem, vals, mask, owner, &ev);
+    LLVMBuildBr(cg->b, join);
+    LLVMPositionBuilderAtEnd(cg->b, join);
     return true;
 }
 

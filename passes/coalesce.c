@@ -28,7 +28,12 @@
  * `vec`, the elements per memory instruction codegen may use, is
  * min(per thread, contiguity, divisibility / element bytes, 16 / element
  * bytes, the mask's constancy) along order[0]: the IR carries the decision
- * and the proof, and codegen only reads it.
+ * and the proof, and codegen only reads it. When the mask's constancy alone
+ * makes it narrower than the pointer allows (a row of odd length: `cols < n`
+ * may change at any element), a load or store also gets `vec_masked`, the
+ * width without the mask: a thread whose mask is true for all its elements
+ * then uses vectors of that width, the others `vec` (codegen's split, in
+ * lower_memory.c).
  *
  * Example: a 1024-element f32 load from `x + row * stride + arange` with x
  * and stride divisible by 16 gets 4 per thread (tpw [32], wpc [4]) and vec 4;
@@ -135,13 +140,31 @@ static int vector_width(Coalesce *c, const Access *a, int spt) {
     int d = a->order[0];
     int bytes = ir_type_bytes(p->elem->elem);
     int64_t v = spt;
-    v = min64(v, info->contiguity[d]);
     v = min64(v, info->divisibility[d] / bytes > 0 ? info->divisibility[d] / bytes : 1);
     v = min64(v, 16 / bytes > 0 ? 16 / bytes : 1);
+    /* a power of two that divides the contiguity: runs of c start at
+     * multiples of c, so such a vector never straddles two of them */
+    int w = 1;
+    while (w * 2 <= v)
+        w *= 2;
+    while (w > 1 && info->contiguity[d] % w)
+        w /= 2;
+    return w;
+}
+
+/* The widest vector, at most `width` (a power of two), over which access
+ * a's mask is proven constant: runs of constancy k start at multiples of k,
+ * so a vector of width w lies in one run when w divides k. */
+static int mask_constancy(Coalesce *c, const Access *a, int width) {
+    const IrOp *op = a->op;
     int mask_index = op->opc == IR_OP_LOAD ? 1 : 2;
-    if (op->num_operands > mask_index)
-        v = min64(v, axis_info_get(c->info, op->operands[mask_index])->constancy[d]);
-    return v < 1 ? 1 : (int)v;
+    if (op->num_operands <= mask_index)
+        return width;
+    int64_t k = axis_info_get(c->info, op->operands[mask_index])->constancy[a->order[0]];
+    int w = width;
+    while (w > 1 && (k < w || k % w))
+        w /= 2;
+    return w;
 }
 
 /* Puts access a in layout l: operands converted in, the result (a new op
@@ -196,9 +219,12 @@ bool pass_coalesce(IrModule *m, const PassOptions *opts) {
                 sizes[d] = 1;
             sizes[a->order[0]] = spt[i];
             const Layout *l = ll_blocked_layout(m, p->rank, p->shape, sizes, a->order, num_warps);
-            a->vec = vector_width(&c, a, spt[i]);
+            int width = vector_width(&c, a, spt[i]);
+            a->vec = mask_constancy(&c, a, width);
             rewrite_access(&c, a, l);
             ir_op_set_int(m, a->op, "vec", a->vec);
+            if (width > a->vec && a->op->opc != IR_OP_ATOMIC)
+                ir_op_set_int(m, a->op, "vec_masked", width);
         }
         if (c.subst.count)
             ir_walk_func(f, substitute, &c);

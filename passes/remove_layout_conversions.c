@@ -440,8 +440,11 @@ static IrValue *remat(Rlc *r, IrValue *v, const Layout *l, IrValue *self) {
             ir_op_set_operand(copy, i, want ? remat(r, x, want, self) : x);
         }
         copy->results[0]->type = ir_type_with_layout(r->m, v->type, l);
-        if (copy->opc == IR_OP_LOAD)
-            ir_op_set_int(r->m, copy, "vec", 1); /* coalesce's width was for the original layout */
+        if (copy->opc == IR_OP_LOAD) { /* coalesce's widths were for the original layout */
+            ir_op_set_int(r->m, copy, "vec", 1);
+            if (ir_op_get_int(copy, "vec_masked", 0))
+                ir_op_set_int(r->m, copy, "vec_masked", 1);
+        }
         ir_op_insert_after(def, copy);
         out = copy->results[0];
     } else {

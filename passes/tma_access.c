@@ -401,7 +401,7 @@ IrValue *tma_build_elem(IrBuilder *b, const IrValue *v, int64_t i) {
         ops[j] = tma_build_elem(b, op->operands[j], i);
     IrOp *x = ir_build_op(b, op->opc, n, ops, 1, &e);
     for (int j = 0; j < op->num_attrs; j++)
-        if (strcmp(op->attrs[j].name, "vec") != 0)
+        if (strcmp(op->attrs[j].name, "vec") != 0 && strcmp(op->attrs[j].name, "vec_masked") != 0)
             ir_op_set_attr(b->m, x, &op->attrs[j]);
     return x->results[0];
 }

@@ -50,6 +50,9 @@ enum {
     MIN_BLOCK = 32,           /* lib kernels static_assert BLOCK >= 32 */
     MAX_SINGLE_TILE = 16384,  /* widest row kept in registers: 32 f32 values per thread at 16 warps */
     LOOP_BLOCK = 8192,        /* tile of the loops over wider rows */
+    REALIGN_BLOCK = 4096,     /* their tile with REALIGN (realign()): 16 elements a thread at 8 warps; on the
+                                 H200 at 4096x50257, softmax 0.326 ms against 0.384 at 8192 (8 warps), RMSNorm
+                                 0.313 at 16 warps against 0.361 (bench/RESULTS.md) */
     ELEMENTWISE_BLOCK = 1024, /* the element-wise kernels' widest tile: 8 elements a thread at 4 warps, few
                                  registers and so many warps at once (on the H200 2-4% faster than 2048) */
     MAX_GRID_Y = 65535,       /* the launch's limit on grid.y */
@@ -285,6 +288,33 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
 
 tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
 
+/* Whether a row loop (softmax and RMSNorm forward) walks 16-byte aligned
+ * windows of its rows (the kernels' REALIGN): when its tensors share one row
+ * stride that is not a multiple of 16 bytes and are 16-byte aligned
+ * themselves, every row but every eighth starts off a 16-byte boundary, and
+ * only such windows let the row's inner tiles move vectors. RMSNorm's weight
+ * may be anywhere: its loads are off a boundary either way. (The softmax
+ * backward and cross-entropy measured slower with windows on the H200: 0.536
+ * against 0.512 ms at 4096x50257, 1.006 against 0.809 ms at 8192x50257;
+ * bench/RESULTS.md.) */
+static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan, const ArgValue *v) {
+    if (plan->single_tile || (op != TC_STDLIB_SOFTMAX_FWD && op != TC_STDLIB_RMSNORM_FWD))
+        return false;
+    const OpDesc *d = &ops[op];
+    int64_t vector = 16 / (int64_t)rt_dtype_size(dtype), stride = -1;
+    for (int i = 0; i < d->num_params; i++) {
+        const OpParam *q = &d->params[i];
+        if (q->kind == PARAM_PTR_T && v[i].ptr % 16 != 0 && strcmp(q->name, "weight") != 0)
+            return false;
+        if (q->kind == PARAM_STRIDE) {
+            if (stride >= 0 && v[i].i != stride)
+                return false;
+            stride = v[i].i;
+        }
+    }
+    return stride % vector != 0;
+}
+
 /* Step 3's inputs: the arguments in the kernel's C types, the facts about
  * them, and the JIT request, all inside *l. */
 static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,
@@ -326,12 +356,20 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     }
     l->num_args = (size_t)d->num_params;
     l->grid = (tc_dim3){(unsigned)rows, l->plan.grid_y, 1};
+    memcpy(l->cx, l->plan.constexprs, l->plan.num_constexprs * sizeof l->cx[0]);
+    l->num_cx = l->plan.num_constexprs;
+    if (realign(op, dtype, &l->plan, v)) {
+        l->plan.block = REALIGN_BLOCK;
+        l->plan.num_warps = op == TC_STDLIB_RMSNORM_FWD ? 16 : 8;
+        l->cx[1].i = REALIGN_BLOCK; /* BLOCK */
+        l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
+    }
 
     tc_options_init(&l->options);
     l->options.num_warps = l->plan.num_warps;
     l->options.params = num_facts ? l->facts : NULL;
     l->options.num_params = num_facts;
-    return rt_stdlib_request(d->entry, d->file, d->kernel, l->plan.constexprs, l->plan.num_constexprs, &l->options,
+    return rt_stdlib_request(d->entry, d->file, d->kernel, l->cx, l->num_cx, &l->options,
                              l->divisibility, l->num_args, &l->req);
 }
 

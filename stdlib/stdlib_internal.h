@@ -291,6 +291,8 @@ typedef struct RtStdlibLaunch {
     tc_context *ctx;
     CUstream stream;
     tc_stdlib_plan plan;
+    tc_constexpr cx[4];                         /* the plan's constexprs, and REALIGN where the arguments allow it */
+    size_t num_cx;
     tc_options options;                         /* num_warps; params = facts */
     tc_param_spec facts[RT_STDLIB_MAX_PARAMS];  /* integer facts: divisible by 16 / element bytes */
     int64_t divisibility[RT_STDLIB_MAX_PARAMS]; /* per parameter: 16 for a 16-byte aligned pointer, else 0 */

@@ -378,7 +378,10 @@ typedef enum tc_stdlib_op {
  * these constexpr values and num_warps, and, where every pointer argument is
  * 16-byte aligned and every stride and cols is a multiple of 16 / element
  * bytes, with `aligned_params` as tc_options.params, and the same code
- * results. */
+ * results. (Where the tensors are 16-byte aligned but share a stride that is
+ * not such a multiple, the softmax and RMSNorm forward loops also take
+ * REALIGN = true, BLOCK 4096 and 8 or 16 warps: 16-byte aligned windows of
+ * the rows, lib/softmax.tile.) */
 typedef struct tc_stdlib_plan {
     const char *file;           /* "softmax.tile", "rmsnorm.tile" */
     const char *kernel;         /* "softmax_fwd", ... */

@@ -12,7 +12,8 @@
  * 0.1, z-loss 0 and 1e-4, grad_scale 1 and 0.5; the gradient into its own
  * strided buffer, in place over the logits, or not asked for; the per-row
  * losses and lse given or not. Checked: the mean loss, the rows' losses and
- * lse (f32, to 1e-5), the gradient (in the logits' type); the gradient of
+ * lse (f32, to 1e-5; a loss relative to |lse| + |x_label|, the terms it is
+ * the difference of), the gradient (in the logits' type); the gradient of
  * an ignored row exactly 0; every element outside the outputs untouched.
  * Logits are normal with a standard deviation of 3 (peaked rows, and
  * exp's range exercised).
@@ -95,7 +96,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const Case *c) {
     GtErr el = {0}, er = {0}, else_ = {0}, eg = {0};
     size_t bad = 0; /* untouched elements touched, ignored rows' gradients not 0 */
     if (ok) {
-        double total = 0;
+        double total = 0, total_terms = 0;
         int64_t n = 0;
         for (int64_t r = 0; r < rows; r++)
             n += y[r] >= 0 && y[r] < V;
@@ -110,12 +111,15 @@ static bool run_case(tc_context *ctx, CUstream stream, const Case *c) {
                 sum += v;
             }
             double lse = m + log(s), eps = c->smoothing;
-            double loss = valid ? lse - (1 - eps) * gt_get(t, x0, (size_t)(r * sx + y[r])) - eps / (double)V * sum +
-                                      c->z * lse * lse
-                                : 0;
+            double x_y = valid ? gt_get(t, x0, (size_t)(r * sx + y[r])) : 0;
+            double loss = valid ? lse - (1 - eps) * x_y - eps / (double)V * sum + c->z * lse * lse : 0;
+            /* a loss is a difference: lse - x_y is tiny where the label's logit dominates its row,
+             * and f32 is accurate relative to the terms */
+            double terms = valid ? fabs(lse) + fabs(x_y) : 0;
             total += loss;
+            total_terms += terms;
             if (c->outputs) {
-                gt_err_add(&er, out[1 + r], loss);
+                gt_err_add_scaled(&er, out[1 + r], loss, terms);
                 gt_err_add(&else_, out[1 + rows + r], lse);
             }
             if (c->grad) {
@@ -132,7 +136,7 @@ static bool run_case(tc_context *ctx, CUstream stream, const Case *c) {
                 }
             }
         }
-        gt_err_add(&el, out[0], n ? total / (double)n : 0);
+        gt_err_add_scaled(&el, out[0], n ? total / (double)n : 0, n ? total_terms / (double)n : 0);
         /* outside the outputs: the logits' gaps (and all of them without an in-place gradient), dlogits' gaps */
         for (size_t i = 0; i < nx; i++) {
             bool in_row = i < (size_t)(rows * sx) && (int64_t)(i % (size_t)sx) < V;

@@ -5,7 +5,9 @@
  *     test_softmax [--quick]     (--quick: only cases of at most 2^20 elements)
  *
  * Every dtype (f16, bf16, f32) x width (1, 7, 1000, 1024, 4095, 4096, 12288,
- * 65536: one tile, one tile with a ragged end, the loop over tiles) x row
+ * 20001, 65536: one tile, one tile with a ragged end, the loop over tiles;
+ * 20001 dense is an odd stride with aligned pointers, each row starting at a
+ * different offset from a 16-byte boundary: the loops' realigned windows) x row
  * count (1, 3, 37, 1000), with dense rows; for 3 and 37 rows also with
  * strided rows (a stride that keeps rows 16-byte aligned: the vectorized
  * specialization) and unaligned ones (pointers one element past an aligned
