@@ -25,10 +25,12 @@
  *              writes whole 16-byte vectors with no gaps.
  *
  * The layout is ll_blocked_layout with per_thread elements along order[0].
- * `vec`, the elements per memory instruction codegen may use, is
- * min(per thread, contiguity, divisibility / element bytes, 16 / element
- * bytes, the mask's constancy) along order[0]: the IR carries the decision
- * and the proof, and codegen only reads it. When the mask's constancy alone
+ * `vec`, the elements per memory instruction codegen may use, is the largest
+ * power of two at most min(per thread, divisibility / element bytes, 16 /
+ * element bytes) that divides the contiguity and the mask's constancy along
+ * order[0] (runs of either start at multiples of their length, so such a
+ * vector lies in one): the IR carries the decision and the proof, and
+ * codegen only reads it. When the mask's constancy alone
  * makes it narrower than the pointer allows (a row of odd length: `cols < n`
  * may change at any element), a load or store also gets `vec_masked`, the
  * width without the mask: a thread whose mask is true for all its elements

@@ -18,7 +18,10 @@
  *     at most LOOP_BLOCK. num_warps grows with the tile (warps_for) so that a
  *     thread holds 8 to 32 elements of a tile of 256 columns or more: enough
  *     16-byte vectors to keep the memory system busy, few enough registers
- *     not to spill; narrower tiles get one warp.
+ *     not to spill; narrower tiles get one warp. The softmax and RMSNorm
+ *     forward loops over rows whose shared stride leaves them off 16-byte
+ *     boundaries take REALIGN instead (realign(): aligned windows of the
+ *     rows, tiles of REALIGN_BLOCK on 8 or 16 warps).
  *  3. Specialize and launch: each pointer that is 16-byte aligned, and each
  *     stride and cols that is a multiple of 16 / element bytes (so that every
  *     row starts on a 16-byte boundary and a row's end does not split a
@@ -358,10 +361,11 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     l->grid = (tc_dim3){(unsigned)rows, l->plan.grid_y, 1};
     memcpy(l->cx, l->plan.constexprs, l->plan.num_constexprs * sizeof l->cx[0]);
     l->num_cx = l->plan.num_constexprs;
-    if (realign(op, dtype, &l->plan, v)) {
+    if (realign(op, dtype, &l->plan, v)) { /* l->cx, not the plan's 3 constexprs, is what compiles */
         l->plan.block = REALIGN_BLOCK;
         l->plan.num_warps = op == TC_STDLIB_RMSNORM_FWD ? 16 : 8;
-        l->cx[1].i = REALIGN_BLOCK; /* BLOCK */
+        l->plan.constexprs[1].i = REALIGN_BLOCK; /* BLOCK */
+        l->cx[1].i = REALIGN_BLOCK;
         l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
     }
 

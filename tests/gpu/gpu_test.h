@@ -305,18 +305,18 @@ enum { GUARD = 16 }; /* poisoned elements after each matrix */
 
 typedef struct GtLayout {
     const char *name;
-    int kind; /* 0 dense, 1 strided (aligned), 2 unaligned */
+    int kind; /* 0 dense, 1 strided (aligned), 2 unaligned, 3 aligned pointers with an odd stride */
 } GtLayout;
 
 static inline const GtLayout *gt_layout(int kind) {
-    static const GtLayout layouts[] = {{"dense", 0}, {"strided", 1}, {"unaligned", 2}};
+    static const GtLayout layouts[] = {{"dense", 0}, {"strided", 1}, {"unaligned", 2}, {"oddstride", 3}};
     return &layouts[kind];
 }
 
 static inline int64_t gt_stride_for(int kind, int64_t cols) {
     if (kind == 1)
         return (cols + 15) / 16 * 16 + 16;
-    if (kind == 2)
+    if (kind == 2 || kind == 3)
         return cols + 3 + (cols % 2 == 0); /* odd */
     return cols;
 }
@@ -398,8 +398,9 @@ typedef bool (*GtRowwiseCase)(tc_context *ctx, CUstream stream, tc_dtype t, int6
                               const GtLayout *lay);
 
 /* main() of test_softmax and test_rmsnorm: f16, bf16 and f32 × widths 1,
- * 7, 1000, 1024, 4095, 4096, 12288, 20001, 65536 × 1, 3, 37, 1000 rows, dense, and
- * for 3 and 37 rows also strided and unaligned; with --quick only the cases
+ * 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536 × 1, 3, 37, 1000 rows, dense, and
+ * for 3 and 37 rows also strided, unaligned and with an odd stride from an aligned pointer
+ * (gaps between the rows); with --quick only the cases
  * of at most 2^20 elements. Returns the exit status. */
 /* The cases of gt_rowwise_main, then extra(ctx, stream) when not NULL. */
 static inline int gt_rowwise_main_ex(const char *name, int argc, char **argv, GtRowwiseCase run_case,
@@ -410,12 +411,12 @@ static inline int gt_rowwise_main_ex(const char *name, int argc, char **argv, Gt
     if (!GT_OK(tc_stream_create(ctx, &stream)))
         return 1;
     static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
-    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 20001, 65536};
+    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536};
     static const int64_t row_counts[] = {1, 3, 37, 1000};
     for (size_t d = 0; d < 3; d++)
         for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
             for (size_t r = 0; r < sizeof row_counts / sizeof row_counts[0]; r++)
-                for (int l = 0; l < 3; l++) {
+                for (int l = 0; l < 4; l++) {
                     int64_t rows = row_counts[r], cols = widths[w];
                     if (l > 0 && rows != 3 && rows != 37)
                         continue;

@@ -5,13 +5,15 @@
  *     test_softmax [--quick]     (--quick: only cases of at most 2^20 elements)
  *
  * Every dtype (f16, bf16, f32) x width (1, 7, 1000, 1024, 4095, 4096, 12288,
- * 20001, 65536: one tile, one tile with a ragged end, the loop over tiles;
- * 20001 dense is an odd stride with aligned pointers, each row starting at a
- * different offset from a 16-byte boundary: the loops' realigned windows) x row
- * count (1, 3, 37, 1000), with dense rows; for 3 and 37 rows also with
- * strided rows (a stride that keeps rows 16-byte aligned: the vectorized
- * specialization) and unaligned ones (pointers one element past an aligned
- * address, an odd stride: the scalar specialization). Inputs are fresh
+ * 20479, 65536: one tile, one tile with a ragged end, the loop over tiles;
+ * 20479 dense is an odd stride with aligned pointers, each row starting at a
+ * different offset from a 16-byte boundary: the loops' realigned windows,
+ * whose last tile the offset pushes past 5 x 4096) x row count (1, 3, 37,
+ * 1000), with dense rows; for 3 and 37 rows also with strided rows (a stride
+ * that keeps rows 16-byte aligned: the vectorized specialization), unaligned
+ * ones (pointers one element past an aligned address, an odd stride: the
+ * scalar specialization) and odd strides from aligned pointers (the realigned
+ * windows, with gaps between the rows). Inputs are fresh
  * random numbers; the gaps between rows and the elements around each matrix
  * hold NaN, so a kernel that reads outside the rows produces NaN, and are
  * checked to be left alone in the outputs. One line per case; gpu_test.h
