@@ -21,7 +21,8 @@
  *     not to spill; narrower tiles get one warp. The softmax and RMSNorm
  *     forward loops over rows whose shared stride leaves them off 16-byte
  *     boundaries take REALIGN instead (realign(): aligned windows of the
- *     rows, tiles of REALIGN_BLOCK on 8 or 16 warps).
+ *     rows, tiles of REALIGN_BLOCK on 8 or 16 warps). A loop's tile and
+ *     warps come from the tuning table where it has them (apply_tuned()).
  *  3. Specialize and launch: each pointer that is 16-byte aligned, and each
  *     stride and cols that is a multiple of 16 / element bytes (so that every
  *     row starts on a 16-byte boundary and a row's end does not split a
@@ -53,6 +54,8 @@ enum {
     MIN_BLOCK = 32,           /* lib kernels static_assert BLOCK >= 32 */
     MAX_SINGLE_TILE = 16384,  /* widest row kept in registers: 32 f32 values per thread at 16 warps */
     LOOP_BLOCK = 8192,        /* tile of the loops over wider rows */
+    LOOP_BLOCK_MAX = 65536,   /* the widest loop tile a tuning table may give (a tile's registers are checked by the
+                                 compiler) */
     REALIGN_BLOCK = 4096,     /* their tile with REALIGN (realign()): 16 elements a thread at 8 warps; on the
                                  H200 at 4096x50257, softmax 0.326 ms against 0.384 at 8192 (8 warps), RMSNorm
                                  0.313 at 16 warps against 0.361 (bench/RESULTS.md) */
@@ -290,6 +293,7 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
 }
 
 tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
+bool rt_stdlib_hook_tunes;
 
 /* Whether a row loop (softmax and RMSNorm forward) walks 16-byte aligned
  * windows of its rows (the kernels' REALIGN): when its tensors share one row
@@ -316,6 +320,29 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
         }
     }
     return stride % vector != 0;
+}
+
+/* A row loop's tile and warps from the tuning table, when it has them for
+ * this kernel specialization, the row width's bucket and ctx's GPU (`tilec
+ * tune` on the installed lib/softmax.tile or lib/rmsnorm.tile with the
+ * constexprs the library passes less BLOCK: T, SINGLE_TILE = false for the
+ * forward kernels, REALIGN = true where it takes it; docs/autotune.md). Not
+ * for one-tile rows, whose tile is the row, nor under the launch hook (the
+ * tests of the plans). */
+static void apply_tuned(tc_context *ctx, int64_t cols, RtStdlibLaunch *l) {
+    static const char *const leave_out[] = {"BLOCK", NULL};
+    int64_t keys[1] = {cols}, block;
+    RtStdlibTuned t;
+    if (!rt_stdlib_tuned_plan(ctx, rt_stdlib_target(ctx, false), l->plan.file, l->plan.kernel, l->cx, l->num_cx,
+                              leave_out, keys, 1, &t) ||
+        !rt_stdlib_tuned_value(&t, "BLOCK", &block) || block < MIN_BLOCK || block > LOOP_BLOCK_MAX ||
+        !tc_is_pow2(block) || t.num_warps < 0 || t.num_warps > 32 || (t.num_warps && !tc_is_pow2(t.num_warps)))
+        return;
+    int stages = 0, ws = 0;
+    rt_stdlib_tuned_options(&t, &l->plan.num_warps, &stages, &ws);
+    l->plan.block = block;
+    l->plan.constexprs[1].i = block; /* BLOCK */
+    l->cx[1].i = block;
 }
 
 /* Step 3's inputs: the arguments in the kernel's C types, the facts about
@@ -368,6 +395,8 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
         l->cx[1].i = REALIGN_BLOCK;
         l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
     }
+    if ((rt_stdlib_launch_hook == NULL || rt_stdlib_hook_tunes) && !l->plan.single_tile && d->shape != SHAPE_ELEMENTWISE)
+        apply_tuned(ctx, cols, l);
 
     tc_options_init(&l->options);
     l->options.num_warps = l->plan.num_warps;

@@ -310,6 +310,9 @@ typedef struct RtStdlibLaunch {
  * instead of tc_jit and tc_launch, and returns what it returns. Not
  * thread-safe; never set outside tests. */
 extern tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
+/* For tests: the row loops look up the tuning table under the hook too
+ * (its ctx must then be a real context). */
+extern bool rt_stdlib_hook_tunes;
 
 /* ==== matmul.c: tc_matmul, tc_blockdiag_matmul ==== */
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs_util.h"
 #include "unit.h"
 
 static const char kernel_src[] =
@@ -557,5 +558,119 @@ TEST(shipped_table_found) {
     tc_context_destroy(ctx);
 }
 
+/* ---- the row loops take the user's tuned tile ---- */
+
+typedef struct RowLaunch {
+    int rows;
+    CUdeviceptr out, x;
+    int64_t stride_out, stride_x;
+    int32_t n_cols;
+    void *args[5];
+} RowLaunch;
+
+static tc_dim3 row_grid(void *user, const tc_constexpr *cx, size_t n) {
+    (void)cx;
+    (void)n;
+    return (tc_dim3){(unsigned)((const RowLaunch *)user)->rows, 1, 1};
+}
+
+static int64_t seen_block, seen_warps;
+
+static tc_status seeing_hook(const RtStdlibLaunch *l) {
+    seen_block = seen_warps = -1;
+    for (size_t i = 0; i < l->num_cx; i++)
+        if (strcmp(l->cx[i].name, "BLOCK") == 0)
+            seen_block = l->cx[i].i;
+    seen_warps = l->options.num_warps;
+    return TC_ERROR_UNSUPPORTED; /* nothing launched */
+}
+
+/* tc_softmax_fwd's loop over rows wider than a tile takes the tile and warps
+ * that `tilec tune` (here tc_autotune on the interpreter, on the installed
+ * source's @autotune space) wrote to the user's table for its width's
+ * bucket; at a width in another bucket, or another specialization, its
+ * plan. (TILEC_TUNED=0, which turns lookups off, is read once a process.) */
+TEST(rowwise_takes_tuned) {
+    char *old_dir = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
+    char *dir = make_temp_dir();
+    CHECK(dir != NULL);
+    if (!dir)
+        return;
+    setenv("TILEC_CACHE_DIR", dir, 1);
+    setenv("TILEC_INTERPRET", "1", 1);
+    tc_context *ctx = NULL;
+    CHECK_EQ_INT(tc_context_create(0, &ctx), TC_OK);
+    const char *text = NULL;
+    size_t len = 0;
+    CHECK_EQ_INT(tc_stdlib_source("softmax.tile", &text, &len), TC_OK);
+    RowLaunch r = {2, 0, 0, 20000, 20000, 20000, {0}};
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 2 * 20000 * 4, &r.out), TC_OK);
+    CHECK_EQ_INT(tc_mem_alloc(ctx, 2 * 20000 * 4, &r.x), TC_OK);
+    void *args[5] = {&r.out, &r.x, &r.stride_out, &r.stride_x, &r.n_cols};
+    static const tc_constexpr fixed[] = {{"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F32, 0},
+                                         {"SINGLE_TILE", TC_CONSTEXPR_BOOL, 0, 0}};
+    tc_source src = {"softmax.tile", text, len};
+    tc_tune_space *s = NULL;
+    CHECK_EQ_INT(tc_tune_space_create(&src, "softmax_fwd", fixed, 2, &s, NULL), TC_OK);
+    tc_jit_request req;
+    tc_jit_request_init(&req);
+    req.source = text;
+    req.source_len = len;
+    req.path = "softmax.tile";
+    req.kernel = "softmax_fwd";
+    req.constexprs = fixed;
+    req.num_constexprs = 2;
+    req.args = args;
+    req.num_args = 5;
+    tc_autotune_request ar = {0};
+    ar.jit = &req;
+    ar.grid = row_grid;
+    ar.grid_user = &r;
+    ar.reps = 1;
+    tc_autotune_result res;
+    tc_kernel *k = NULL;
+    CHECK_EQ_INT(tc_autotune(ctx, NULL, &ar, s, &res, &k), TC_OK);
+    tc_tune_config c = {0};
+    CHECK_EQ_INT(tc_tune_space_config(s, res.config, &c), TC_OK);
+    int64_t block = 0;
+    for (size_t i = 0; i < c.num_constexprs; i++)
+        if (strcmp(c.constexprs[i].name, "BLOCK") == 0)
+            block = c.constexprs[i].i;
+    CHECK(block >= 2048 && c.num_warps >= 4);
+
+    rt_stdlib_launch_hook = seeing_hook;
+    rt_stdlib_hook_tunes = true;
+    CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, r.out, r.x, 2, 20000, 20000, 20000), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_block, block);
+    CHECK_EQ_INT(seen_warps, c.num_warps);
+    /* the same bucket (20000 and 20479 columns): found; another (100000): the plan (8192, 8 warps) */
+    CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, r.out, r.x, 1, 20479, 20480, 20480), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_block, block);
+    CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, r.out, r.x, 1, 100000, 100000, 100000),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_block, 8192);
+    CHECK_EQ_INT(seen_warps, 8);
+    /* other kernel specializations were not tuned: f16, and REALIGN (an odd stride: its 4096 tile) */
+    CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F16, r.out, r.x, 2, 20000, 20000, 20000), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_block, 8192);
+    CHECK_EQ_INT(tc_softmax_fwd(ctx, NULL, TC_DTYPE_F32, r.out, r.x, 1, 20000, 20001, 20001), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_block, 4096);
+    rt_stdlib_launch_hook = NULL;
+    rt_stdlib_hook_tunes = false;
+
+    tc_tune_space_destroy(s);
+    tc_mem_free(ctx, r.out);
+    tc_mem_free(ctx, r.x);
+    tc_context_destroy(ctx);
+    remove_tree(dir);
+    free(dir);
+    if (old_dir)
+        setenv("TILEC_CACHE_DIR", old_dir, 1);
+    else
+        unsetenv("TILEC_CACHE_DIR");
+    free(old_dir);
+}
+
 UNIT_SUITE(autotune, shipped_table, shipped_table_found, space_order_and_filters, space_where_uses_fixed_and_defaults, space_errors,
-           compile_checks_clause, tune_on_interpreter, tune_skips_failures, tune_bad_arguments)
+           compile_checks_clause, tune_on_interpreter, tune_skips_failures, tune_bad_arguments,
+           rowwise_takes_tuned)
