@@ -54,8 +54,6 @@ enum {
     MIN_BLOCK = 32,           /* lib kernels static_assert BLOCK >= 32 */
     MAX_SINGLE_TILE = 16384,  /* widest row kept in registers: 32 f32 values per thread at 16 warps */
     LOOP_BLOCK = 8192,        /* tile of the loops over wider rows */
-    LOOP_BLOCK_MAX = 65536,   /* the widest loop tile a tuning table may give (a tile's registers are checked by the
-                                 compiler) */
     REALIGN_BLOCK = 4096,     /* their tile with REALIGN (realign()): 16 elements a thread at 8 warps; on the
                                  H200 at 4096x50257, softmax 0.326 ms against 0.384 at 8192 (8 warps), RMSNorm
                                  0.313 at 16 warps against 0.361 (bench/RESULTS.md) */
@@ -326,17 +324,21 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
  * this kernel specialization, the row width's bucket and ctx's GPU (`tilec
  * tune` on the installed lib/softmax.tile or lib/rmsnorm.tile with the
  * constexprs the library passes less BLOCK: T, SINGLE_TILE = false for the
- * forward kernels, REALIGN = true where it takes it; docs/autotune.md). Not
- * for one-tile rows, whose tile is the row, nor under the launch hook (the
- * tests of the plans). */
+ * forward kernels, REALIGN = true where it takes it; docs/autotune.md), and
+ * they lie in the kernels' @autotune space (a hand-edited table may say
+ * anything). Not for one-tile forward rows, whose tile is the row, nor under
+ * the launch hook (the tests of the plans). */
 static void apply_tuned(tc_context *ctx, int64_t cols, RtStdlibLaunch *l) {
     static const char *const leave_out[] = {"BLOCK", NULL};
     int64_t keys[1] = {cols}, block;
     RtStdlibTuned t;
     if (!rt_stdlib_tuned_plan(ctx, rt_stdlib_target(ctx, false), l->plan.file, l->plan.kernel, l->cx, l->num_cx,
                               leave_out, keys, 1, &t) ||
-        !rt_stdlib_tuned_value(&t, "BLOCK", &block) || block < MIN_BLOCK || block > LOOP_BLOCK_MAX ||
-        !tc_is_pow2(block) || t.num_warps < 0 || t.num_warps > 32 || (t.num_warps && !tc_is_pow2(t.num_warps)))
+        !rt_stdlib_tuned_value(&t, "BLOCK", &block))
+        return;
+    int64_t warps = t.num_warps > 0 ? t.num_warps : l->plan.num_warps;
+    if (block < 2048 || block > 16384 || !tc_is_pow2(block) || warps < 4 || warps > 32 || !tc_is_pow2(warps) ||
+        block < 128 * warps || block > 1024 * warps)
         return;
     int stages = 0, ws = 0;
     rt_stdlib_tuned_options(&t, &l->plan.num_warps, &stages, &ws);

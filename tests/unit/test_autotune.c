@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_util.h"
 #include "unit.h"
 
 static const char kernel_src[] =
@@ -589,14 +588,15 @@ static tc_status seeing_hook(const RtStdlibLaunch *l) {
  * that `tilec tune` (here tc_autotune on the interpreter, on the installed
  * source's @autotune space) wrote to the user's table for its width's
  * bucket; at a width in another bucket, or another specialization, its
- * plan. (TILEC_TUNED=0, which turns lookups off, is read once a process.) */
+ * plan. An interpreter's table lives in memory only (the entry stays for the
+ * process: later f32 softmax rows of 16385 to 32768 columns take its tile,
+ * with the same results). */
 TEST(rowwise_takes_tuned) {
-    char *old_dir = getenv("TILEC_CACHE_DIR") ? strdup(getenv("TILEC_CACHE_DIR")) : NULL;
-    char *dir = make_temp_dir();
-    CHECK(dir != NULL);
-    if (!dir)
+    const char *off = getenv("TILEC_TUNED");
+    if (off && strcmp(off, "0") == 0) {
+        fprintf(stderr, "  autotune: TILEC_TUNED=0 turns lookups off: rowwise_takes_tuned skipped\n");
         return;
-    setenv("TILEC_CACHE_DIR", dir, 1);
+    }
     setenv("TILEC_INTERPRET", "1", 1);
     tc_context *ctx = NULL;
     CHECK_EQ_INT(tc_context_create(0, &ctx), TC_OK);
@@ -628,8 +628,7 @@ TEST(rowwise_takes_tuned) {
     ar.grid_user = &r;
     ar.reps = 1;
     tc_autotune_result res;
-    tc_kernel *k = NULL;
-    CHECK_EQ_INT(tc_autotune(ctx, NULL, &ar, s, &res, &k), TC_OK);
+    CHECK_EQ_INT(tc_autotune(ctx, NULL, &ar, s, &res, NULL), TC_OK);
     tc_tune_config c = {0};
     CHECK_EQ_INT(tc_tune_space_config(s, res.config, &c), TC_OK);
     int64_t block = 0;
@@ -662,13 +661,6 @@ TEST(rowwise_takes_tuned) {
     tc_mem_free(ctx, r.out);
     tc_mem_free(ctx, r.x);
     tc_context_destroy(ctx);
-    remove_tree(dir);
-    free(dir);
-    if (old_dir)
-        setenv("TILEC_CACHE_DIR", old_dir, 1);
-    else
-        unsetenv("TILEC_CACHE_DIR");
-    free(old_dir);
 }
 
 UNIT_SUITE(autotune, shipped_table, shipped_table_found, space_order_and_filters, space_where_uses_fixed_and_defaults, space_errors,
