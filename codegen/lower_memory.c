@@ -646,12 +646,18 @@ static int split_width(const IrOp *op, const LinearLayout *ll, int eb, int v) {
     return w > v ? (int)w : v;
 }
 
-/* The AND of all of a thread's mask registers. */
-static LLVMValueRef all_of(Cg *cg, const CgVal *mask, int n) {
+/* The split's branch: on whether all n of the thread's mask registers are
+ * true. The builder is left in the all-true block; *part is the other, and
+ * both end in *join. */
+static void begin_split(Cg *cg, const CgVal *mask, int n, LLVMBasicBlockRef *part, LLVMBasicBlockRef *join) {
     LLVMValueRef all = cg_reg(mask, 0);
     for (int r = 1; r < n; r++)
         all = LLVMBuildAnd(cg->b, all, cg_reg(mask, r), "");
-    return all;
+    LLVMBasicBlockRef full = cg_block(cg, "split.full");
+    *part = cg_block(cg, "split.part");
+    *join = cg_block(cg, "split.join");
+    LLVMBuildCondBr(cg->b, all, full, *part);
+    LLVMPositionBuilderAtEnd(cg->b, full);
 }
 
 /* Loads the n registers of a thread in groups of v: gp[r] is the pointer of
@@ -705,9 +711,8 @@ bool cg_lower_load(Cg *cg, IrOp *op) {
      * row's inner tiles), groups of v where it is not (its last tile). */
     LLVMValueRef *full = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
     LLVMValueRef *part = ARENA_ARRAY(&cg->arena, LLVMValueRef, n);
-    LLVMBasicBlockRef bfull = cg_block(cg, "ld.full"), bpart = cg_block(cg, "ld.part"), join = cg_block(cg, "ld.join");
-    LLVMBuildCondBr(cg->b, all_of(cg, mask, n), bfull, bpart);
-    LLVMPositionBuilderAtEnd(cg->b, bfull);
+    LLVMBasicBlockRef bpart, join;
+    begin_split(cg, mask, n, &bpart, &join);
     load_groups(cg, gp, n, wide, elem, NULL, NULL, &ev, full);
     LLVMBasicBlockRef end_full = LLVMGetInsertBlock(cg->b);
     LLVMBuildBr(cg->b, join);
@@ -769,9 +774,8 @@ bool cg_lower_store(Cg *cg, IrOp *op) {
         return true;
     }
     /* the split, as for loads */
-    LLVMBasicBlockRef bfull = cg_block(cg, "st.full"), bpart = cg_block(cg, "st.part"), join = cg_block(cg, "st.join");
-    LLVMBuildCondBr(cg->b, all_of(cg, mask, n), bfull, bpart);
-    LLVMPositionBuilderAtEnd(cg->b, bfull);
+    LLVMBasicBlockRef bpart, join;
+    begin_split(cg, mask, n, &bpart, &join);
     store_groups(cg, gp, n, wide, elem, vals, NULL, owner, &ev);
     LLVMBuildBr(cg->b, join);
     LLVMPositionBuilderAtEnd(cg->b, bpart);

@@ -293,6 +293,15 @@ static tc_status validate(const OpDesc *d, tc_context *ctx, tc_dtype dtype, int6
 tc_status (*rt_stdlib_launch_hook)(const RtStdlibLaunch *launch);
 bool rt_stdlib_hook_tunes;
 
+/* Gives launch l's loop another tile and warps (BLOCK is the plan's second
+ * constexpr, plan_for). */
+static void set_tile(RtStdlibLaunch *l, int64_t block, int warps) {
+    l->plan.block = block;
+    l->plan.num_warps = warps;
+    l->plan.constexprs[1].i = block;
+    l->cx[1].i = block;
+}
+
 /* Whether a row loop (softmax and RMSNorm forward) walks 16-byte aligned
  * windows of its rows (the kernels' REALIGN): when its tensors share one row
  * stride that is not a multiple of 16 bytes and are 16-byte aligned
@@ -340,11 +349,7 @@ static void apply_tuned(tc_context *ctx, int64_t cols, RtStdlibLaunch *l) {
     if (block < 2048 || block > 16384 || !tc_is_pow2(block) || warps < 4 || warps > 32 || !tc_is_pow2(warps) ||
         block < 128 * warps || block > 1024 * warps)
         return;
-    int stages = 0, ws = 0;
-    rt_stdlib_tuned_options(&t, &l->plan.num_warps, &stages, &ws);
-    l->plan.block = block;
-    l->plan.constexprs[1].i = block; /* BLOCK */
-    l->cx[1].i = block;
+    set_tile(l, block, (int)warps);
 }
 
 /* Step 3's inputs: the arguments in the kernel's C types, the facts about
@@ -391,10 +396,7 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     memcpy(l->cx, l->plan.constexprs, l->plan.num_constexprs * sizeof l->cx[0]);
     l->num_cx = l->plan.num_constexprs;
     if (realign(op, dtype, &l->plan, v)) { /* l->cx, not the plan's 3 constexprs, is what compiles */
-        l->plan.block = REALIGN_BLOCK;
-        l->plan.num_warps = op == TC_STDLIB_RMSNORM_FWD ? 16 : 8;
-        l->plan.constexprs[1].i = REALIGN_BLOCK; /* BLOCK */
-        l->cx[1].i = REALIGN_BLOCK;
+        set_tile(l, REALIGN_BLOCK, op == TC_STDLIB_RMSNORM_FWD ? 16 : 8);
         l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
     }
     if ((rt_stdlib_launch_hook == NULL || rt_stdlib_hook_tunes) && !l->plan.single_tile && d->shape != SHAPE_ELEMENTWISE)
