@@ -5,10 +5,12 @@
 #   bench/ncu_profile.sh [attention|matmul|bwd|all] [SHAPE]   (from the bundle, on the GPU machine)
 #
 # Each line: the implementation, the kernel ncu profiled (the last of three launches of
-# bench/ncu_target.py), its time, tensor-pipe activity, issue activity, warps active, and the
-# stall reasons as warps per issued instruction (barrier, long scoreboard = global memory,
-# wait = fixed latency, math pipe throttle, MIO throttle = shared memory queue, short
-# scoreboard = shared memory and MUFU results).
+# bench/ncu_target.py), its time, tensor-pipe activity, issue activity, warps active, the
+# programs it launched and the cycles an SM was active (over the programs each SM ran: a
+# program's cycles; two lengths of one shape split them into a cost per key block and one per
+# program, bench/RESULTS.md), and the stall reasons as warps per issued instruction (barrier,
+# long scoreboard = global memory, wait = fixed latency, math pipe throttle, MIO throttle =
+# shared memory queue, short scoreboard = shared memory and MUFU results).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -16,7 +18,7 @@ what=${1:-all}
 metrics=gpu__time_duration.sum,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,\
 sm__inst_executed_pipe_tensor_op_gmma.sum,sm__inst_executed_pipe_tensor_op_hmma.sum,\
 smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active,\
-launch__registers_per_thread,\
+launch__registers_per_thread,launch__grid_size,sm__cycles_active.avg,\
 smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
 smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
