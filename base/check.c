@@ -29,6 +29,9 @@ tc_status rt_check_options(const char *fn, const tc_options *o) {
     if (o->num_stages < 0 || o->num_stages > TC_MAX_NUM_STAGES)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->num_stages %d must be from 0 (the default, %d) to %d", fn,
                        o->num_stages, TC_DEFAULT_NUM_STAGES, TC_MAX_NUM_STAGES);
+    if (o->min_programs_per_sm < 0 || o->min_programs_per_sm > TC_MAX_PROGRAMS_PER_SM)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->min_programs_per_sm %d must be from 0 (no bound) to %d", fn,
+                       o->min_programs_per_sm, TC_MAX_PROGRAMS_PER_SM);
     return rt_check_specs(fn, "opt->params", o->params, o->num_params);
 }
 

@@ -31,7 +31,8 @@ class Options(C.Structure):  # tc_options
                 ("print_after_all", C.c_int), ("verify_each", C.c_int),
                 ("params", C.POINTER(ParamSpec)), ("num_params", C.c_size_t), ("num_stages", C.c_int),
                 ("llvm_o3", C.c_int), ("warp_specialize", C.c_int), ("specialize", C.c_void_p),
-                ("specialize_user", C.c_void_p), ("persistent", C.c_int)]
+                ("specialize_user", C.c_void_p), ("persistent", C.c_int), ("line_info", C.c_int),
+                ("min_programs_per_sm", C.c_int)]
 
 
 class Dim3(C.Structure):  # tc_dim3
@@ -42,7 +43,8 @@ class AttentionPlan(C.Structure):  # tc_attention_plan
     _fields_ = [("file", C.c_char_p), ("kernel", C.c_char_p), ("constexprs", Constexpr * 16),
                 ("num_constexprs", C.c_size_t), ("head_dim", C.c_int), ("block_d", C.c_int), ("block_m", C.c_int),
                 ("block_n", C.c_int), ("num_warps", C.c_int), ("num_stages", C.c_int), ("warp_specialize", C.c_int),
-                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3), ("persistent", C.c_int), ("tuned", C.c_int)]
+                ("causal", C.c_int), ("varlen", C.c_int), ("grid", Dim3), ("persistent", C.c_int), ("tuned", C.c_int),
+                ("min_programs_per_sm", C.c_int)]
 
 
 class AttentionBwdPlan(C.Structure):  # tc_attention_bwd_plan

@@ -965,12 +965,15 @@ static bool lower_kernel(Cg *cg) {
                                 LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 9)));
     bool moves_regs = false;
     ir_walk_func(f, find_setmaxnreg, &moves_regs);
-    if (moves_regs) {
-        /* .minnctapersm 1: with it ptxas knows the registers every thread
-         * starts with (65536 / threads), which setmaxnreg moves; without it a
-         * kernel that needs fewer gets warning C7508 and setmaxnreg is
-         * ignored */
-        LLVMMetadataRef minc[] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "minctasm"), md_i32(cg, 1)};
+    int64_t programs = ir_func_get_int(f, "min_programs_per_sm", 0);
+    if (moves_regs || programs > 0) {
+        /* .minnctapersm N, the kernel's min_programs_per_sm (1 without it):
+         * ptxas then gives each thread at most 65536 / (N threads) registers,
+         * and knows the registers every thread starts with, which setmaxnreg
+         * moves; without it a kernel that needs fewer gets warning C7508 and
+         * setmaxnreg is ignored */
+        LLVMMetadataRef minc[] = {LLVMValueAsMetadata(cg->fn), md_str(cg, "minctasm"),
+                                  md_i32(cg, programs > 0 ? (int32_t)programs : 1)};
         LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations",
                                     LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, minc, 3)));
     }

@@ -836,7 +836,8 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fps[i].name = opt.params[i].name;
         fps[i].divisibility = opt.params[i].divisibility;
     }
-    FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params};
+    FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params,
+                   opt.min_programs_per_sm};
     atomic_fetch_add_explicit(&frontend_lowers, 1, memory_order_relaxed);
     j.module = fe_lower(ast, &fo, &j.diags);
     if (!j.module || diag_has_errors(&j.diags)) {

@@ -1548,6 +1548,9 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
     const IrAttr *c = ir_attr_get(f->num_attrs, f->attrs, "num_ctas");
     if (c && (c->kind != IR_ATTR_INT || c->i < 1 || c->i > IR_MAX_CLUSTER_CTAS))
         func_error(v, "attribute 'num_ctas' must be an integer from 1 to %d", IR_MAX_CLUSTER_CTAS);
+    const IrAttr *m = ir_attr_get(f->num_attrs, f->attrs, "min_programs_per_sm");
+    if (m && (m->kind != IR_ATTR_INT || m->i < 1 || m->i > TC_MAX_PROGRAMS_PER_SM))
+        func_error(v, "attribute 'min_programs_per_sm' must be an integer from 1 to %d", TC_MAX_PROGRAMS_PER_SM);
 }
 
 /* producer_warps: the warps a warp_specialize op adds to the kernel's

@@ -916,15 +916,21 @@ static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const 
     ws->loc = loop->loc;
     ir_op_insert_before(split, ws);
     int threads = (p->num_warps + 4) * 32;
-    if (threads > 256) {
-        /* One program per SM: registers move from the producer warps to the
-         * others. The program holds threads x R registers, R what ptxas can
-         * give each thread at that size (a multiple of 8); setmaxnreg.inc
+    /* min_programs_per_sm (tc_options; codegen's .minnctapersm): the
+     * programs one SM must hold at once, 1 without the attribute */
+    int64_t programs = ir_func_get_int(p->f, "min_programs_per_sm", 0);
+    if (programs < 1)
+        programs = 1;
+    if (threads * programs > 256) {
+        /* Registers move from the producer warps to the others. The program
+         * holds threads x R registers, R what ptxas can give each thread
+         * with `programs` programs per SM (a multiple of 8); setmaxnreg.inc
          * waits until the decrements have freed what it takes, so the two
          * counts must fit in those, not in the SM's 64K (else the consumers
-         * wait forever). 8 consumer warps: R 168, 40 and 232; 16: R 96, 40
-         * and 104. */
-        int launch = 65536 / threads / 8 * 8, producer = 40;
+         * wait forever). One program: 8 consumer warps R 168, 40 and 232;
+         * 16: R 96, 40 and 104. Two programs of 4 consumer warps: R 128, 40
+         * and 216. */
+        int launch = (int)(65536 / threads / programs / 8 * 8), producer = 40;
         int consumer = (threads * launch - 4 * 32 * producer) / (p->num_warps * 32) / 8 * 8;
         if (consumer > 256)
             consumer = 256;

@@ -96,6 +96,7 @@ void rt_jit_base_key(const RtJitInputs *in, uint8_t key[32]) {
     rt_sha256_field_i64(&h, "llvm_o3", o->llvm_o3 != 0);
     rt_sha256_field_i64(&h, "warp_specialize", o->warp_specialize != 0);
     rt_sha256_field_i64(&h, "persistent", o->persistent != 0);
+    rt_sha256_field_i64(&h, "min_programs_per_sm", o->min_programs_per_sm);
     rt_sha256_field_i64(&h, "line_info", o->line_info != 0); /* the same code, but .loc directives in the PTX */
     rt_sha256_field_i64(&h, "option-params", (int64_t)o->num_params);
     for (size_t i = 0; i < o->num_params && o->params; i++) {

@@ -130,6 +130,9 @@ enum { ATTN_EVEN_N_MAX_KEYS_D128 = 2048 };
 /* Shortest key sequence for which head dim 64 takes the
  * warp-specialized kernel (see attn_plan). */
 enum { ATTN_WS_MIN_KEYS = 4096 };
+/* Longest key sequence for which causal head dim 128 runs as two
+ * programs of one consumer warpgroup per SM (see attn_plan). */
+enum { ATTN_TWO_PER_SM_MAX_KEYS = 1024 };
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
@@ -167,6 +170,19 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->block_n = wide ? 64 : 128;
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
+        if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS) {
+            /* Causal head dim 128 on short sequences: one consumer
+             * warpgroup of 64 rows and a producer, BN 64, 2 stages (82 KB),
+             * two programs per SM (min_programs_per_sm: the registers
+             * split 40 / 216 for two), so that one program's start and end
+             * run under the other's loop. 7% faster than the two-consumer
+             * programs at 1024 keys, 3% slower at 2048 (bench/RESULTS.md). */
+            p->block_m = 64;
+            p->block_n = 64;
+            p->num_warps = 4;
+            p->num_stages = 2;
+            p->min_programs_per_sm = 2;
+        }
     } else if (wgmma && p->block_d <= 64) {
         /* Head dim 64 and below without a producer (under 4096 keys): one
          * m64 tile per program, four programs of 40 KB per SM, so that one
@@ -217,6 +233,7 @@ static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q
     p->block_m = (int)bm;
     p->block_n = (int)bn;
     rt_stdlib_tuned_options(&t, &p->num_warps, &p->num_stages, &p->warp_specialize);
+    p->min_programs_per_sm = 0; /* the table's configurations were timed without */
     p->grid.x = (unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m);
     bool even_n = seqlen_k % p->block_n == 0 &&
                   (p->causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
@@ -361,6 +378,7 @@ tc_status rt_attention_launch(const char *entry, RtAttentionLaunch *l) {
     l->options.num_stages = l->plan.num_stages;
     l->options.warp_specialize = l->plan.warp_specialize;
     l->options.persistent = l->plan.persistent;
+    l->options.min_programs_per_sm = l->plan.min_programs_per_sm;
     if (!l->options.num_params)
         l->options.params = NULL;
     tc_status st = rt_stdlib_request(entry, l->plan.file, l->plan.kernel, l->plan.constexprs, l->plan.num_constexprs,

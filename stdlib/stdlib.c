@@ -313,6 +313,7 @@ bool rt_stdlib_key(const tc_jit_request *r, RtStdlibKey *key) {
     put(key, (uint64_t)(r->options->llvm_o3 != 0));
     put(key, (uint64_t)(r->options->warp_specialize != 0));
     put(key, (uint64_t)(r->options->persistent != 0));
+    put(key, (uint64_t)r->options->min_programs_per_sm);
     put(key, (uint64_t)(r->options->line_info != 0));
     put(key, r->options->num_params);
     for (size_t i = 0; i < r->options->num_params; i++) {

@@ -38,6 +38,10 @@ static void usage(FILE *out) {
           "                        dots; the num_warps warps only compute\n"
           "  --persistent          run each kernel's grid as a loop over its tiles in as many programs\n"
           "                        as the GPU holds at once\n"
+          "  --min-programs-per-sm N\n"
+          "                        N programs must fit on one SM at once (.minnctapersm, CUDA's launch\n"
+          "                        bounds): at most 65536 / (N threads) registers a thread, split\n"
+          "                        between producer and consumers when warp-specialized\n"
           "  --llvm-O3             optimize with LLVM's default<O3> pipeline and -O3 instruction\n"
           "                        selection instead of tilec's short pipeline (slower to compile)\n"
           "  --arch ARCH           sm_80 | sm_90 | sm_90a (default: sm_90a)\n"
@@ -329,6 +333,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             opt.num_stages = (int)n;
+        } else if ((v = flag_value(argc, argv, &i, "--min-programs-per-sm"))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > TC_MAX_PROGRAMS_PER_SM) {
+                fprintf(stderr, "tilec: --min-programs-per-sm must be from 1 to %d\n", TC_MAX_PROGRAMS_PER_SM);
+                return 2;
+            }
+            opt.min_programs_per_sm = (int)n;
         } else if ((v = flag_value(argc, argv, &i, "--arch"))) {
             arch = v;
         } else if ((v = flag_value(argc, argv, &i, "--print-after"))) {

@@ -464,6 +464,7 @@ typedef struct tc_attention_plan {
     int persistent; /* tc_options.persistent: the grid as a loop over tiles in resident programs */
     int tuned;      /* 1: the tiles came from the tuning table (tc_attention_fwd on a GPU it has entries for;
                        docs/autotune.md); tc_attention_plan_for gives the untuned plan */
+    int min_programs_per_sm; /* tc_options.min_programs_per_sm: 0, or the programs that must fit on an SM */
 } tc_attention_plan;
 
 /* The plan of tc_attention_fwd on a context that compiles for sm_90a (an H100

@@ -154,6 +154,7 @@ typedef struct tc_param_spec {
  * the IR verifier for the kernel attributes num_warps and num_stages. */
 #define TC_MAX_NUM_WARPS 32  /* num_warps: 0 (the default, 4) or a power of two 1..32 */
 #define TC_MAX_NUM_STAGES 16 /* num_stages: 0 (the default, 3) .. 16 */
+#define TC_MAX_PROGRAMS_PER_SM 32 /* min_programs_per_sm: 0 (no bound) .. 32 */
 /* The defaults, written once: what 0 (num_warps, num_stages) or NULL (arch) means. */
 #define TC_DEFAULT_NUM_WARPS 4
 #define TC_DEFAULT_NUM_STAGES 3
@@ -212,6 +213,13 @@ typedef struct tc_options {
                                     for every compile when $TILEC_LINE_INFO is 1 (include/tilec/runtime.h).
                                     The IR emits and IR dumps then print each op's location,
                                     loc("FILE":LINE:COL), which tc_opt reads back (docs/ir.md) */
+    int min_programs_per_sm;     /* programs of the kernel that must fit on one SM at once, as CUDA's launch
+                                    bounds (.minnctapersm): ptxas gives each thread at most 65536 / (N x
+                                    threads) registers at launch, and a warp-specialized kernel splits them
+                                    between its producer and consumer warps (docs/passes.md, "Warp
+                                    specialization"); shared memory must allow N too. 0 = no bound (a
+                                    warp-specialized kernel of more than 256 threads asks for 1), at most
+                                    TC_MAX_PROGRAMS_PER_SM */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);

@@ -108,7 +108,7 @@ static void fx_teardown(void) {
 
 /* ---- helpers that build one bad argument each ---- */
 
-enum { O_EMIT, O_WARPS, O_STAGES, O_PARAMS_NULL, O_PARAM_NAME, O_PARAM_DIV };
+enum { O_EMIT, O_WARPS, O_STAGES, O_PROGRAMS, O_PARAMS_NULL, O_PARAM_NAME, O_PARAM_DIV };
 
 /* The options with one field set to v (for params: the name or the divisibility). */
 static tc_options opt_with(int field, int64_t v, const char *name) {
@@ -119,6 +119,7 @@ static tc_options opt_with(int field, int64_t v, const char *name) {
     case O_EMIT: o.emit = (tc_emit)v; break;
     case O_WARPS: o.num_warps = (int)v; break;
     case O_STAGES: o.num_stages = (int)v; break;
+    case O_PROGRAMS: o.min_programs_per_sm = (int)v; break;
     case O_PARAMS_NULL: o.num_params = 1; break;
     case O_PARAM_NAME:
     case O_PARAM_DIV:
@@ -591,6 +592,7 @@ static const char bad_syntax[] = "kernel k(f32* p) { let = ; }";
 static const char ir_warps3[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 3} {\n  return\n}\n";
 static const char ir_warps64[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 64} {\n  return\n}\n";
 static const char ir_stages[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 4, num_stages = 1000} {\n  return\n}\n";
+static const char ir_programs[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 4, min_programs_per_sm = 0} {\n  return\n}\n";
 static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  return\n}\n";
 
 /* X(name, needs a context, expected status, a word of the message, the call) */
@@ -659,6 +661,8 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(stages_17, NOCTX, INV, "opt->num_stages", compile_opt(O_STAGES, TC_MAX_NUM_STAGES + 1, NULL))                    \
     X(stages_neg, NOCTX, INV, "opt->num_stages", compile_opt(O_STAGES, -1, NULL))                                      \
     X(stages_int_min, NOCTX, INV, "opt->num_stages", compile_opt(O_STAGES, INT_MIN, NULL))                             \
+    X(programs_33, NOCTX, INV, "opt->min_programs_per_sm", compile_opt(O_PROGRAMS, TC_MAX_PROGRAMS_PER_SM + 1, NULL))  \
+    X(programs_neg, NOCTX, INV, "opt->min_programs_per_sm", compile_opt(O_PROGRAMS, -1, NULL))                         \
     X(stages_16, NOCTX, TC_OK, "", compile_opt(O_STAGES, TC_MAX_NUM_STAGES, NULL))                                     \
     X(params_null, NOCTX, INV, "opt->params", compile_opt(O_PARAMS_NULL, 0, NULL))                                     \
     X(param_name_null, NOCTX, INV, "name is NULL", compile_opt(O_PARAM_NAME, 0, NULL))                                 \
@@ -688,6 +692,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(opt_ir_warps_3, NOCTX, CMP, "'num_warps' must be a power of two", OPT_SRC(ir_warps3))                            \
     X(opt_ir_warps_64, NOCTX, CMP, "got 64", OPT_SRC(ir_warps64))                                                      \
     X(opt_ir_stages, NOCTX, CMP, "'num_stages' must be from 0 to 16", OPT_SRC(ir_stages))                              \
+    X(opt_ir_programs, NOCTX, CMP, "'min_programs_per_sm' must be an integer from 1", OPT_SRC(ir_programs))            \
     X(opt_ir_big_tile, NOCTX, CMP, "more than 1048576 elements", OPT_SRC(ir_big_tile))                                 \
     X(opt_bad_pass, NOCTX, CMP, "unknown pass", opt_text(small_ir, strlen(small_ir), "no-such-pass", O_WARPS, 4))      \
     /* tc_list_kernels */                                                                                              \

@@ -28,13 +28,13 @@ static int64_t cx(const tc_attention_plan *p, const char *name) {
 TEST(test_attention_plans) {
     static const struct {
         int64_t head_dim;
-        int d, bm, bn, warps;
+        int d, bm, bn, warps, stages;
     } want[] = {
-        {1, 16, 64, 64, 4},    {8, 16, 64, 64, 4},    {32, 32, 64, 64, 4},    {40, 64, 64, 64, 4},
-        {64, 64, 64, 64, 4},   {96, 128, 128, 128, 8}, {128, 128, 128, 128, 8}, {200, 256, 128, 64, 8},
-        {256, 256, 128, 64, 8},
-    }; /* head dims 128 and 256: warp-specialized, two consumer warpgroups; 64 and below (17 keys): 64-row
-        * programs of one warpgroup */
+        {1, 16, 64, 64, 4, 3},    {8, 16, 64, 64, 4, 3},     {32, 32, 64, 64, 4, 3},   {40, 64, 64, 64, 4, 3},
+        {64, 64, 64, 64, 4, 3},   {96, 128, 64, 64, 4, 2},   {128, 128, 64, 64, 4, 2}, {200, 256, 128, 64, 8, 2},
+        {256, 256, 128, 64, 8, 2},
+    }; /* causal, 17 keys: head dim 256 warp-specialized, two consumer warpgroups; 128 warp-specialized, one
+        * consumer warpgroup, two programs per SM; 64 and below 64-row programs of one warpgroup */
     /* head dim 128 takes 128 keys per step on two warpgroups and a producer, causal (below) or not (on
      * sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to head dim 64, and at
      * 128 up to 2048 keys (see stdlib/attention.c) */
@@ -106,7 +106,33 @@ TEST(test_attention_plans) {
                     CHECK_EQ_INT(p.num_stages, d > 128 ? 2 : 3);
                     CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
                     CHECK_EQ_INT(p.persistent, 0);
+                    CHECK_EQ_INT(p.min_programs_per_sm, 0);
                 }
+    /* causal head dim 128 (and 80, 96) up to 1024 keys with a producer: one consumer warpgroup of 64 rows,
+     * BN 64, 2 stages, two programs per SM; not without causal masking, from 1025 keys, at other head dims,
+     * or without a producer */
+    static const struct {
+        int64_t keys, head_dim;
+        int causal, ws, two;
+    } two[] = {
+        {1024, 128, 1, -1, 1}, {1, 128, 1, -1, 1},    {1000, 80, 1, -1, 1},  {1024, 96, 1, 1, 1},
+        {1025, 128, 1, -1, 0}, {2048, 128, 1, -1, 0}, {1024, 128, 0, -1, 0}, {1024, 128, 1, 0, 0},
+        {1024, 64, 1, -1, 0},  {1024, 256, 1, -1, 0}, {1024, 64, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
+        tc_attention_plan p;
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, two[i].keys, two[i].head_dim, two[i].causal, false, "sm_90a",
+                          two[i].ws, &p);
+        CHECK_EQ_INT(p.min_programs_per_sm, two[i].two ? 2 : 0);
+        if (two[i].two) {
+            CHECK_EQ_INT(p.warp_specialize, 1);
+            CHECK_EQ_INT(p.block_m, 64);
+            CHECK_EQ_INT(p.block_n, 64);
+            CHECK_EQ_INT(p.num_warps, 4);
+            CHECK_EQ_INT(p.num_stages, 2);
+            CHECK_EQ_INT(p.grid.x, 16);
+        }
+    }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, want[i].head_dim, 1, 0, &p), TC_OK);
@@ -117,7 +143,8 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.block_m, want[i].bm);
         CHECK_EQ_INT(p.block_n, want[i].bn);
         CHECK_EQ_INT(p.num_warps, want[i].warps);
-        CHECK_EQ_INT(p.num_stages, want[i].d > 128 ? 2 : 3);
+        CHECK_EQ_INT(p.num_stages, want[i].stages);
+        CHECK_EQ_INT(p.min_programs_per_sm, want[i].d == 128 ? 2 : 0);
         CHECK_EQ_INT(cx(&p, "HEAD_DIM"), want[i].head_dim);
         CHECK_EQ_INT(cx(&p, "D"), want[i].d);
         CHECK_EQ_INT(cx(&p, "BM"), want[i].bm);
