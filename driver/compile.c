@@ -740,6 +740,7 @@ static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
     t.warp_specialize = opt->warp_specialize != 0;
     t.persistent = opt->persistent != 0;
+    t.min_programs_per_sm = opt->min_programs_per_sm;
     t.line_info = opt->line_info != 0;
     return t;
 }
@@ -1138,6 +1139,7 @@ static bool copy_space(const FeTuneSpace *f, tc_tune_space *s) {
         c->num_warps = fc->num_warps;
         c->num_stages = fc->num_stages;
         c->warp_specialize = fc->warp_specialize;
+        c->min_programs_per_sm = fc->min_programs_per_sm;
         for (int j = 0; j < fc->num_cx; j++) {
             const FeConstexpr *x = &fc->cx[j];
             tc_constexpr *y = &s->cx[at++];
@@ -1240,6 +1242,8 @@ size_t tc_tune_config_format(const tc_tune_config *c, char *out, size_t cap) {
         PUT("%snum_stages=%d", n ? "," : "", c->num_stages);
     if (c && c->warp_specialize >= 0)
         PUT("%swarp_specialize=%d", n ? "," : "", c->warp_specialize);
+    if (c && c->min_programs_per_sm > 0)
+        PUT("%smin_programs_per_sm=%d", n ? "," : "", c->min_programs_per_sm);
 #undef PUT
     if (n == 0)
         n = (size_t)snprintf(buf, sizeof buf, "-");

@@ -224,12 +224,12 @@ struct FeOptions {
 #define FE_TUNE_MAX_CONFIGS 65536
 
 /* One configuration: the tuned constexpr values (names as in the source),
- * and the compile options it sets (num_warps, num_stages 0 and
- * warp_specialize -1 when it sets none). */
+ * and the compile options it sets (num_warps, num_stages and
+ * min_programs_per_sm 0 and warp_specialize -1 when it sets none). */
 typedef struct FeTuneConfig {
     FeConstexpr *cx;
     int num_cx;
-    int num_warps, num_stages, warp_specialize;
+    int num_warps, num_stages, warp_specialize, min_programs_per_sm;
 } FeTuneConfig;
 
 typedef struct FeTuneSpace {

@@ -11,7 +11,7 @@
  * The clause is a list of named arguments: `key`, the runtime integer
  * parameters whose values select a tuned configuration; `NAME = [values]`,
  * one axis of a cartesian product per constexpr parameter (or num_warps,
- * num_stages, warp_specialize); `configs`, explicit configurations added
+ * num_stages, warp_specialize, min_programs_per_sm); `configs`, explicit configurations added
  * after the product's; `where`, a constant condition a configuration must
  * meet. fe_tune_space checks the clause and, given the caller's constexprs,
  * lists the configurations: those whose tuned values the caller does not fix
@@ -34,7 +34,7 @@ typedef struct TVal {
 
 /* What a tuned name is: a constexpr parameter (its declaration) or one of
  * the compile options. */
-typedef enum { TN_CONSTEXPR, TN_NUM_WARPS, TN_NUM_STAGES, TN_WARP_SPECIALIZE } TNameKind;
+typedef enum { TN_CONSTEXPR, TN_NUM_WARPS, TN_NUM_STAGES, TN_WARP_SPECIALIZE, TN_MIN_PROGRAMS } TNameKind;
 
 typedef struct TAxis {
     const char *name;
@@ -84,13 +84,17 @@ static bool tuned_name(Tune *t, const AstNode *at, const char *name, TNameKind *
         *kind = TN_WARP_SPECIALIZE;
         return true;
     }
+    if (strcmp(name, "min_programs_per_sm") == 0) {
+        *kind = TN_MIN_PROGRAMS;
+        return true;
+    }
     const AstNode *p = find_param(t->k, name);
     if (!p || !p->type.is_constexpr) {
         terr(t, at,
-             p ? "@autotune: '%s' is a runtime parameter; only constexpr parameters, num_warps, num_stages and "
-                 "warp_specialize are tuned (a runtime parameter goes in key = [...])"
-               : "@autotune: '%s' is not a constexpr parameter of the kernel, nor num_warps, num_stages or "
-                 "warp_specialize",
+             p ? "@autotune: '%s' is a runtime parameter; only constexpr parameters, num_warps, num_stages, "
+                 "warp_specialize and min_programs_per_sm are tuned (a runtime parameter goes in key = [...])"
+               : "@autotune: '%s' is not a constexpr parameter of the kernel, nor num_warps, num_stages, "
+                 "warp_specialize or min_programs_per_sm",
              name, NULL);
         return false;
     }
@@ -158,6 +162,12 @@ static TVal fit(Tune *t, const AstNode *at, const char *name, TNameKind kind, co
             return bad;
         }
         v.kind = TV_BOOL;
+        return v;
+    case TN_MIN_PROGRAMS:
+        if (v.kind != TV_INT || v.i < 1 || v.i > TC_MAX_PROGRAMS_PER_SM) {
+            terr(t, at, "@autotune: min_programs_per_sm takes integers from 1 to 32", NULL, NULL);
+            return bad;
+        }
         return v;
     case TN_CONSTEXPR: break;
     }
@@ -272,6 +282,8 @@ static TVal name_value(Env *e, const AstNode *n) {
         return tv_int(TC_DEFAULT_NUM_STAGES);
     if (ai >= 0 && e->t->axes[ai].kind == TN_WARP_SPECIALIZE)
         return tv_bool(false);
+    if (ai >= 0 && e->t->axes[ai].kind == TN_MIN_PROGRAMS)
+        return tv_int(1);
     if (p && p->rhs) {
         Tune probe = *e->t;
         probe.ok = true;
@@ -535,6 +547,7 @@ static void consider(Tune *t, const TVal *vals, const AstNode *where, const FeCo
     c->num_warps = 0;
     c->num_stages = 0;
     c->warp_specialize = -1;
+    c->min_programs_per_sm = 0;
     c->cx = ARENA_ARRAY(t->a, FeConstexpr, t->num_axes > 0 ? t->num_axes : 1);
     c->num_cx = 0;
     for (int ai = 0; ai < t->num_axes; ai++) {
@@ -545,6 +558,7 @@ static void consider(Tune *t, const TVal *vals, const AstNode *where, const FeCo
         case TN_NUM_WARPS: c->num_warps = (int)v.i; break;
         case TN_NUM_STAGES: c->num_stages = (int)v.i; break;
         case TN_WARP_SPECIALIZE: c->warp_specialize = (int)v.i; break;
+        case TN_MIN_PROGRAMS: c->min_programs_per_sm = (int)v.i; break;
         case TN_CONSTEXPR: {
             FeConstexpr *x = &c->cx[c->num_cx++];
             x->name = t->axes[ai].name;

@@ -1549,8 +1549,17 @@ static void check_kernel_attrs(Verifier *v, const IrFunc *f) {
     if (c && (c->kind != IR_ATTR_INT || c->i < 1 || c->i > IR_MAX_CLUSTER_CTAS))
         func_error(v, "attribute 'num_ctas' must be an integer from 1 to %d", IR_MAX_CLUSTER_CTAS);
     const IrAttr *m = ir_attr_get(f->num_attrs, f->attrs, "min_programs_per_sm");
+    const IrAttr *p = ir_attr_get(f->num_attrs, f->attrs, "producer_warps");
     if (m && (m->kind != IR_ATTR_INT || m->i < 1 || m->i > TC_MAX_PROGRAMS_PER_SM))
         func_error(v, "attribute 'min_programs_per_sm' must be an integer from 1 to %d", TC_MAX_PROGRAMS_PER_SM);
+    else if (m && w && w->kind == IR_ATTR_INT && (!p || p->kind == IR_ATTR_INT)) {
+        int64_t threads = (w->i + (p ? p->i : 0)) * 32;
+        if (threads > 0 && threads * m->i > IR_MAX_THREADS_PER_SM)
+            func_error(v,
+                       "attribute 'min_programs_per_sm' %lld: %lld programs of %lld threads exceed the %d an SM "
+                       "holds",
+                       (long long)m->i, (long long)m->i, (long long)threads, IR_MAX_THREADS_PER_SM);
+    }
 }
 
 /* producer_warps: the warps a warp_specialize op adds to the kernel's

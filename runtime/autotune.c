@@ -11,8 +11,8 @@
  *
  * Features of the model, for a configuration and the key values: log2 of
  * each key value, then for each tuned name of the space (the constexprs in
- * the order the space first names them, then num_warps, num_stages and
- * warp_specialize) its value and log2 of it. Its target is the log of the
+ * the order the space first names them, then num_warps, num_stages,
+ * warp_specialize and min_programs_per_sm) its value and log2 of it. Its target is the log of the
  * time over the best time measured for the same key values, so that it
  * learns how configurations compare, not how long a shape takes.
  */
@@ -124,6 +124,8 @@ void rt_tune_kernel_hash(const uint8_t source_digest[32], const char *kernel, co
     rt_sha256_field_i64(&h, "warp_specialize", o ? o->warp_specialize : 0);
     rt_sha256_field_i64(&h, "persistent", o ? o->persistent : 0);
     rt_sha256_field_i64(&h, "llvm_o3", o ? o->llvm_o3 : 0);
+    if (o && o->min_programs_per_sm) /* absent from the identities of the tables made before it */
+        rt_sha256_field_i64(&h, "min_programs_per_sm", o->min_programs_per_sm);
     uint8_t d[32];
     rt_sha256_final(&h, d);
     rt_hex(d, 32, hex);
@@ -145,6 +147,8 @@ static void config_fields(const tc_tune_config *c, RtTuneEntry *e) {
         e->fields[e->num_fields++] = (RtTuneField){"num_stages", c->num_stages, false};
     if (c->warp_specialize >= 0 && e->num_fields < RT_TUNE_MAX_FIELDS)
         e->fields[e->num_fields++] = (RtTuneField){"warp_specialize", c->warp_specialize, false};
+    if (c->min_programs_per_sm > 0 && e->num_fields < RT_TUNE_MAX_FIELDS)
+        e->fields[e->num_fields++] = (RtTuneField){"min_programs_per_sm", c->min_programs_per_sm, false};
 }
 
 static bool same_fields(const RtTuneEntry *a, const RtTuneEntry *b) {
@@ -335,10 +339,11 @@ static void features_init(Features *f, const tc_tune_space *s, size_t num_keys) 
                 for (size_t q = 0; q < c.num_constexprs && !nm; q++)
                     if (strcmp(c.constexprs[q].name, x.fields[j].name) == 0)
                         nm = c.constexprs[q].name;
-                f->names[f->num_names++] = nm                                            ? nm
-                                           : strcmp(x.fields[j].name, "num_warps") == 0  ? "num_warps"
-                                           : strcmp(x.fields[j].name, "num_stages") == 0 ? "num_stages"
-                                                                                          : "warp_specialize";
+                f->names[f->num_names++] = nm                                                 ? nm
+                                           : strcmp(x.fields[j].name, "num_warps") == 0       ? "num_warps"
+                                           : strcmp(x.fields[j].name, "num_stages") == 0      ? "num_stages"
+                                           : strcmp(x.fields[j].name, "warp_specialize") == 0 ? "warp_specialize"
+                                                                                               : "min_programs_per_sm";
             }
         }
     }
@@ -463,6 +468,8 @@ static void config_request(const tc_jit_request *base, const tc_tune_config *c, 
         r->opt.num_stages = c->num_stages;
     if (c->warp_specialize >= 0)
         r->opt.warp_specialize = c->warp_specialize;
+    if (c->min_programs_per_sm > 0)
+        r->opt.min_programs_per_sm = c->min_programs_per_sm;
     r->num_cx = 0;
     for (size_t i = 0; i < base->num_constexprs && r->num_cx < 2 * TUNE_MAX_CX; i++) {
         bool tuned = false;

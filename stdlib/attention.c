@@ -190,8 +190,9 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
          * at 1024 keys, 21% with causal masking (bench/RESULTS.md). */
         p->block_m = 64;
     }
-    /* Persistent programs (the persistent pass: one program per SM walks
-     * the tiles, its producer loading the next tile's first key blocks
+    /* Persistent programs (the persistent pass: as many programs as the
+     * GPU holds at once, one per SM but for the two-per-SM plan above, walk
+     * the tiles, each producer loading the next tile's first key blocks
      * while the consumers finish this one) are correct wherever there is a
      * producer and no packed sequences, but slower today on every shape
      * of bench/attention.py --sweep (2-25%, bench/RESULTS.md): the plans
@@ -233,7 +234,7 @@ static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q
     p->block_m = (int)bm;
     p->block_n = (int)bn;
     rt_stdlib_tuned_options(&t, &p->num_warps, &p->num_stages, &p->warp_specialize);
-    p->min_programs_per_sm = 0; /* the table's configurations were timed without */
+    p->min_programs_per_sm = t.min_programs_per_sm; /* 0 unless the configuration sets it */
     p->grid.x = (unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m);
     bool even_n = seqlen_k % p->block_n == 0 &&
                   (p->causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));

@@ -155,6 +155,7 @@ typedef struct RtStdlibTuned {
     int64_t values[RT_STDLIB_TUNED_FIELDS];
     size_t num_fields;
     int num_warps, num_stages, warp_specialize;
+    int min_programs_per_sm; /* 0 when the configuration does not set it */
 } RtStdlibTuned;
 
 /* The tuned configuration of kernel `kernel` of the library file `file`

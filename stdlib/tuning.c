@@ -176,6 +176,8 @@ static bool lookup(tc_context *ctx, const char *arch, const char *file, const ch
             out->num_stages = (int)f->value;
         else if (strcmp(f->name, "warp_specialize") == 0)
             out->warp_specialize = (int)f->value;
+        else if (strcmp(f->name, "min_programs_per_sm") == 0)
+            out->min_programs_per_sm = (int)f->value;
         else if (out->num_fields < RT_STDLIB_TUNED_FIELDS) {
             snprintf(out->names[out->num_fields], sizeof out->names[0], "%s", f->name);
             out->values[out->num_fields++] = f->value;

@@ -30,6 +30,9 @@ static void usage(FILE *out) {
           "  --num-stages N        software pipelining depth for `pipeline`; 1 = off (default: 3)\n"
           "  --warp-specialize     `pipeline` on sm_90a: a producer warpgroup issues the TMA copies\n"
           "  --persistent          `persistent`: kernels without the attribute loop over their grid's tiles\n"
+          "  --min-programs-per-sm N\n"
+          "                        kernels without the attribute must fit N programs per SM\n"
+          "                        (`pipeline`'s register split, codegen's .minnctapersm)\n"
           "  --llvm-O3             with --emit=llvm|ptx: LLVM's default<O3> pipeline and -O3\n"
           "                        instruction selection instead of tilec's short pipeline\n"
           "  -g                    with --emit=llvm|ptx: line info (.file/.loc) at each op's loc(...), or\n"
@@ -130,6 +133,14 @@ int main(int argc, char **argv) {
                 return 2;
             }
             opt.num_stages = (int)n;
+        } else if (strcmp(a, "--min-programs-per-sm") == 0 && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > TC_MAX_PROGRAMS_PER_SM) {
+                fprintf(stderr, "tilec-opt: --min-programs-per-sm must be from 1 to %d\n", TC_MAX_PROGRAMS_PER_SM);
+                return 2;
+            }
+            opt.min_programs_per_sm = (int)n;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (a[0] == '-' && a[1]) {

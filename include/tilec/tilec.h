@@ -151,7 +151,8 @@ typedef struct tc_param_spec {
 
 /* Limits of tc_options, checked by tc_compile, tc_opt, tc_jit and
  * tc_aot_generate (TC_ERROR_INVALID_ARGUMENT), by the tools' flags, and by
- * the IR verifier for the kernel attributes num_warps and num_stages. */
+ * the IR verifier for the kernel attributes num_warps, num_stages and
+ * min_programs_per_sm. */
 #define TC_MAX_NUM_WARPS 32  /* num_warps: 0 (the default, 4) or a power of two 1..32 */
 #define TC_MAX_NUM_STAGES 16 /* num_stages: 0 (the default, 3) .. 16 */
 #define TC_MAX_PROGRAMS_PER_SM 32 /* min_programs_per_sm: 0 (no bound) .. 32 */
@@ -348,6 +349,7 @@ typedef struct tc_tune_config {
     int num_warps;       /* 0: not tuned (the request's options decide) */
     int num_stages;      /* 0: not tuned */
     int warp_specialize; /* -1: not tuned; else 0 or 1 */
+    int min_programs_per_sm; /* 0: not tuned; else tc_options.min_programs_per_sm */
 } tc_tune_config;
 
 /* The space of `kernel` (required) of src. A kernel without @autotune has

@@ -592,7 +592,10 @@ static const char bad_syntax[] = "kernel k(f32* p) { let = ; }";
 static const char ir_warps3[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 3} {\n  return\n}\n";
 static const char ir_warps64[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 64} {\n  return\n}\n";
 static const char ir_stages[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 4, num_stages = 1000} {\n  return\n}\n";
-static const char ir_programs[] = "kernel @k(%p: ptr<f32>) attrs {num_warps = 4, min_programs_per_sm = 0} {\n  return\n}\n";
+static const char ir_programs[] =
+    "kernel @k(%p: ptr<f32>) attrs {num_warps = 4, min_programs_per_sm = 0} {\n  return\n}\n";
+static const char ir_programs_threads[] =
+    "kernel @k(%p: ptr<f32>) attrs {num_warps = 8, min_programs_per_sm = 9} {\n  return\n}\n";
 static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  return\n}\n";
 
 /* X(name, needs a context, expected status, a word of the message, the call) */
@@ -693,6 +696,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(opt_ir_warps_64, NOCTX, CMP, "got 64", OPT_SRC(ir_warps64))                                                      \
     X(opt_ir_stages, NOCTX, CMP, "'num_stages' must be from 0 to 16", OPT_SRC(ir_stages))                              \
     X(opt_ir_programs, NOCTX, CMP, "'min_programs_per_sm' must be an integer from 1", OPT_SRC(ir_programs))            \
+    X(opt_ir_programs_threads, NOCTX, CMP, "exceed the 2048 an SM holds", OPT_SRC(ir_programs_threads))                \
     X(opt_ir_big_tile, NOCTX, CMP, "more than 1048576 elements", OPT_SRC(ir_big_tile))                                 \
     X(opt_bad_pass, NOCTX, CMP, "unknown pass", opt_text(small_ir, strlen(small_ir), "no-such-pass", O_WARPS, 4))      \
     /* tc_list_kernels */                                                                                              \

@@ -52,6 +52,40 @@ static void config_text(const tc_tune_space *s, size_t i, char *out, size_t cap)
     tc_tune_config_format(&c, out, cap);
 }
 
+/* The space's first n configurations read want[0..n) (tc_tune_config_format). */
+static void check_configs(const tc_tune_space *s, const char *const *want, size_t n) {
+    char buf[256];
+    for (size_t i = 0; i < n; i++) {
+        config_text(s, i, buf, sizeof buf);
+        CHECK_EQ_STR(buf, want[i]);
+    }
+}
+
+/* min_programs_per_sm is tuned as num_warps is: an axis, a config(...) field, a name in where, and a
+ * field of the configuration and of its text */
+TEST(space_min_programs) {
+    static const char src[] =
+        "@autotune(BLOCK = [64, 128], min_programs_per_sm = [1, 2],\n"
+        "          configs = [config(BLOCK = 256, min_programs_per_sm = 4)],\n"
+        "          where = BLOCK * min_programs_per_sm <= 128 || BLOCK == 256)\n"
+        "kernel fill(f32* x, i32 n, constexpr i32 BLOCK = 64) {\n"
+        "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+        "    store(x + o, 2.0, o < n);\n"
+        "}\n";
+    tc_status st;
+    tc_tune_space *s = space_of(src, "fill", NULL, 0, &st, NULL, 0);
+    CHECK_EQ_INT(st, TC_OK);
+    CHECK_EQ_INT(tc_tune_space_num_configs(s), 4);
+    static const char *const want[] = {"BLOCK=64,min_programs_per_sm=1", "BLOCK=64,min_programs_per_sm=2",
+                                       "BLOCK=128,min_programs_per_sm=1", "BLOCK=256,min_programs_per_sm=4"};
+    check_configs(s, want, 4);
+    tc_tune_config c;
+    CHECK_EQ_INT(tc_tune_space_config(s, 1, &c), TC_OK);
+    CHECK_EQ_INT(c.min_programs_per_sm, 2);
+    CHECK_EQ_INT(c.num_warps, 0);
+    tc_tune_space_destroy(s);
+}
+
 TEST(space_order_and_filters) {
     tc_status st;
     tc_tune_space *s = space_of(kernel_src, "fill", NULL, 0, &st, NULL, 0);
@@ -61,16 +95,14 @@ TEST(space_order_and_filters) {
     static const char *const want[] = {"BLOCK=64,num_warps=4",  "BLOCK=64,num_warps=8",
                                        "BLOCK=128,num_warps=4", "BLOCK=128,num_warps=8",
                                        "BLOCK=256,num_warps=4", "BLOCK=1024,num_warps=16,num_stages=2"};
+    check_configs(s, want, 6);
     char buf[256];
-    for (size_t i = 0; i < 6; i++) {
-        config_text(s, i, buf, sizeof buf);
-        CHECK_EQ_STR(buf, want[i]);
-    }
     tc_tune_config c;
     CHECK_EQ_INT(tc_tune_space_config(s, 6, &c), TC_ERROR_INVALID_ARGUMENT);
     CHECK_EQ_INT(tc_tune_space_config(s, 0, &c), TC_OK);
     CHECK_EQ_INT(c.num_stages, 0);
     CHECK_EQ_INT(c.warp_specialize, -1);
+    CHECK_EQ_INT(c.min_programs_per_sm, 0);
     CHECK_EQ_INT(tc_tune_space_num_keys(s), 1);
     CHECK_EQ_STR(tc_tune_space_key(s, 0), "n");
     CHECK_EQ_INT(tc_tune_space_key_param(s, 0), 1);
@@ -152,6 +184,9 @@ TEST(space_errors) {
         {"@autotune(num_warps = [64])", "powers of two"},
         {"@autotune(num_stages = [0])", "from 1 to 16"},
         {"@autotune(warp_specialize = [2])", "true or false"},
+        {"@autotune(min_programs_per_sm = [0])", "from 1 to 32"},
+        {"@autotune(min_programs_per_sm = [33])", "from 1 to 32"},
+        {"@autotune(min_programs_per_sm = [true])", "from 1 to 32"},
         {"@autotune(key = [n])", "needs configs"},
         {"@autotune(configs = [])", "non-empty list"},
         {"@autotune(configs = [B])", "config(NAME = value"},
@@ -663,6 +698,6 @@ TEST(rowwise_takes_tuned) {
     tc_context_destroy(ctx);
 }
 
-UNIT_SUITE(autotune, shipped_table, shipped_table_found, space_order_and_filters, space_where_uses_fixed_and_defaults, space_errors,
-           compile_checks_clause, tune_on_interpreter, tune_skips_failures, tune_bad_arguments,
-           rowwise_takes_tuned)
+UNIT_SUITE(autotune, shipped_table, shipped_table_found, space_order_and_filters, space_min_programs,
+           space_where_uses_fixed_and_defaults, space_errors, compile_checks_clause, tune_on_interpreter,
+           tune_skips_failures, tune_bad_arguments, rowwise_takes_tuned)

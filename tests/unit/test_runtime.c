@@ -943,6 +943,10 @@ TEST(test_jit_keys) {
     key_of_inputs(&f.in, k);
     CHECK(memcmp(k0, k, 32) != 0);
     f.opt.persistent = 0;
+    f.opt.min_programs_per_sm = 2;
+    key_of_inputs(&f.in, k);
+    CHECK(memcmp(k0, k, 32) != 0);
+    f.opt.min_programs_per_sm = 0;
     f.opt.line_info = 1; /* the same code, but the PTX and the cubin carry line info */
     key_of_inputs(&f.in, k);
     CHECK(memcmp(k0, k, 32) != 0);

@@ -35,8 +35,8 @@ TEST(test_attention_plans) {
         {256, 256, 128, 64, 8, 2},
     }; /* causal, 17 keys: head dim 256 warp-specialized, two consumer warpgroups; 128 warp-specialized, one
         * consumer warpgroup, two programs per SM; 64 and below 64-row programs of one warpgroup */
-    /* head dim 128 takes 128 keys per step on two warpgroups and a producer, causal (below) or not (on
-     * sm_90a; tc_attention_plan_for plans for it); EVEN_N with whole key blocks up to head dim 64, and at
+    /* head dim 128 takes 128 keys per step on two warpgroups and a producer without causal masking (on
+     * sm_90a; tc_attention_plan_for plans for it; causal up to 1024 keys: below); EVEN_N with whole key blocks up to head dim 64, and at
      * 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
