@@ -84,7 +84,7 @@ class Variant:
     tc_attention_fwd gives (16-byte aligned pointers, strides that are multiples of 8)."""
 
     def __init__(self, lib, ctx, B, H, N, D, causal, bm, bn, warps, stages, source=None, llvm_o3=False,
-                 even_n=False, ws=False, pers=False):
+                 even_n=False, ws=False, pers=False, per_sm=0):
         if source:
             with open(source, "rb") as fh:
                 text = fh.read()
@@ -98,7 +98,7 @@ class Variant:
         facts = [(nm, 8) for nm, v in zip(names, self.strides) if v % 8 == 0]
         self.jit = JitVariant(lib, ctx, text, b"lib/attention.tile", b"attention_fwd", cx, facts,
                               [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}",
-                              llvm_o3, ws, pers)
+                              llvm_o3, ws, pers, per_sm)
         self.kernel = self.jit.kernel
         self.lib = lib
         self.grid = Dim3((N + bm - 1) // bm, B * H, 1)
@@ -112,13 +112,14 @@ class Variant:
         return self.lib.tc_launch(self.kernel, self.grid, stream, args, 24)
 
 
-SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"][, "pers"]): "even" sets EVEN_N where seqlen % BN
-    # == 0, "ws" a producer warpgroup (tc_options.warp_specialize; the warps are the consumers), "pers"
-    # persistent programs (tc_options.persistent)
+SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"][, "pers"][, "2/sm"]): "even" sets EVEN_N where
+    # seqlen % BN == 0, "ws" a producer warpgroup (tc_options.warp_specialize; the warps are the consumers), "pers"
+    # persistent programs (tc_options.persistent), "2/sm" two programs per SM (tc_options.min_programs_per_sm)
     64: [(64, 64, 4, 3), (64, 64, 4, 3, "even"), (64, 64, 4, 2, "even"), (64, 128, 4, 2, "even"),
          (128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
          (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers")],
     128: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
+          (64, 64, 4, 2, "ws", "even", "2/sm"),
           (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers")],
     256: [(128, 64, 8, 2, "ws"), (128, 64, 8, 2, "ws", "even"), (128, 64, 8, 2, "ws", "pers"),
           (128, 64, 8, 2, "ws", "even", "pers")],
@@ -464,10 +465,12 @@ def main():
                         continue
                     ws = "ws" in cfg[4:]
                     pers = "pers" in cfg[4:]
+                    per_sm = 2 if "2/sm" in cfg[4:] else 0
                     what = f"BM{bm} BN{bn} w{w} s{st}{' EVEN_N' if even else ''}{' WS' if ws else ''}" \
-                           f"{' PERSISTENT' if pers else ''}{' O3' if o3 else ''}"
+                           f"{' PERSISTENT' if pers else ''}{' 2/SM' if per_sm else ''}{' O3' if o3 else ''}"
                     try:
-                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3, even, ws, pers)
+                        var = Variant(lib, ctx, B, H, N, D, causal, bm, bn, w, st, args.source, o3, even, ws, pers,
+                                      per_sm)
                     except RuntimeError as e:
                         print(f"[sweep] {what}: {str(e).splitlines()[0][:160]}", flush=True)
                         continue

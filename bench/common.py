@@ -68,11 +68,12 @@ class JitVariant:
     cx: (name, kind, value) constexprs (kind 0 int, 2 bool, 3 dtype); facts: (param name,
     divisibility) for integers; div: per-parameter pointer alignment in bytes (0: unknown);
     llvm_o3: LLVM's default<O3> pipeline instead of tilec's (tc_options.llvm_o3); ws: a producer
-    warpgroup (tc_options.warp_specialize); pers: persistent programs (tc_options.persistent).
-    Holds every ctypes object the request points to, and .kernel."""
+    warpgroup (tc_options.warp_specialize); pers: persistent programs (tc_options.persistent);
+    per_sm: tc_options.min_programs_per_sm (0: no bound). Holds every ctypes object the request
+    points to, and .kernel."""
 
     def __init__(self, lib, ctx, text, path, kernel, cx, facts, div, warps, stages, what, llvm_o3=False, ws=False,
-                 pers=False):
+                 pers=False, per_sm=0):
         self.text = text
         self.cx = (Constexpr * len(cx))(*[Constexpr(nm, kind, v, 0.0) for nm, kind, v in cx])
         self.facts = (ParamSpec * len(facts))(*[ParamSpec(nm, d) for nm, d in facts])
@@ -83,6 +84,7 @@ class JitVariant:
         self.opt.llvm_o3 = int(llvm_o3)
         self.opt.warp_specialize = int(ws)
         self.opt.persistent = int(pers)
+        self.opt.min_programs_per_sm = int(per_sm)
         self.opt.params = C.cast(self.facts, C.POINTER(ParamSpec))
         self.opt.num_params = len(facts)
         self.div = (C.c_int64 * len(div))(*div)
