@@ -118,7 +118,7 @@ tc_status tc_layernorm_bwd_workspace_size(tc_context *ctx, int64_t rows, int64_t
     *bytes = 0;
     if ((st = rt_stdlib_check_given(entry, "ctx", ctx)) != TC_OK ||
         (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        (st = rt_stdlib_check_count(entry, "cols", cols, RT_STDLIB_MAX_COLS)) != TC_OK)
         return st;
     LnBwdPlan p;
     ln_bwd_plan(ctx, rows, cols, &p);

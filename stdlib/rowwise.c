@@ -254,7 +254,7 @@ tc_status tc_stdlib_plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_s
     if ((int)op < 0 || (size_t)op >= sizeof ops / sizeof ops[0])
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: unknown op %d", entry, (int)op);
     if ((st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
-        (st = rt_stdlib_check_count(entry, "cols", cols, INT32_MAX)) != TC_OK)
+        (st = rt_stdlib_check_count(entry, "cols", cols, RT_STDLIB_MAX_COLS)) != TC_OK)
         return st;
     plan_for(op, dtype, cols, out);
     return TC_OK;

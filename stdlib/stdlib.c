@@ -91,7 +91,7 @@ tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtyp
         (st = rt_stdlib_check_dtype(entry, dtype, true)) != TC_OK ||
         (st = rt_stdlib_check_count(entry, "rows", rows, INT32_MAX)) != TC_OK)
         return st;
-    return rt_stdlib_check_count(entry, "cols", cols, INT32_MAX);
+    return rt_stdlib_check_count(entry, "cols", cols, RT_STDLIB_MAX_COLS);
 }
 
 tc_status rt_stdlib_check_ptr(const char *entry, const char *name, CUdeviceptr p, size_t elem_bytes) {

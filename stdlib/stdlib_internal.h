@@ -100,6 +100,10 @@ bool rt_stdlib_wgmma(const char *arch);
 tc_status rt_stdlib_check_dtype(const char *entry, tc_dtype dtype, bool f32_too);
 /* A count (rows, an extent, a block count) in 1..max. */
 tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, int64_t max);
+/* The widest row the row kernels take: they count a row's columns in i32,
+ * and a loop's last tile start plus a tile (up to 16384, and a 16-byte
+ * window's shift) must not pass INT32_MAX. */
+#define RT_STDLIB_MAX_COLS (INT32_MAX - 65536)
 /* The row-wise families' first checks: ctx given, dtype f16, bf16 or f32, rows and cols in 1..2^31 - 1. */
 tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols);
 

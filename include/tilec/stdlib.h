@@ -26,7 +26,8 @@
  *    rstd and dweight are always f32.
  *  - Pointers are device addresses in ctx's context, aligned to their
  *    element size, and not 0. Outputs must not overlap inputs or each other.
- *  - 1 <= rows <= 2^31 - 1 and 1 <= cols <= 2^31 - 1.
+ *  - 1 <= rows <= 2^31 - 1 and 1 <= cols <= 2^31 - 2^16 - 1 (the kernels
+ *    count a row's columns in 32 bits, with room for their last tile).
  *  - A violated convention is TC_ERROR_INVALID_ARGUMENT with the reason in
  *    tc_last_error(), before anything is compiled or launched. Nothing here
  *    exits or aborts.

@@ -853,6 +853,8 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(softmax_rows_max, NOCTX, INV, "rows", softmax(SCTX, TC_DTYPE_F32, P, INT64_MAX, 64, 64))                         \
     X(softmax_cols_neg, NOCTX, INV, "cols", softmax(SCTX, TC_DTYPE_F32, P, 4, -1, 64))                                 \
     X(softmax_cols_max, NOCTX, INV, "cols", softmax(SCTX, TC_DTYPE_F32, P, 4, INT64_MAX, INT64_MAX))                   \
+    X(softmax_cols_i32, NOCTX, INV, "cols", softmax(SCTX, TC_DTYPE_F32, P, 1, INT32_MAX, INT32_MAX))                   \
+    X(rmsnorm_cols_i32, NOCTX, INV, "cols", rmsnorm(1, INT32_MAX - 65535, 1e-5f))                                      \
     X(softmax_stride_small, NOCTX, INV, "stride", softmax(SCTX, TC_DTYPE_F32, P, 4, 64, 32))                           \
     X(softmax_stride_min, NOCTX, INV, "stride", softmax(SCTX, TC_DTYPE_F32, P, 4, 64, INT64_MIN))                      \
     X(softmax_out_0, NOCTX, INV, "out", softmax(SCTX, TC_DTYPE_F32, 0, 4, 64, 64))                                     \
