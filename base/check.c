@@ -32,6 +32,11 @@ tc_status rt_check_options(const char *fn, const tc_options *o) {
     if (o->min_programs_per_sm < 0 || o->min_programs_per_sm > TC_MAX_PROGRAMS_PER_SM)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: opt->min_programs_per_sm %d must be from 0 (no bound) to %d", fn,
                        o->min_programs_per_sm, TC_MAX_PROGRAMS_PER_SM);
+    int threads = 32 * (o->num_warps ? o->num_warps : TC_DEFAULT_NUM_WARPS);
+    if (o->min_programs_per_sm * threads > TC_MAX_THREADS_PER_SM)
+        return rt_fail(TC_ERROR_INVALID_ARGUMENT,
+                       "%s: opt->min_programs_per_sm %d: that many programs of %d threads exceed the %d an SM holds", fn,
+                       o->min_programs_per_sm, threads, TC_MAX_THREADS_PER_SM);
     return rt_check_specs(fn, "opt->params", o->params, o->num_params);
 }
 

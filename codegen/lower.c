@@ -965,7 +965,7 @@ static bool lower_kernel(Cg *cg) {
                                 LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, ann, 9)));
     bool moves_regs = false;
     ir_walk_func(f, find_setmaxnreg, &moves_regs);
-    int64_t programs = ir_func_get_int(f, "min_programs_per_sm", cg->target->min_programs_per_sm);
+    int64_t programs = ir_func_get_int(f, "min_programs_per_sm", 0);
     if (moves_regs || programs > 0) {
         /* .minnctapersm N, the kernel's min_programs_per_sm (1 without it):
          * ptxas then gives each thread at most 65536 / (N threads) registers,

@@ -594,6 +594,15 @@ static void apply_param_specs(IrModule *m, const tc_param_spec *specs, size_t n)
     }
 }
 
+/* tc_options.min_programs_per_sm as the kernels' attribute min_programs_per_sm
+ * (what the pipeline pass and codegen read), where a kernel does not state
+ * its own: tc_compile's and tc_opt's one route for it. */
+static void apply_min_programs(IrFunc *first, int programs) {
+    for (IrFunc *f = first; programs > 0 && f; f = f->next)
+        if (f->kind == IR_FUNC_KERNEL && !ir_attr_get(f->num_attrs, f->attrs, "min_programs_per_sm"))
+            ir_func_set_int(f, "min_programs_per_sm", programs);
+}
+
 /* ---- compiling ---- */
 
 /* ---- argument checks (shared with the JIT: runtime/runtime.h) ---- */
@@ -740,7 +749,6 @@ static TgTarget target_of(const tc_compiler *cc, const tc_options *opt) {
     tg_target_set_options(&t, opt->num_warps, opt->num_stages, opt->llvm_o3 != 0);
     t.warp_specialize = opt->warp_specialize != 0;
     t.persistent = opt->persistent != 0;
-    t.min_programs_per_sm = opt->min_programs_per_sm;
     t.line_info = opt->line_info != 0;
     return t;
 }
@@ -837,14 +845,14 @@ tc_status tc_compile(tc_compiler *cc, const tc_source *src, const char *kernel, 
         fps[i].name = opt.params[i].name;
         fps[i].divisibility = opt.params[i].divisibility;
     }
-    FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params,
-                   opt.min_programs_per_sm};
+    FeOptions fo = {kernel, fcx, (int)num_cx, target_of(cc, &opt).num_warps, fps, (int)opt.num_params};
     atomic_fetch_add_explicit(&frontend_lowers, 1, memory_order_relaxed);
     j.module = fe_lower(ast, &fo, &j.diags);
     if (!j.module || diag_has_errors(&j.diags)) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);
     }
+    apply_min_programs(j.module->first, opt.min_programs_per_sm);
     if (!ir_verify(j.module, &j.diags)) {
         /* The front end produced invalid IR: a bug, reported as such. */
         diag_error(&j.diags, srcloc_none(), "internal error: the front end produced IR that does not verify");
@@ -942,6 +950,8 @@ tc_status tc_opt(tc_compiler *cc, const tc_source *ir, const char *passes, const
         return finish(&j, guard_status(&g, &j), diags, out);
 
     j.module = ir_parse(&j.src, &j.diags);
+    if (j.module)
+        apply_min_programs(j.module->first, opt.min_programs_per_sm);
     if (!j.module || diag_has_errors(&j.diags) || !ir_verify(j.module, &j.diags)) {
         tc_guard_pop(&g);
         return finish(&j, TC_ERROR_COMPILE, diags, out);

@@ -1376,8 +1376,6 @@ static void lower_kernel(Lower *L, const AstNode *k) {
     IrFunc *fn = ir_func_create(L->m, IR_FUNC_KERNEL, k->name);
     fn->loc = k->loc;
     ir_func_set_int(fn, "num_warps", L->opts->num_warps > 0 ? L->opts->num_warps : TC_DEFAULT_NUM_WARPS);
-    if (L->opts->min_programs_per_sm > 0)
-        ir_func_set_int(fn, "min_programs_per_sm", L->opts->min_programs_per_sm);
     L->fn = fn;
     L->fn_decl = k;
     pop_symbols(L, 0);

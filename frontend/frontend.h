@@ -216,7 +216,6 @@ struct FeOptions {
     int num_warps; /* recorded as the kernel attribute num_warps (default 4) */
     const FeParamSpec *params; /* divisibility facts by parameter name (may be NULL) */
     int num_params;
-    int min_programs_per_sm; /* > 0: recorded as the kernel attribute min_programs_per_sm */
 };
 
 /* ==== tune.c: a kernel's search space (@autotune) ==== */

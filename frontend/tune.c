@@ -11,12 +11,12 @@
  * The clause is a list of named arguments: `key`, the runtime integer
  * parameters whose values select a tuned configuration; `NAME = [values]`,
  * one axis of a cartesian product per constexpr parameter (or num_warps,
- * num_stages, warp_specialize, min_programs_per_sm); `configs`, explicit configurations added
- * after the product's; `where`, a constant condition a configuration must
- * meet. fe_tune_space checks the clause and, given the caller's constexprs,
- * lists the configurations: those whose tuned values the caller does not fix
- * otherwise and which meet `where`, the product's first (its last axis
- * varying fastest), then the explicit ones, in source order.
+ * num_stages, warp_specialize, min_programs_per_sm); `configs`, explicit
+ * configurations added after the product's; `where`, a constant condition a
+ * configuration must meet. fe_tune_space checks the clause and, given the
+ * caller's constexprs, lists the configurations: those whose tuned values the
+ * caller does not fix otherwise and which meet `where`, the product's first
+ * (its last axis varying fastest), then the explicit ones, in source order.
  */
 #include "frontend.h"
 

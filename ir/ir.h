@@ -178,7 +178,7 @@ _Noreturn void tc_fatal(const char *file, int line, const char *fmt, ...) __attr
 /* The kernel attribute min_programs_per_sm (1..TC_MAX_PROGRAMS_PER_SM):
  * that many programs of the kernel's threads (num_warps and producer_warps)
  * within the IR_MAX_THREADS_PER_SM threads an SM holds (sm_80, sm_90). */
-#define IR_MAX_THREADS_PER_SM 2048
+#define IR_MAX_THREADS_PER_SM TC_MAX_THREADS_PER_SM
 
 typedef enum {
     IR_I1, /* bool */

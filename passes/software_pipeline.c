@@ -213,7 +213,7 @@ typedef struct Pipe {
     IrValue *copy_pred;
     int num_stages;
     int num_warps;
-    int64_t min_programs; /* min_programs_per_sm: the attribute, else the target's; < 1 for none */
+    int64_t min_programs; /* the kernel attribute min_programs_per_sm; 0 without it */
     Candidate *cands;
     int num_cands, cap_cands;
     Producer prod;
@@ -917,9 +917,9 @@ static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const 
     ws->loc = loop->loc;
     ir_op_insert_before(split, ws);
     int threads = (p->num_warps + 4) * 32;
-    /* min_programs_per_sm (the kernel attribute, else the target's from
-     * tc_options; codegen's .minnctapersm): the programs one SM must hold
-     * at once, 1 without either */
+    /* min_programs_per_sm (the kernel attribute, tc_options' through the
+     * driver; codegen's .minnctapersm): the programs one SM must hold at
+     * once, 1 without it */
     int64_t programs = p->min_programs;
     if (programs < 1)
         programs = 1;
@@ -1492,7 +1492,7 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         p.ws = p.tma && ir_func_get_int(f, "warp_specialize", opts->target.warp_specialize) != 0;
         p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->target.num_stages);
         p.num_warps = pass_func_num_warps(f, opts);
-        p.min_programs = ir_func_get_int(f, "min_programs_per_sm", opts->target.min_programs_per_sm);
+        p.min_programs = ir_func_get_int(f, "min_programs_per_sm", 0);
         if (p.num_stages <= 1)
             continue;
         walk(&p, f->body);

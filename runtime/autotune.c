@@ -12,8 +12,9 @@
  * Features of the model, for a configuration and the key values: log2 of
  * each key value, then for each tuned name of the space (the constexprs in
  * the order the space first names them, then num_warps, num_stages,
- * warp_specialize and min_programs_per_sm) its value and log2 of it. Its target is the log of the
- * time over the best time measured for the same key values, so that it
+ * warp_specialize and min_programs_per_sm) its value and log2 of it. Its
+ * target is the log of the time over the best time measured for the same
+ * key values, so that it
  * learns how configurations compare, not how long a shape takes.
  */
 #include "runtime/runtime.h"
@@ -334,16 +335,18 @@ static void features_init(Features *f, const tc_tune_space *s, size_t num_keys) 
             while (k < f->num_names && strcmp(f->names[k], x.fields[j].name) != 0)
                 k++;
             if (k == f->num_names && f->num_names < RT_TUNE_MAX_FIELDS) {
-                /* the names live in the space: find the same string there */
+                /* the names live in the space, or among the options' names:
+                 * find the same string there */
+                static const char *const options[] = {"num_warps", "num_stages", "warp_specialize",
+                                                      "min_programs_per_sm"};
                 const char *nm = NULL;
                 for (size_t q = 0; q < c.num_constexprs && !nm; q++)
                     if (strcmp(c.constexprs[q].name, x.fields[j].name) == 0)
                         nm = c.constexprs[q].name;
-                f->names[f->num_names++] = nm                                                 ? nm
-                                           : strcmp(x.fields[j].name, "num_warps") == 0       ? "num_warps"
-                                           : strcmp(x.fields[j].name, "num_stages") == 0      ? "num_stages"
-                                           : strcmp(x.fields[j].name, "warp_specialize") == 0 ? "warp_specialize"
-                                                                                               : "min_programs_per_sm";
+                for (size_t q = 0; q < sizeof options / sizeof options[0] && !nm; q++)
+                    if (strcmp(options[q], x.fields[j].name) == 0)
+                        nm = options[q];
+                f->names[f->num_names++] = nm;
             }
         }
     }

@@ -104,7 +104,8 @@ tc_status rt_stdlib_check_count(const char *entry, const char *name, int64_t v, 
  * and a loop's last tile start plus a tile (up to 16384, and a 16-byte
  * window's shift) must not pass INT32_MAX. */
 #define RT_STDLIB_MAX_COLS (INT32_MAX - 65536)
-/* The row-wise families' first checks: ctx given, dtype f16, bf16 or f32, rows and cols in 1..2^31 - 1. */
+/* The row-wise families' first checks: ctx given, dtype f16, bf16 or f32, rows in 1..2^31 - 1, cols in
+ * 1..RT_STDLIB_MAX_COLS. */
 tc_status rt_stdlib_check_rows(const char *entry, tc_context *ctx, tc_dtype dtype, int64_t rows, int64_t cols);
 
 /* tc_rope's checks of its arguments (rope.c), with entry's name in the

@@ -29,7 +29,6 @@ struct TgTarget {
     bool llvm_o3;         /* LLVM's default<O3> and -O3 instruction selection instead of tilec's pipeline */
     bool warp_specialize; /* producer warps for TMA-fed loops of kernels without a warp_specialize attribute */
     bool persistent;      /* kernels without a persistent attribute run their grid as a tile loop (pass persistent) */
-    int min_programs_per_sm; /* of kernels without a min_programs_per_sm attribute; 0 = no bound */
     bool line_info;       /* codegen: .file/.loc directives naming the source (tilec -g) */
 };
 

@@ -155,7 +155,8 @@ typedef struct tc_param_spec {
  * min_programs_per_sm. */
 #define TC_MAX_NUM_WARPS 32  /* num_warps: 0 (the default, 4) or a power of two 1..32 */
 #define TC_MAX_NUM_STAGES 16 /* num_stages: 0 (the default, 3) .. 16 */
-#define TC_MAX_PROGRAMS_PER_SM 32 /* min_programs_per_sm: 0 (no bound) .. 32 */
+#define TC_MAX_PROGRAMS_PER_SM 32 /* min_programs_per_sm: 0 (no bound) .. 32, programs x threads */
+#define TC_MAX_THREADS_PER_SM 2048 /* ... at most this (sm_80, sm_90) */
 /* The defaults, written once: what 0 (num_warps, num_stages) or NULL (arch) means. */
 #define TC_DEFAULT_NUM_WARPS 4
 #define TC_DEFAULT_NUM_STAGES 3
@@ -220,7 +221,9 @@ typedef struct tc_options {
                                     between its producer and consumer warps (docs/passes.md, "Warp
                                     specialization"); shared memory must allow N too. 0 = no bound (a
                                     warp-specialized kernel of more than 256 threads asks for 1), at most
-                                    TC_MAX_PROGRAMS_PER_SM */
+                                    TC_MAX_PROGRAMS_PER_SM and N x 32 x num_warps <= TC_MAX_THREADS_PER_SM.
+                                    tc_compile and tc_opt give it to every kernel as the attribute
+                                    min_programs_per_sm, unless the kernel's IR states its own */
 } tc_options;
 
 TC_API void tc_options_init(tc_options *opt);

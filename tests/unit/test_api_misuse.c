@@ -666,6 +666,7 @@ static const char ir_big_tile[] = "kernel @k(%t: tile<1073741824xi32>) {\n  retu
     X(stages_int_min, NOCTX, INV, "opt->num_stages", compile_opt(O_STAGES, INT_MIN, NULL))                             \
     X(programs_33, NOCTX, INV, "opt->min_programs_per_sm", compile_opt(O_PROGRAMS, TC_MAX_PROGRAMS_PER_SM + 1, NULL))  \
     X(programs_neg, NOCTX, INV, "opt->min_programs_per_sm", compile_opt(O_PROGRAMS, -1, NULL))                         \
+    X(programs_threads, NOCTX, INV, "exceed the 2048 an SM holds", compile_opt(O_PROGRAMS, 17, NULL))                  \
     X(stages_16, NOCTX, TC_OK, "", compile_opt(O_STAGES, TC_MAX_NUM_STAGES, NULL))                                     \
     X(params_null, NOCTX, INV, "opt->params", compile_opt(O_PARAMS_NULL, 0, NULL))                                     \
     X(param_name_null, NOCTX, INV, "name is NULL", compile_opt(O_PARAM_NAME, 0, NULL))                                 \
