@@ -7,12 +7,16 @@
  *     stride >= cols and the last row addressable; eps finite and >= 0; the
  *     workspace 16-byte aligned and large enough.
  *  2. Plan: forward, the row in one tile up to 16384 columns (the next power
- *     of two, at least 32), else loops over tiles of 8192; backward, one
+ *     of two, at least 32), else loops over tiles of 8192; a warp per 1024
+ *     columns of the tile (1 to 16), and a row held in one tile at 64
+ *     registers a thread (min_programs_per_sm = 32 / warps). Backward, one
  *     column tile up to 8192 columns, else tiles of 4096 and the rows' two
- *     means computed first (layernorm_bwd_stats); a warp per 1024 columns of
- *     the tile (1 to 16). The rows go in groups: twice the device's
- *     multiprocessors, at most one group per row; the groups' partial sums
- *     are added 64 at a time in programs of 32 columns.
+ *     means computed first (layernorm_bwd_stats); a warp per 1024 columns up
+ *     to tiles of 2048, per 512 above (at most 16), two programs an SM up to
+ *     8 warps. The rows go in groups, 8 a multiprocessor for tiles up to
+ *     1024 columns, 4 at 2048 and 2 above, at most one group per row; the
+ *     groups' partial sums are added in programs of 16 or 32 columns. The
+ *     figures behind each choice (H200, bf16) are in bench/RESULTS.md.
  *  3. Launch with the facts of aligned pointers and strides, as the other
  *     families do.
  */
@@ -29,17 +33,37 @@ enum {
     LN_LOOP_FWD = 8192,
     LN_MAX_SINGLE_BWD = 8192,
     LN_TILE_BWD = 4096,
-    LN_REDUCE_BLOCK = 32,  /* columns per program of layernorm_bwd_reduce: 128-byte rows of partials */
-    LN_REDUCE_GROUPS = 64, /* ... and the groups it adds at a time */
-    LN_GROUPS_PER_SM = 2,
+    LN_REDUCE_WARPS = 8,   /* layernorm_bwd_reduce's warps */
 };
 
-/* Warps for a tile of block columns: about 32 elements a thread (measured
- * on the H200 at 4096 columns, bf16: 4 warps ran the forward pass 8% and the
- * backward pass 16% faster than 8; bench/RESULTS.md), 1 to 16. */
+/* The forward pass's warps for a tile of block columns: 32 elements a
+ * thread, 1 to 16. */
 static int ln_warps(int64_t block) {
     int64_t w = block / 1024;
     return w < 1 ? 1 : w > 16 ? 16 : (int)w;
+}
+
+/* The forward pass's programs per SM when the row is one tile: as many as
+ * 64 registers a thread allow, 32 / warps (the row's 32 f32 values a thread
+ * fit; on the H200, bf16, 4-8% faster at 4096-8192 columns than ptxas's own
+ * choice of 79-80 registers, 42% at 16384 columns). */
+static int ln_fwd_programs_per_sm(int warps) {
+    return 32 / warps;
+}
+
+/* The backward pass's warps for a tile of block columns: 32 elements a
+ * thread up to 2048 columns, 16 above (the partial sums of dweight and dbias
+ * double the registers each element needs), 1 to 16. */
+static int ln_bwd_warps(int64_t block) {
+    int64_t w = block <= 2048 ? block / 1024 : block / 512;
+    return w < 1 ? 1 : w > 16 ? 16 : (int)w;
+}
+
+/* Groups of rows per SM: enough warps at once on narrow rows (8 groups of 1
+ * warp at 1024 columns ran 1.7x faster than 2 on the H200), few partial
+ * sums on wide ones; the partials stay about groups x 512 x warps columns. */
+static int64_t ln_bwd_groups_per_sm(int64_t block) {
+    return block <= 1024 ? 8 : block <= 2048 ? 4 : 2;
 }
 
 tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUdeviceptr y, CUdeviceptr mean,
@@ -81,7 +105,9 @@ tc_status tc_layernorm_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     l->cx[2] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, single, 0};
     l->cx[3] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, bias != 0, 0};
     l->num_cx = 4;
-    st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_fwd", ln_warps(block),
+    int warps = ln_warps(block);
+    l->min_programs_per_sm = single ? ln_fwd_programs_per_sm(warps) : 0;
+    st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_fwd", warps,
                                  (tc_dim3){(unsigned)rows, 1, 1}, l);
     free(l);
     return st;
@@ -101,7 +127,7 @@ static void ln_bwd_plan(const tc_context *ctx, int64_t rows, int64_t cols, LnBwd
     if (!p->single)
         p->block = LN_TILE_BWD;
     p->tiles = rt_stdlib_cdiv(cols, p->block);
-    int64_t want = (int64_t)tc_context_multiprocessors(ctx) * LN_GROUPS_PER_SM;
+    int64_t want = (int64_t)tc_context_multiprocessors(ctx) * ln_bwd_groups_per_sm(p->block);
     if (want < 1)
         want = 1;
     p->rows_per_group = rt_stdlib_cdiv(rows, want < rows ? want : rows);
@@ -201,7 +227,9 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         l->cx[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, p.block, 0};
         l->cx[2] = (tc_constexpr){"SINGLE_TILE", TC_CONSTEXPR_BOOL, p.single, 0};
         l->num_cx = 3;
-        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd", ln_warps(p.block),
+        int warps = ln_bwd_warps(p.block);
+        l->min_programs_per_sm = warps <= 8 ? 2 : 1; /* 128 registers at 8 warps: 5% faster than 141 at 4096 */
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd", warps,
                                      (tc_dim3){(unsigned)p.groups, (unsigned)p.tiles, 1}, l);
     }
     if (st == TC_OK) {
@@ -213,12 +241,16 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         rt_stdlib_arg_ptr(&args, "partial_db", pdb, true);
         rt_stdlib_arg_int(&args, "groups", p.groups, true, 0);
         rt_stdlib_arg_int(&args, "n_cols", cols, true, 4);
-        l->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, LN_REDUCE_BLOCK, 0};
-        l->cx[1] = (tc_constexpr){"GROUPS", TC_CONSTEXPR_INT, LN_REDUCE_GROUPS, 0};
+        /* [GROUPS, BLOCK] tiles of partials: 16 x 64 on rows up to 1024
+         * columns (more programs), else 32 x 32 (the fastest of a sweep on the
+         * H200 at 1024-4096 columns and 264-2112 groups) */
+        int64_t rblock = cols <= 1024 ? 16 : 32;
+        l->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, rblock, 0};
+        l->cx[1] = (tc_constexpr){"GROUPS", TC_CONSTEXPR_INT, cols <= 1024 ? 64 : 32, 0};
         l->cx[2] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, dbias != 0, 0};
         l->num_cx = 3;
-        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_reduce", 4,
-                                     (tc_dim3){(unsigned)rt_stdlib_cdiv(cols, LN_REDUCE_BLOCK), 1, 1}, l);
+        st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_reduce", LN_REDUCE_WARPS,
+                                     (tc_dim3){(unsigned)rt_stdlib_cdiv(cols, rblock), 1, 1}, l);
     }
     free(l);
     return st;

@@ -238,6 +238,7 @@ tc_status rt_stdlib_kernel_launch(tc_context *ctx, CUstream stream, const char *
                                   const char *kernel, int num_warps, tc_dim3 grid, RtStdlibKernelLaunch *l) {
     tc_options_init(&l->options);
     l->options.num_warps = num_warps;
+    l->options.min_programs_per_sm = l->min_programs_per_sm;
     l->options.params = l->num_facts ? l->facts : NULL;
     l->options.num_params = l->num_facts;
     tc_status st = rt_stdlib_request(entry, file, kernel, l->cx, l->num_cx, &l->options, l->divisibility, l->num_args,

@@ -235,6 +235,7 @@ typedef struct RtStdlibKernelLaunch {
     size_t num_facts;
     tc_constexpr cx[16]; /* names: string literals */
     size_t num_cx;
+    int min_programs_per_sm; /* tc_options.min_programs_per_sm; 0: no bound */
     tc_options options;
     tc_jit_request req;
 } RtStdlibKernelLaunch;
@@ -244,7 +245,8 @@ RtStdlibArgs rt_stdlib_kernel_args(RtStdlibKernelLaunch *l);
 /* Appends an f32 argument. */
 void rt_stdlib_kernel_arg_f32(RtStdlibKernelLaunch *l, const char *name, float v);
 /* Compiles (through the memo) kernel `kernel` of lib/<file> with l's
- * constexprs, facts and num_warps, and launches grid programs of it. */
+ * constexprs, facts, min_programs_per_sm and num_warps, and launches grid
+ * programs of it. */
 tc_status rt_stdlib_kernel_launch(tc_context *ctx, CUstream stream, const char *entry, const char *file,
                                   const char *kernel, int num_warps, tc_dim3 grid, RtStdlibKernelLaunch *l);
 
