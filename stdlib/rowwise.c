@@ -94,7 +94,7 @@ typedef struct OpParam {
 typedef enum OpShape {
     SHAPE_ROW,         /* one program per row, looping over the row's tiles */
     SHAPE_ROW_SINGLE,  /* as SHAPE_ROW, or the whole row in one tile (constexpr SINGLE_TILE) when it fits */
-    SHAPE_ELEMENTWISE, /* programs (row, p) over the column tiles p, p + grid_y, ...: no reduction along a row */
+    SHAPE_ELEMENTWISE, /* programs (rows, grid_y) over the rows' column tiles (lib/add.tile, swiglu.tile) */
 } OpShape;
 
 typedef struct OpDesc {

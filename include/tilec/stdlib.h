@@ -394,7 +394,9 @@ typedef struct tc_stdlib_plan {
     tc_param_spec aligned_params[16]; /* the alignment facts of the fully aligned case */
     size_t num_aligned_params;
     unsigned grid_y; /* the launch is (rows, grid_y, 1): 1, or for the element-wise kernels (SwiGLU, add) the
-                        column tiles up to 65535, program (r, p) taking row r's tiles p, p + grid_y, ... */
+                        column tiles up to 65535: program (r, p) takes row r's tiles p, p + grid_y, ...
+                        (SwiGLU forward), or the rows' tiles in row-major order, program (x, y) tile
+                        y * rows + x, then every rows * grid_y-th (add, SwiGLU backward; lib/add.tile) */
 } tc_stdlib_plan;
 
 /* Fills *out for op, dtype (F16, BF16, F32) and cols >= 1; the strings
