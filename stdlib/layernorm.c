@@ -9,14 +9,15 @@
  *  2. Plan: forward, the row in one tile up to 16384 columns (the next power
  *     of two, at least 32), else loops over tiles of 8192; a warp per 1024
  *     columns of the tile (1 to 16), and a row held in one tile at 64
- *     registers a thread (min_programs_per_sm = 32 / warps). Backward, one
- *     column tile up to 8192 columns, else tiles of 4096 and the rows' two
- *     means computed first (layernorm_bwd_stats); a warp per 1024 columns up
- *     to tiles of 2048, per 512 above (at most 16), two programs an SM up to
- *     8 warps. The rows go in groups, 8 a multiprocessor for tiles up to
- *     1024 columns, 4 at 2048 and 2 above, at most one group per row; the
- *     groups' partial sums are added in programs of 16 or 32 columns. The
- *     figures behind each choice (H200, bf16) are in bench/RESULTS.md.
+ *     registers a thread (min_programs_per_sm = 32 / warps, at most 16).
+ *     Backward, one column tile up to 8192 columns, else tiles of 4096 and
+ *     the rows' two means computed first (layernorm_bwd_stats); a warp per
+ *     1024 columns up to tiles of 2048, per 512 above (at most 16), two
+ *     programs an SM up to 8 warps. The rows go in groups, 8 a
+ *     multiprocessor for tiles up to 1024 columns, 4 at 2048 and 2 above, at
+ *     most one group per row; the groups' partial sums are added in programs
+ *     of 16 or 32 columns. The figures behind each choice (H200, bf16) are in
+ *     bench/RESULTS.md.
  *  3. Launch with the facts of aligned pointers and strides, as the other
  *     families do.
  */
@@ -46,9 +47,12 @@ static int ln_warps(int64_t block) {
 /* The forward pass's programs per SM when the row is one tile: as many as
  * 64 registers a thread allow, 32 / warps (the row's 32 f32 values a thread
  * fit; on the H200, bf16, 4-8% faster at 4096-8192 columns than ptxas's own
- * choice of 79-80 registers, 42% at 16384 columns). */
+ * choice of 79-80 registers, 42% at 16384 columns), at most 16, the fewest
+ * programs an SM of sm_86 and sm_89 holds (one warp needs no bound anyway:
+ * 1024 columns ran as fast with 1 as with 32). */
 static int ln_fwd_programs_per_sm(int warps) {
-    return 32 / warps;
+    int n = 32 / warps;
+    return n > 16 ? 16 : n;
 }
 
 /* The backward pass's warps for a tile of block columns: 32 elements a
