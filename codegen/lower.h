@@ -149,6 +149,13 @@ void cg_smem_load_vec(Cg *cg, LLVMValueRef *out, int g, const IrType *elem, LLVM
 LLVMValueRef cg_smem_ptr(Cg *cg, LLVMValueRef offset);
 /* Byte offset of op's scratch (its scratch_offset, default 0). */
 int64_t cg_scratch_base(const IrOp *op);
+/* May reduce op store its partials to its scratch without a barrier first?
+ * True when every earlier access of those bytes is separated from it by a
+ * barrier: a barrier op, or a cross-warp reduction on other bytes, between
+ * them in its block, or, through a `for` body's back edge, in the rest of
+ * the body and before the loop; and when nothing in the kernel comes
+ * before it (lower_shared.c). */
+bool cg_reduce_scratch_fenced(const IrOp *op, int num_warps);
 /* offset + offset / interval * pad, on an i32 byte offset. */
 LLVMValueRef cg_padded(Cg *cg, TgPadding p, LLVMValueRef offset);
 /* Stores / loads one element of IR type elem at a byte offset of shared

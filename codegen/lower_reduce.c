@@ -13,7 +13,10 @@
  *      shfl.sync.bfly with that bit as the XOR mask (16-bit and smaller
  *      values travel as 32 bits, 64-bit ones as two shuffles); afterwards
  *      every lane of a group holds the group's value.
- *   3. warps, only if some warp bit moves along the axis: barrier; every
+ *   3. warps, only if some warp bit moves along the axis: barrier (left out
+ *      when every earlier access of the scratch's bytes is already behind a
+ *      barrier: cg_reduce_scratch_fenced, and allocate-shared gives
+ *      consecutive reductions distinct bytes); every
  *      thread stores its partials into scratch at [k][c], k the warp's index
  *      among the 2^w warps of the axis (its axis warp bits, compressed), c
  *      the row-major index of the result coordinate (copies store the same
@@ -187,7 +190,8 @@ bool cg_lower_reduce(Cg *cg, IrOp *op) {
         }
         /* argmax, argmin: the i32 indices after the values */
         int64_t ibase = base + tg_reduce_index_offset(((int64_t)1 << nk) * num_out, eb);
-        cg_barrier(cg);
+        if (!cg_reduce_scratch_fenced(op, cg->num_warps)) /* an earlier read of these bytes may still run */
+            cg_barrier(cg);
         LLVMValueRef kbase = LLVMBuildMul(b, k, cg_i32(cg, num_out), "");
         for (int i = 0; i < np; i++) {
             LLVMValueRef idx = LLVMBuildAdd(b, kbase, lin[i], "");

@@ -395,6 +395,61 @@ static bool fenced_before(const IrOp *op, int num_warps) {
     return true;
 }
 
+/* ---- the barrier before a cross-warp reduction's stores ---- */
+
+/* A reduce op whose lowering stores partials to its scratch, then a
+ * barrier, then loads them (lower_reduce.c, step 3): every access of shared
+ * memory before it in its warps' program order is complete past that
+ * barrier. */
+static bool is_fencing_reduce(const IrOp *op, int num_warps) {
+    return op->opc == IR_OP_REDUCE && tg_scratch_bytes(op, num_warps) > 0;
+}
+
+typedef enum { WALK_OPEN, WALK_FENCED, WALK_TOUCHED } WalkEnd;
+
+/* Walks back from `from` (inclusive) to `stop` (exclusive; NULL: the
+ * block's start): fenced at a barrier op, or at a fencing reduce that
+ * does not touch [lo, hi); touched at any other op that may. */
+static WalkEnd walk_back(const IrOp *from, const IrOp *stop, int64_t lo, int64_t hi, int num_warps) {
+    for (const IrOp *o = from; o && o != stop; o = o->prev) {
+        if (o->opc == IR_OP_BARRIER)
+            return WALK_FENCED;
+        if (touches_bytes(o, lo, hi, num_warps))
+            return WALK_TOUCHED;
+        if (is_fencing_reduce(o, num_warps))
+            return WALK_FENCED;
+    }
+    return WALK_OPEN;
+}
+
+/* Is every access of [lo, hi) that runs before `at` separated from it by a
+ * barrier? Before `at` in its block; at a block's start, the kernel's body
+ * has nothing earlier; a `for` body has the rest of the body (the previous
+ * iteration, back to `at`) and, for the first iteration, what runs before
+ * the `for`; any other region (if, while, a warp-specialized region)
+ * counts as unfenced. */
+static bool fenced_at(const IrOp *at, int64_t lo, int64_t hi, int num_warps) {
+    WalkEnd e = walk_back(at->prev, NULL, lo, hi, num_warps);
+    if (e != WALK_OPEN)
+        return e == WALK_FENCED;
+    const IrBlock *b = at->parent;
+    const IrOp *owner = b ? b->parent_op : NULL;
+    if (b && !owner)
+        return true;
+    if (!owner || owner->opc != IR_OP_FOR)
+        return false;
+    if (walk_back(b->last, at, lo, hi, num_warps) != WALK_FENCED)
+        return false;
+    return fenced_at(owner, lo, hi, num_warps);
+}
+
+bool cg_reduce_scratch_fenced(const IrOp *op, int num_warps) {
+    const IrAttr *off = ir_op_attr(op, "scratch_offset");
+    if (!off || off->kind != IR_ATTR_INT)
+        return false;
+    return fenced_at(op, off->i, off->i + tg_scratch_bytes(op, num_warps), num_warps);
+}
+
 /* True when the last instruction of the current LLVM block is a barrier. */
 static bool after_barrier(Cg *cg) {
     LLVMValueRef last = LLVMGetLastInstruction(LLVMGetInsertBlock(cg->b));

@@ -19,7 +19,11 @@
  *     the buffer alive through the whole loop: the next iteration uses it
  *     again.
  *   - an op's scratch (a cross-warp reduction, a conversion through shared
- *     memory, an FMA dot...) lives only during that op: an interval of one.
+ *     memory, an FMA dot...) lives only during that op: an interval of one;
+ *     a reduction's, until the next op of its block with scratch (the
+ *     first of a `for` body's, until the body's end), so that consecutive
+ *     reductions need no barrier between one's loads and the next's
+ *     stores (keep_reduce_scratch).
  *
  * Occupants whose intervals overlap get disjoint bytes; the others may share.
  * Placement is greedy, largest first (ties: earliest start): each takes the
@@ -177,6 +181,44 @@ static void collect(Alloc *a, IrBlock *b) {
     }
 }
 
+/* Does op, or an op in its regions, use scratch? */
+static bool scratch_within(const IrOp *op, int num_warps) {
+    if (tg_scratch_bytes(op, num_warps) > 0)
+        return true;
+    for (int r = 0; r < op->num_regions; r++)
+        for (const IrOp *o = op->regions[r]->first; o; o = o->next)
+            if (scratch_within(o, num_warps))
+                return true;
+    return false;
+}
+
+/* A cross-warp reduction's scratch stays live until the next op of its
+ * block that uses scratch, and the first one of a `for` body until the
+ * body's end, so that consecutive reductions (around the loop too) get
+ * distinct bytes: codegen then leaves out the barrier before a reduction's
+ * stores when the reduction before it, whose own barrier every warp has
+ * passed, used other bytes (cg_reduce_scratch_fenced). */
+static void keep_reduce_scratch(Alloc *a) {
+    for (int i = 0; i < a->num_occ; i++) {
+        Occupant *o = &a->occ[i];
+        if (!o->scratch || o->op->opc != IR_OP_REDUCE)
+            continue;
+        const IrOp *next = o->op->next;
+        while (next && !scratch_within(next, a->num_warps))
+            next = next->next;
+        if (next && span_end(next) > o->end)
+            o->end = span_end(next);
+        const IrBlock *b = o->op->parent;
+        if (!b || !b->parent_op || b->parent_op->opc != IR_OP_FOR || !b->last)
+            continue;
+        const IrOp *first = b->first;
+        while (first && !scratch_within(first, a->num_warps))
+            first = first->next;
+        if (first == o->op && span_end(b->last) > o->end)
+            o->end = span_end(b->last);
+    }
+}
+
 static int by_size(const void *x, const void *y) {
     const Occupant *a = x, *b = y;
     if (a->size != b->size)
@@ -225,6 +267,7 @@ bool pass_allocate_shared(IrModule *m, const PassOptions *opts) {
         ir_map_init(&a.buffer_of, &m->arena);
         number(&a, f->body);
         collect(&a, f->body);
+        keep_reduce_scratch(&a);
         int64_t total = place(&a);
         for (int i = 0; i < a.num_occ; i++)
             ir_op_set_int(m, a.occ[i].op, a.occ[i].scratch ? "scratch_offset" : "offset", a.occ[i].offset);
