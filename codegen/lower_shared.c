@@ -355,9 +355,16 @@ static bool touches_bytes(const IrOp *op, int64_t lo, int64_t hi, int num_warps)
         if (!off || off->kind != IR_ATTR_INT || (off->i < hi && lo < off->i + scratch))
             return true;
     }
-    for (int i = 0; i < op->num_operands; i++)
+    for (int i = 0; i < op->num_operands; i++) {
         if (overlaps(op->operands[i], lo, hi))
             return true;
+        /* a dot's operand from a local_load may be read here, not at the
+         * load: lower_load defers it into the dot (cg_local_load_deferred),
+         * past barriers */
+        const IrOp *def = op->operands[i]->def;
+        if (op->opc == IR_OP_DOT && def && def->opc == IR_OP_LOCAL_LOAD && overlaps(def->operands[0], lo, hi))
+            return true;
+    }
     for (int i = 0; i < op->num_results; i++)
         if (overlaps(op->results[i], lo, hi))
             return true;

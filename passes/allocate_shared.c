@@ -20,19 +20,19 @@
  *     again.
  *   - an op's scratch (a cross-warp reduction, a conversion through shared
  *     memory, an FMA dot...) lives only during that op: an interval of one;
- *     a reduction's, until the next op of its block with scratch (the
- *     first of a `for` body's, until the body's end), so that consecutive
- *     reductions need no barrier between one's loads and the next's
- *     stores (keep_reduce_scratch).
+ *     a reduction's, until the next op of its block with scratch when that
+ *     is a reduction too (the first of a `for` body's, until the body's
+ *     end, when the body's last op with scratch is another reduction), so
+ *     that consecutive reductions need no barrier between one's loads and
+ *     the next's stores (keep_reduce_scratch).
  *
  * Occupants whose intervals overlap get disjoint bytes; the others may share.
  * Placement is greedy, largest first (ties: earliest start): each takes the
  * lowest offset aligned to 16 bytes — to 8 x swizzle bytes for an
  * #nvmma_shared buffer, the repeat of its pattern, which wgmma's and TMA's
  * address XOR assume — that clears every overlapping occupant already
- * placed. Today scratch is the only occupant in practice and every
- * op gets offset 0; buffers from stage-shared and the pipeliner fall into
- * the same allocator.
+ * placed. Buffers from stage-shared and the pipeliner, and every
+ * op's scratch, fall into the same allocator.
  */
 #include "passes.h"
 
@@ -193,11 +193,12 @@ static bool scratch_within(const IrOp *op, int num_warps) {
 }
 
 /* A cross-warp reduction's scratch stays live until the next op of its
- * block that uses scratch, and the first one of a `for` body until the
- * body's end, so that consecutive reductions (around the loop too) get
- * distinct bytes: codegen then leaves out the barrier before a reduction's
- * stores when the reduction before it, whose own barrier every warp has
- * passed, used other bytes (cg_reduce_scratch_fenced). */
+ * block that uses scratch when that op is a reduction, and the first one
+ * of a `for` body until the body's end when the body's last op with
+ * scratch is another reduction, so that consecutive reductions (around the
+ * loop too) get distinct bytes: codegen then leaves out the barrier before
+ * a reduction's stores when the reduction before it, whose own barrier
+ * every warp has passed, used other bytes (cg_reduce_scratch_fenced). */
 static void keep_reduce_scratch(Alloc *a) {
     for (int i = 0; i < a->num_occ; i++) {
         Occupant *o = &a->occ[i];
@@ -206,15 +207,18 @@ static void keep_reduce_scratch(Alloc *a) {
         const IrOp *next = o->op->next;
         while (next && !scratch_within(next, a->num_warps))
             next = next->next;
-        if (next && span_end(next) > o->end)
-            o->end = span_end(next);
+        if (next && next->opc == IR_OP_REDUCE && next->id > o->end) /* only a reduction can skip its barrier */
+            o->end = next->id;
         const IrBlock *b = o->op->parent;
         if (!b || !b->parent_op || b->parent_op->opc != IR_OP_FOR || !b->last)
             continue;
-        const IrOp *first = b->first;
+        const IrOp *first = b->first, *last = NULL;
         while (first && !scratch_within(first, a->num_warps))
             first = first->next;
-        if (first == o->op && span_end(b->last) > o->end)
+        for (const IrOp *l = b->last; l && !last; l = l->prev)
+            if (scratch_within(l, a->num_warps))
+                last = l;
+        if (first == o->op && last && last != o->op && last->opc == IR_OP_REDUCE && span_end(b->last) > o->end)
             o->end = span_end(b->last);
     }
 }

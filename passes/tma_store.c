@@ -25,7 +25,8 @@
  *     kernel has no named barriers (ping-pong turns would not survive the
  *     barriers below);
  *   - the buffer fits: while the top-level op that holds the atomic runs,
- *     the buffers live there, its largest scratch and the new buffer stay
+ *     the buffers live there, its largest scratch (and two reductions'
+ *     more) and the new buffer stay
  *     within the target's limit (an estimate that ignores reuse inside the
  *     op, so it never overcommits).
  * Then, with B a new buffer smem<shape x f32, #nvmma_shared<swizzle, order
@@ -100,25 +101,30 @@ static bool has_named_barrier(const IrBlock *b) {
     return false;
 }
 
-/* The buffers allocated inside op and its largest scratch, added to *bytes
- * and maxed into *scratch. */
-static void inside(const Ts *s, const IrOp *op, int64_t *bytes, int64_t *scratch) {
+/* The buffers allocated inside op, added to *bytes; its largest scratch,
+ * and its largest reduction's, maxed into *scratch and *reduce. */
+static void inside(const Ts *s, const IrOp *op, int64_t *bytes, int64_t *scratch, int64_t *reduce) {
     if (op->opc == IR_OP_LOCAL_ALLOC)
         *bytes += smem_bytes(op->results[0]->type);
     int64_t sc = tg_scratch_bytes(op, s->num_warps);
     if (sc > *scratch)
         *scratch = sc;
+    if (op->opc == IR_OP_REDUCE && sc > *reduce)
+        *reduce = sc;
     for (int r = 0; r < op->num_regions; r++)
         for (const IrOp *q = op->regions[r]->first; q; q = q->next)
-            inside(s, q, bytes, scratch);
+            inside(s, q, bytes, scratch, reduce);
 }
 
 /* Shared memory in use while the top-level op `top` runs, at most: the
  * buffers allocated in it, those allocated before it and used in it or
- * later, and its largest scratch. (allocate-shared may do better by
- * reusing bytes; this never promises more than it can place.) */
+ * later, its largest scratch, and two more of its largest reduction's
+ * (allocate-shared keeps a reduction's scratch live into the next
+ * reduction, and a loop body's first one through the body). (allocate-shared
+ * may do better by reusing bytes; this never promises more than it can
+ * place.) */
 static int64_t peak_during(const Ts *s, const IrOp *top) {
-    int64_t bytes = 0, scratch = 0;
+    int64_t bytes = 0, scratch = 0, reduce = 0;
     for (const IrOp *op = s->f->body->first; op != top; op = op->next) {
         if (op->opc != IR_OP_LOCAL_ALLOC)
             continue;
@@ -128,8 +134,8 @@ static int64_t peak_during(const Ts *s, const IrOp *top) {
                 break;
             }
     }
-    inside(s, top, &bytes, &scratch);
-    return bytes + scratch;
+    inside(s, top, &bytes, &scratch, &reduce);
+    return bytes + scratch + 2 * reduce;
 }
 
 /* The op of the kernel's body that holds op (op itself at the top level);

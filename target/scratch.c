@@ -12,9 +12,12 @@
  *
  * Every scratch user brackets its use with barriers (before writing, between
  * writing and reading), so the scratch of one op is dead once the next op
- * that uses scratch reaches its first barrier. That is why offset 0 for every
- * op is always a correct allocation, and what tg_kernel_shared_bytes assumes
- * when the IR carries no offsets.
+ * that uses scratch reaches its first barrier. A cross-warp reduction leaves
+ * out the first barrier only when every earlier access of its bytes is
+ * already behind one (codegen/lower_shared.c, cg_reduce_scratch_fenced: the
+ * offsets decide), so offset 0 for every op is still a correct allocation,
+ * with every barrier, and what tg_kernel_shared_bytes assumes when the IR
+ * carries no offsets.
  *
  * Padding (tg_scratch_padding): a tile is stored row-major with `pad` bytes
  * (4, or the element size if larger) after every `interval` bytes, where
