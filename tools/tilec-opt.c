@@ -11,6 +11,7 @@
  * the ops' locations (loc(...), docs/ir.md). A thin driver over tc_opt.
  */
 #include "tilec/tilec.h"
+#include "tool_options.h"
 #include "tool_output.h"
 
 #include <stdio.h>
@@ -76,6 +77,11 @@ int main(int argc, char **argv) {
     const char *path = NULL, *passes = NULL, *output = NULL, *arch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int shared = tool_compile_option("tilec-opt", argc, argv, &i, &opt, &arch);
+        if (shared < 0)
+            return 2;
+        if (shared > 0)
+            continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
@@ -99,48 +105,6 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "tilec-opt: unknown --emit kind '%s' (ir, llvm, ptx)\n", v);
                 return 2;
             }
-        } else if (strncmp(a, "--arch=", 7) == 0) {
-            arch = a + 7;
-        } else if (strcmp(a, "--arch") == 0 && i + 1 < argc) {
-            arch = argv[++i];
-        } else if (strncmp(a, "--print-after=", 14) == 0) {
-            opt.print_after = a + 14;
-        } else if (strcmp(a, "--print-after-all") == 0) {
-            opt.print_after_all = 1;
-        } else if (strcmp(a, "--verify-each") == 0) {
-            opt.verify_each = 1;
-        } else if (strcmp(a, "--llvm-O3") == 0) {
-            opt.llvm_o3 = 1;
-        } else if (strcmp(a, "--warp-specialize") == 0) {
-            opt.warp_specialize = 1;
-        } else if (strcmp(a, "--persistent") == 0) {
-            opt.persistent = 1;
-        } else if (strcmp(a, "-g") == 0) {
-            opt.line_info = 1;
-        } else if (strcmp(a, "--num-warps") == 0 && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > TC_MAX_NUM_WARPS || (n & (n - 1))) {
-                fprintf(stderr, "tilec-opt: --num-warps must be a power of two from 1 to %d\n", TC_MAX_NUM_WARPS);
-                return 2;
-            }
-            opt.num_warps = (int)n;
-        } else if (strcmp(a, "--num-stages") == 0 && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > TC_MAX_NUM_STAGES) {
-                fprintf(stderr, "tilec-opt: --num-stages must be from 1 (no pipelining) to %d\n", TC_MAX_NUM_STAGES);
-                return 2;
-            }
-            opt.num_stages = (int)n;
-        } else if (strcmp(a, "--min-programs-per-sm") == 0 && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > TC_MAX_PROGRAMS_PER_SM) {
-                fprintf(stderr, "tilec-opt: --min-programs-per-sm must be from 1 to %d\n", TC_MAX_PROGRAMS_PER_SM);
-                return 2;
-            }
-            opt.min_programs_per_sm = (int)n;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (a[0] == '-' && a[1]) {

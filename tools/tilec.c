@@ -10,6 +10,7 @@
  */
 #include "tilec/aot.h"
 #include "tilec/tilec.h"
+#include "tool_options.h"
 #include "tool_output.h"
 
 #include <stdbool.h>
@@ -67,18 +68,6 @@ static void usage(FILE *out) {
 }
 
 /* Returns the value of "--flag=value" or "--flag value"; advances *i. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag) {
-    size_t n = strlen(flag);
-    const char *a = argv[*i];
-    if (strncmp(a, flag, n) != 0)
-        return NULL;
-    if (a[n] == '=')
-        return a + n + 1;
-    if (a[n] == 0 && *i + 1 < argc)
-        return argv[++*i];
-    return NULL;
-}
-
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -264,13 +253,18 @@ int main(int argc, char **argv) {
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int shared = tool_compile_option("tilec", argc, argv, &i, &opt, &arch);
+        if (shared < 0)
+            return 2;
+        if (shared > 0)
+            continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (strcmp(a, "--version") == 0) {
             printf("%s\n", tc_version());
             return 0;
-        } else if ((v = flag_value(argc, argv, &i, "--emit"))) {
+        } else if ((v = tool_flag_value(argc, argv, &i, "--emit"))) {
             if (strcmp(v, "ast") == 0)
                 opt.emit = TC_EMIT_AST;
             else if (strcmp(v, "ir-raw") == 0)
@@ -298,7 +292,7 @@ int main(int argc, char **argv) {
                 return 2;
             }
             num_cx++;
-        } else if ((v = flag_value(argc, argv, &i, "--divisible"))) {
+        } else if ((v = tool_flag_value(argc, argv, &i, "--divisible"))) {
             /* NAME=N: the parameter's address (bytes) or value is a multiple of N. */
             const char *eq = strchr(v, '=');
             char *end = NULL;
@@ -315,48 +309,8 @@ int main(int argc, char **argv) {
             num_params++;
             opt.params = params;
             opt.num_params = num_params;
-        } else if ((v = flag_value(argc, argv, &i, "--kernel"))) {
+        } else if ((v = tool_flag_value(argc, argv, &i, "--kernel"))) {
             kernel = v;
-        } else if ((v = flag_value(argc, argv, &i, "--num-warps"))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > TC_MAX_NUM_WARPS || (n & (n - 1))) {
-                fprintf(stderr, "tilec: --num-warps must be a power of two from 1 to %d\n", TC_MAX_NUM_WARPS);
-                return 2;
-            }
-            opt.num_warps = (int)n;
-        } else if ((v = flag_value(argc, argv, &i, "--num-stages"))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > TC_MAX_NUM_STAGES) {
-                fprintf(stderr, "tilec: --num-stages must be from 1 (no pipelining) to %d\n", TC_MAX_NUM_STAGES);
-                return 2;
-            }
-            opt.num_stages = (int)n;
-        } else if ((v = flag_value(argc, argv, &i, "--min-programs-per-sm"))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > TC_MAX_PROGRAMS_PER_SM) {
-                fprintf(stderr, "tilec: --min-programs-per-sm must be from 1 to %d\n", TC_MAX_PROGRAMS_PER_SM);
-                return 2;
-            }
-            opt.min_programs_per_sm = (int)n;
-        } else if ((v = flag_value(argc, argv, &i, "--arch"))) {
-            arch = v;
-        } else if ((v = flag_value(argc, argv, &i, "--print-after"))) {
-            opt.print_after = v;
-        } else if (strcmp(a, "--print-after-all") == 0) {
-            opt.print_after_all = 1;
-        } else if (strcmp(a, "--verify-each") == 0) {
-            opt.verify_each = 1;
-        } else if (strcmp(a, "--llvm-O3") == 0) {
-            opt.llvm_o3 = 1;
-        } else if (strcmp(a, "--warp-specialize") == 0) {
-            opt.warp_specialize = 1;
-        } else if (strcmp(a, "--persistent") == 0) {
-            opt.persistent = 1;
-        } else if (strcmp(a, "-g") == 0) {
-            opt.line_info = 1;
         } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
             output = argv[++i];
         } else if (strcmp(a, "--aot") == 0) {
