@@ -296,11 +296,22 @@ static bool touches_shared(const IrOp *op, int num_warps) {
     case IR_OP_FENCE_ASYNC_SHARED:
     case IR_OP_ASYNC_TMA_STORE:
     case IR_OP_ASYNC_TMA_STORE_WAIT:
+    case IR_OP_ASYNC_TMA_COPY:
+    case IR_OP_WARP_GROUP_DOT_WAIT: /* completes this warpgroup's wgmma reads only */
+    case IR_OP_MBARRIER_INIT:
+    case IR_OP_MBARRIER_INVAL:
+    case IR_OP_MBARRIER_EXPECT:
+    case IR_OP_MBARRIER_WAIT:
+    case IR_OP_MBARRIER_ARRIVE:
     case IR_OP_BARRIER: return true;
     default: break;
     }
     if (tg_scratch_bytes(op, num_warps) > 0)
         return true;
+    if (op->opc == IR_OP_DOT) /* an operand's ldmatrix may be deferred into it (cg_local_load_deferred) */
+        for (int i = 0; i < op->num_operands; i++)
+            if (op->operands[i]->def && op->operands[i]->def->opc == IR_OP_LOCAL_LOAD)
+                return true;
     for (int i = 0; i < op->num_regions; i++)
         for (const IrOp *o = op->regions[i]->first; o; o = o->next)
             if (touches_shared(o, num_warps))
@@ -753,11 +764,17 @@ static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
     return true;
 }
 
-/* May the reads of buffer `buf` move past op? Not when op may write it. */
+/* May the reads of buffer `buf` move past op? Not when op may write it:
+ * stores, copies, scratch, and any other op on shared memory (mbarriers,
+ * TMA) but views and loads. */
 static bool keeps_buffer(const IrOp *op, const IrValue *buf, int num_warps) {
     if (op->num_regions || op->opc == IR_OP_LOCAL_STORE || op->opc == IR_OP_ASYNC_COPY ||
         tg_scratch_bytes(op, num_warps) > 0)
         return false;
+    if (op->opc != IR_OP_LOCAL_LOAD && op->opc != IR_OP_MEMDESC_INDEX && op->opc != IR_OP_MEMDESC_TRANS)
+        for (int i = 0; i < op->num_operands; i++)
+            if (op->operands[i]->type->kind == IR_SMEM)
+                return false;
     if (is_init_alloc(op)) {
         int64_t lo, hi, olo, ohi;
         if (!alloc_range(buf, &lo, &hi) || !alloc_range(op->results[0], &olo, &ohi))
