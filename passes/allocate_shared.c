@@ -143,6 +143,27 @@ static const IrOp *read_until(const IrOp *dot) {
     return op ? op : dot;
 }
 
+/* A buffer yielded out of a region: the op's result names it from then
+ * on. An `if` result not yet aliased takes it; a result that already names
+ * another buffer (a `for` or `while` result names its initial value, an
+ * `if` result the other branch's) cannot name both, so the yielded buffer
+ * stays live to the kernel's end. */
+static void yielded(Alloc *a, const IrOp *yield) {
+    const IrOp *owner = yield->parent ? yield->parent->parent_op : NULL;
+    if (!owner)
+        return;
+    for (int i = 0; i < yield->num_operands && i < owner->num_results; i++) {
+        void *idx = ir_map_get(&a->buffer_of, yield->operands[i]);
+        if (!idx)
+            continue;
+        void *ridx = ir_map_get(&a->buffer_of, owner->results[i]);
+        if (!ridx && owner->opc == IR_OP_IF)
+            ir_map_put(&a->buffer_of, owner->results[i], idx);
+        else if (ridx != idx && a->next_id - 1 > a->occ[(intptr_t)idx - 1].end)
+            a->occ[(intptr_t)idx - 1].end = a->next_id - 1;
+    }
+}
+
 static void collect(Alloc *a, IrBlock *b) {
     for (IrOp *op = b->first; op; op = op->next) {
         bool in_flight = op->opc == IR_OP_WARP_GROUP_DOT && ir_op_get_int(op, "async", 0);
@@ -172,6 +193,8 @@ static void collect(Alloc *a, IrBlock *b) {
                     alias(a, op->regions[r]->args[i], op->operands[i]);
                 alias(a, op->results[i], op->operands[i]);
             }
+        } else if (op->opc == IR_OP_YIELD) {
+            yielded(a, op);
         }
         int64_t scratch = tg_scratch_bytes(op, a->num_warps);
         if (scratch > 0)
