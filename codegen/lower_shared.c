@@ -284,34 +284,39 @@ static bool is_init_alloc(const IrOp *op) {
     return op && op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1;
 }
 
+/* The buffer a dot's operand i was loaded from when that local_load may be
+ * deferred into the dot (its ldmatrix issued there, past barriers:
+ * cg_local_load_deferred), else NULL. */
+static const IrValue *dot_loaded_buffer(const IrOp *op, int i) {
+    const IrOp *def = op->operands[i]->def;
+    return op->opc == IR_OP_DOT && def && def->opc == IR_OP_LOCAL_LOAD ? def->operands[0] : NULL;
+}
+
+/* Does op read or write shared memory through an operand? Views only name
+ * bytes, and control flow only carries buffers. */
+static bool accesses_smem_operand(const IrOp *op) {
+    if (op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_MEMDESC_TRANS || op->opc == IR_OP_YIELD ||
+        op->opc == IR_OP_CONDITION || op->num_regions)
+        return false;
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i]->type->kind == IR_SMEM || dot_loaded_buffer(op, i))
+            return true;
+    return false;
+}
+
 /* Does op (or an op in its regions) use shared memory or synchronize? */
 static bool touches_shared(const IrOp *op, int num_warps) {
     switch (op->opc) {
     case IR_OP_LOCAL_ALLOC: return op->num_operands > 0;
-    case IR_OP_LOCAL_LOAD:
-    case IR_OP_LOCAL_STORE:
-    case IR_OP_ASYNC_COPY:
     case IR_OP_ASYNC_WAIT:
-    case IR_OP_WARP_GROUP_DOT:
-    case IR_OP_FENCE_ASYNC_SHARED:
-    case IR_OP_ASYNC_TMA_STORE:
-    case IR_OP_ASYNC_TMA_STORE_WAIT:
-    case IR_OP_ASYNC_TMA_COPY:
     case IR_OP_WARP_GROUP_DOT_WAIT: /* completes this warpgroup's wgmma reads only */
-    case IR_OP_MBARRIER_INIT:
-    case IR_OP_MBARRIER_INVAL:
-    case IR_OP_MBARRIER_EXPECT:
-    case IR_OP_MBARRIER_WAIT:
-    case IR_OP_MBARRIER_ARRIVE:
+    case IR_OP_FENCE_ASYNC_SHARED:
+    case IR_OP_ASYNC_TMA_STORE_WAIT:
     case IR_OP_BARRIER: return true;
     default: break;
     }
-    if (tg_scratch_bytes(op, num_warps) > 0)
+    if (accesses_smem_operand(op) || tg_scratch_bytes(op, num_warps) > 0)
         return true;
-    if (op->opc == IR_OP_DOT) /* an operand's ldmatrix may be deferred into it (cg_local_load_deferred) */
-        for (int i = 0; i < op->num_operands; i++)
-            if (op->operands[i]->def && op->operands[i]->def->opc == IR_OP_LOCAL_LOAD)
-                return true;
     for (int i = 0; i < op->num_regions; i++)
         for (const IrOp *o = op->regions[i]->first; o; o = o->next)
             if (touches_shared(o, num_warps))
@@ -367,13 +372,8 @@ static bool touches_bytes(const IrOp *op, int64_t lo, int64_t hi, int num_warps)
             return true;
     }
     for (int i = 0; i < op->num_operands; i++) {
-        if (overlaps(op->operands[i], lo, hi))
-            return true;
-        /* a dot's operand from a local_load may be read here, not at the
-         * load: lower_load defers it into the dot (cg_local_load_deferred),
-         * past barriers */
-        const IrOp *def = op->operands[i]->def;
-        if (op->opc == IR_OP_DOT && def && def->opc == IR_OP_LOCAL_LOAD && overlaps(def->operands[0], lo, hi))
+        const IrValue *loaded = dot_loaded_buffer(op, i);
+        if (overlaps(op->operands[i], lo, hi) || (loaded && overlaps(loaded, lo, hi)))
             return true;
     }
     for (int i = 0; i < op->num_results; i++)
@@ -451,10 +451,12 @@ static bool fenced_at(const IrOp *at, int64_t lo, int64_t hi, int num_warps) {
     if (e != WALK_OPEN)
         return e == WALK_FENCED;
     const IrBlock *b = at->parent;
-    const IrOp *owner = b ? b->parent_op : NULL;
-    if (b && !owner)
+    if (!b)
+        return false;
+    const IrOp *owner = b->parent_op;
+    if (!owner) /* the kernel's body */
         return true;
-    if (!owner || owner->opc != IR_OP_FOR)
+    if (owner->opc != IR_OP_FOR)
         return false;
     if (walk_back(b->last, at, lo, hi, num_warps) != WALK_FENCED)
         return false;
@@ -765,16 +767,12 @@ static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
 }
 
 /* May the reads of buffer `buf` move past op? Not when op may write it:
- * stores, copies, scratch, and any other op on shared memory (mbarriers,
- * TMA) but views and loads. */
+ * regions, scratch, and any op on shared memory (stores, copies, mbarriers,
+ * TMA) but loads and views. */
 static bool keeps_buffer(const IrOp *op, const IrValue *buf, int num_warps) {
-    if (op->num_regions || op->opc == IR_OP_LOCAL_STORE || op->opc == IR_OP_ASYNC_COPY ||
-        tg_scratch_bytes(op, num_warps) > 0)
+    if (op->num_regions || tg_scratch_bytes(op, num_warps) > 0 ||
+        (op->opc != IR_OP_LOCAL_LOAD && accesses_smem_operand(op)))
         return false;
-    if (op->opc != IR_OP_LOCAL_LOAD && op->opc != IR_OP_MEMDESC_INDEX && op->opc != IR_OP_MEMDESC_TRANS)
-        for (int i = 0; i < op->num_operands; i++)
-            if (op->operands[i]->type->kind == IR_SMEM)
-                return false;
     if (is_init_alloc(op)) {
         int64_t lo, hi, olo, ohi;
         if (!alloc_range(buf, &lo, &hi) || !alloc_range(op->results[0], &olo, &ohi))

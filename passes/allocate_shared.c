@@ -215,33 +215,36 @@ static bool scratch_within(const IrOp *op, int num_warps) {
     return false;
 }
 
+/* The first op from op on (forward) or back (else) in its block that uses
+ * scratch, or NULL. */
+static const IrOp *scratch_from(const IrOp *op, bool forward, int num_warps) {
+    while (op && !scratch_within(op, num_warps))
+        op = forward ? op->next : op->prev;
+    return op;
+}
+
 /* A cross-warp reduction's scratch stays live until the next op of its
  * block that uses scratch when that op is a reduction, and the first one
  * of a `for` body until the body's end when the body's last op with
  * scratch is another reduction, so that consecutive reductions (around the
  * loop too) get distinct bytes: codegen then leaves out the barrier before
  * a reduction's stores when the reduction before it, whose own barrier
- * every warp has passed, used other bytes (cg_reduce_scratch_fenced). */
+ * every warp has passed, used other bytes (cg_reduce_scratch_fenced). Only
+ * a reduction can leave out its barrier, so no other op keeps them. */
 static void keep_reduce_scratch(Alloc *a) {
     for (int i = 0; i < a->num_occ; i++) {
         Occupant *o = &a->occ[i];
         if (!o->scratch || o->op->opc != IR_OP_REDUCE)
             continue;
-        const IrOp *next = o->op->next;
-        while (next && !scratch_within(next, a->num_warps))
-            next = next->next;
-        if (next && next->opc == IR_OP_REDUCE && next->id > o->end) /* only a reduction can skip its barrier */
+        const IrOp *next = scratch_from(o->op->next, true, a->num_warps);
+        if (next && next->opc == IR_OP_REDUCE && next->id > o->end)
             o->end = next->id;
         const IrBlock *b = o->op->parent;
-        if (!b || !b->parent_op || b->parent_op->opc != IR_OP_FOR || !b->last)
+        if (!b || !b->parent_op || b->parent_op->opc != IR_OP_FOR)
             continue;
-        const IrOp *first = b->first, *last = NULL;
-        while (first && !scratch_within(first, a->num_warps))
-            first = first->next;
-        for (const IrOp *l = b->last; l && !last; l = l->prev)
-            if (scratch_within(l, a->num_warps))
-                last = l;
-        if (first == o->op && last && last != o->op && last->opc == IR_OP_REDUCE && span_end(b->last) > o->end)
+        const IrOp *last = scratch_from(b->last, false, a->num_warps);
+        if (scratch_from(b->first, true, a->num_warps) == o->op && last != o->op && last->opc == IR_OP_REDUCE &&
+            span_end(b->last) > o->end)
             o->end = span_end(b->last);
     }
 }

@@ -246,12 +246,12 @@ tc_status tc_layernorm_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         rt_stdlib_arg_ptr(&args, "partial_db", pdb, true);
         rt_stdlib_arg_int(&args, "groups", p.groups, true, 0);
         rt_stdlib_arg_int(&args, "n_cols", cols, true, 4);
-        /* [GROUPS, BLOCK] tiles of partials: 16 x 64 on rows up to 1024
-         * columns (more programs), else 32 x 32 (the fastest of a sweep on the
-         * H200 at 1024-4096 columns and 264-2112 groups) */
-        int64_t rblock = cols <= 1024 ? 16 : 32;
+        /* [GROUPS, BLOCK] tiles of partials, 1024 elements: 64 x 16 on rows
+         * up to 1024 columns (more programs), else 32 x 32 (the fastest of a
+         * sweep on the H200 at 1024-4096 columns and 264-2112 groups) */
+        int64_t rblock = cols <= 1024 ? 16 : 32, rgroups = 1024 / rblock;
         l->cx[0] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, rblock, 0};
-        l->cx[1] = (tc_constexpr){"GROUPS", TC_CONSTEXPR_INT, cols <= 1024 ? 64 : 32, 0};
+        l->cx[1] = (tc_constexpr){"GROUPS", TC_CONSTEXPR_INT, rgroups, 0};
         l->cx[2] = (tc_constexpr){"HAS_BIAS", TC_CONSTEXPR_BOOL, dbias != 0, 0};
         l->num_cx = 3;
         st = rt_stdlib_kernel_launch(ctx, stream, entry, "layernorm.tile", "layernorm_bwd_reduce", LN_REDUCE_WARPS,

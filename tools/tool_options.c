@@ -4,6 +4,7 @@
  */
 #include "tool_options.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,37 +21,36 @@ const char *tool_flag_value(int argc, char **argv, int *i, const char *flag) {
     return NULL;
 }
 
-/* An integer from lo to hi (a power of two when pow2), or -1. */
-static long int_in(const char *v, long lo, long hi, int pow2) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || n < lo || n > hi || (pow2 && (n & (n - 1))))
-        return -1;
-    return n;
-}
+/* The integer options: each must lie in [lo, hi] (a power of two when pow2). */
+typedef struct IntOption {
+    const char *flag, *range; /* range: how the error states the values allowed */
+    long lo, hi;
+    int pow2;
+    size_t field; /* offsetof(tc_options, the int it sets) */
+} IntOption;
+
+static const IntOption int_options[] = {
+    {"--num-warps", "a power of two from 1 to", 1, TC_MAX_NUM_WARPS, 1, offsetof(tc_options, num_warps)},
+    {"--num-stages", "from 1 (no pipelining) to", 1, TC_MAX_NUM_STAGES, 0, offsetof(tc_options, num_stages)},
+    {"--min-programs-per-sm", "from 1 to", 1, TC_MAX_PROGRAMS_PER_SM, 0, offsetof(tc_options, min_programs_per_sm)},
+};
 
 int tool_compile_option(const char *prog, int argc, char **argv, int *i, tc_options *opt, const char **arch) {
     const char *a = argv[*i], *v;
-    long n;
-    if ((v = tool_flag_value(argc, argv, i, "--num-warps"))) {
-        if ((n = int_in(v, 1, TC_MAX_NUM_WARPS, 1)) < 0) {
-            fprintf(stderr, "%s: --num-warps must be a power of two from 1 to %d\n", prog, TC_MAX_NUM_WARPS);
+    for (size_t k = 0; k < sizeof int_options / sizeof int_options[0]; k++) {
+        const IntOption *io = &int_options[k];
+        if (!(v = tool_flag_value(argc, argv, i, io->flag)))
+            continue;
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || n < io->lo || n > io->hi || (io->pow2 && (n & (n - 1)))) {
+            fprintf(stderr, "%s: %s must be %s %ld\n", prog, io->flag, io->range, io->hi);
             return -1;
         }
-        opt->num_warps = (int)n;
-    } else if ((v = tool_flag_value(argc, argv, i, "--num-stages"))) {
-        if ((n = int_in(v, 1, TC_MAX_NUM_STAGES, 0)) < 0) {
-            fprintf(stderr, "%s: --num-stages must be from 1 (no pipelining) to %d\n", prog, TC_MAX_NUM_STAGES);
-            return -1;
-        }
-        opt->num_stages = (int)n;
-    } else if ((v = tool_flag_value(argc, argv, i, "--min-programs-per-sm"))) {
-        if ((n = int_in(v, 1, TC_MAX_PROGRAMS_PER_SM, 0)) < 0) {
-            fprintf(stderr, "%s: --min-programs-per-sm must be from 1 to %d\n", prog, TC_MAX_PROGRAMS_PER_SM);
-            return -1;
-        }
-        opt->min_programs_per_sm = (int)n;
-    } else if ((v = tool_flag_value(argc, argv, i, "--arch"))) {
+        *(int *)((char *)opt + io->field) = (int)n;
+        return 1;
+    }
+    if ((v = tool_flag_value(argc, argv, i, "--arch"))) {
         *arch = v;
     } else if ((v = tool_flag_value(argc, argv, i, "--print-after"))) {
         opt->print_after = v;
