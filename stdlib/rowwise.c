@@ -15,7 +15,8 @@
  *     the forward kernels keep the whole row in registers (SINGLE_TILE: one
  *     read, one write); wider rows loop over tiles of LOOP_BLOCK. The
  *     backward kernels always loop (they read each row twice), over tiles of
- *     at most LOOP_BLOCK. num_warps grows with the tile (warps_for) so that a
+ *     at most LOOP_BLOCK. Rows wider than LONG_ROW take LONG_ROW_BLOCK in
+ *     the softmax loops and RMSNorm's forward loop (long_row_warps()). num_warps grows with the tile (warps_for) so that a
  *     thread holds 8 to 32 elements of a tile of 256 columns or more: enough
  *     16-byte vectors to keep the memory system busy, few enough registers
  *     not to spill; narrower tiles get one warp. The softmax and RMSNorm
@@ -57,6 +58,13 @@ enum {
     REALIGN_BLOCK = 4096,     /* their tile with REALIGN (realign()): 16 elements a thread at 8 warps; on the
                                  H200 at 4096x50257, softmax 0.326 ms against 0.384 at 8192 (8 warps), RMSNorm
                                  0.313 at 16 warps against 0.361 (bench/RESULTS.md) */
+    LONG_ROW = 65536,         /* rows wider than this: the softmax loops and RMSNorm's forward loop take tiles of
+                                 LONG_ROW_BLOCK (long_row_warps()) */
+    LONG_ROW_BLOCK = 16384,   /* on the H200 (tilec tune, cold L2, ms; 8192 on 8 warps, the loops' tile, against
+                                 16384): softmax fwd f16 1024x131072 0.203 / 0.181 (16 warps), bf16 2048x128256
+                                 0.378 / 0.342, f16 512x262144 0.212 / 0.201; RMSNorm fwd 0.192 / 0.176 (32 warps),
+                                 0.372 / 0.341, 0.203 / 0.200; softmax bwd 0.31 or more / 0.300 (16 warps) at
+                                 131072, 0.58 or more / 0.569 at 128256 (bench/RESULTS.md) */
     ELEMENTWISE_BLOCK = 1024, /* the element-wise kernels' widest tile: 8 elements a thread at 4 warps, few
                                  registers and so many warps at once (on the H200 2-4% faster than 2048) */
     MAX_GRID_Y = 65535,       /* the launch's limit on grid.y */
@@ -73,6 +81,17 @@ static int warps_for(int64_t block) {
     if (block <= 8192)
         return 8; /* as Triton's tuned row-wise kernels: 16 warps measured slower at 8192 (bench/RESULTS.md) */
     return 16;
+}
+
+/* The warps of a loop over rows wider than LONG_ROW, for the kernels that
+ * take LONG_ROW_BLOCK there; 0 for the others. */
+static int long_row_warps(tc_stdlib_op op) {
+    switch (op) {
+    case TC_STDLIB_SOFTMAX_FWD:
+    case TC_STDLIB_SOFTMAX_BWD: return 16;
+    case TC_STDLIB_RMSNORM_FWD: return 32;
+    default: return 0;
+    }
 }
 
 /* ---- the kernels' runtime parameters ---- */
@@ -230,6 +249,10 @@ static void plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_pl
     }
     p->block = block;
     p->num_warps = warps_for(block);
+    if (!p->single_tile && cols > LONG_ROW && long_row_warps(op)) {
+        p->block = block = LONG_ROW_BLOCK;
+        p->num_warps = long_row_warps(op);
+    }
     p->constexprs[0] = (tc_constexpr){"T", TC_CONSTEXPR_DTYPE, (int64_t)dtype, 0};
     p->constexprs[1] = (tc_constexpr){"BLOCK", TC_CONSTEXPR_INT, block, 0};
     p->num_constexprs = 2;
