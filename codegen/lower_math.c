@@ -32,6 +32,7 @@
  */
 #include "lower.h"
 
+#include <float.h>
 #include <string.h>
 
 static bool is_float_type(const IrType *t) {
@@ -204,8 +205,12 @@ static LLVMValueRef int_minmax(Cg *cg, bool max, const IrType *elem, LLVMValueRe
     return call2(cg, max ? (u ? "llvm.umax" : "llvm.smax") : (u ? "llvm.umin" : "llvm.smin"), a, b);
 }
 
+static LLVMValueRef logaddexp(Cg *cg, LLVMValueRef a, LLVMValueRef b);
+
 LLVMValueRef cg_combine(Cg *cg, const char *kind, const IrType *elem, LLVMValueRef a, LLVMValueRef b) {
     bool f = is_float_type(elem);
+    if (strcmp(kind, "logsumexp") == 0)
+        return logaddexp(cg, a, b);
     if (strcmp(kind, "sum") == 0)
         return f ? LLVMBuildFAdd(cg->b, a, b, "") : LLVMBuildAdd(cg->b, a, b, "");
     bool max = strcmp(kind, "max") == 0;
@@ -286,6 +291,22 @@ static LLVMValueRef tanh_f32(Cg *cg, LLVMValueRef x) {
     LLVMValueRef large = copy_sign(cg, LLVMBuildFSub(cg->b, fconst(cg, f, 1.0), y, ""), x);
     LLVMValueRef is_small = LLVMBuildFCmp(cg->b, LLVMRealOLT, ax, fconst(cg, f, 0.5625), "");
     return LLVMBuildSelect(cg->b, is_small, small, large, "");
+}
+
+/* log(exp(a) + exp(b)) of f32 values, as m + log(1 + exp(-|a - b|)) with m
+ * the larger (ex2 and lg2, approximate to a few ulp): an infinite m is the
+ * result as it is (both -inf, or one +inf), and a NaN operand gives NaN. */
+static LLVMValueRef logaddexp(Cg *cg, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef f = cg->t_f32;
+    LLVMValueRef m = call2(cg, "llvm.maxnum", a, b);
+    LLVMValueRef d = call1(cg, "llvm.fabs", LLVMBuildFSub(cg->b, a, b, ""), true);
+    LLVMValueRef e = ex2(cg, fmul(cg, d, fconst(cg, f, -LOG2E)), false);
+    LLVMValueRef l = call1(cg, "llvm.nvvm.lg2.approx.f", fadd(cg, e, fconst(cg, f, 1.0)), false);
+    LLVMValueRef r = fadd(cg, m, fmul(cg, l, fconst(cg, f, LN2)));
+    LLVMValueRef inf = LLVMBuildFCmp(cg->b, LLVMRealOGT, call1(cg, "llvm.fabs", m, true), fconst(cg, f, FLT_MAX), "");
+    r = LLVMBuildSelect(cg->b, inf, m, r, "");
+    LLVMValueRef nan = LLVMBuildFCmp(cg->b, LLVMRealUNO, a, b, "");
+    return LLVMBuildSelect(cg->b, nan, LLVMBuildFAdd(cg->b, a, b, ""), r, "");
 }
 
 /* A math function of an f32 value; `narrow` when the result will be rounded

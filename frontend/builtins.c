@@ -314,9 +314,10 @@ static Val b_minmax2(Lower *L, const AstNode *call, const Builtin *bi) {
     return lower_arith(L, call, bi->opc, NULL, bi->name, a, b);
 }
 
-/* cluster_sum / cluster_max / cluster_min(x, C): a scalar combined over the
- * C programs of a thread-block cluster along axis 0. Floats become f32,
- * integers i32 (i64 is refused: the op moves 32 bits); C a constant 1..8,
+/* cluster_sum / cluster_max / cluster_min / cluster_logsumexp(x, C): a
+ * scalar combined over the C programs of a thread-block cluster along axis 0.
+ * Floats become f32, integers i32 (i64 is refused: the op moves 32 bits;
+ * cluster_logsumexp takes floats only); C a constant 1..8,
  * the same for every cluster op of the kernel (its num_ctas). */
 static Val b_cluster_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
     Val x = need_number(L, lower_expr(L, arg(call, 0)), arg(call, 0), bi->name);
@@ -340,6 +341,11 @@ static Val b_cluster_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
         return val_error();
     if (e->kind == IR_I64 || e->kind == IR_I1) {
         lower_error(L, arg(call, 0), "'%s' takes an i32 or a float, got %s", bi->name, lower_val_str(L, &x));
+        return val_error();
+    }
+    bool lse = strcmp(bi->kind, "logsumexp") == 0;
+    if (lse && ir_type_is_int(e)) {
+        lower_error(L, arg(call, 0), "'%s' takes a float, got %s", bi->name, lower_val_str(L, &x));
         return val_error();
     }
     if (L->fn->kind != IR_FUNC_KERNEL) {
@@ -933,6 +939,7 @@ static const Builtin builtins[] = {
     {"cluster_sum", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "sum"},
     {"cluster_max", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "max"},
     {"cluster_min", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "min"},
+    {"cluster_logsumexp", 2, 2, b_cluster_reduce, IR_OP_CLUSTER_REDUCE, "logsumexp"},
     {"argmin", 1, 2, b_argreduce, IR_OP_REDUCE, "argmin"},
     {"cumsum", 2, 3, b_scan, IR_OP_ADD, NULL},
     {"cumprod", 2, 3, b_scan, IR_OP_MUL, NULL},

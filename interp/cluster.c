@@ -90,6 +90,10 @@ static double combine_f(const char *kind, double a, double b) {
         return interp_round(IR_F32, a + b);
     if (isnan(a) || isnan(b))
         return NAN;
+    if (kind[1] == 'o') { /* logsumexp: log(exp(a) + exp(b)), an infinite larger one as it is */
+        double m = fmax(a, b);
+        return isinf(m) ? m : interp_round(IR_F32, m + log1p(exp(-fabs(a - b))));
+    }
     return kind[1] == 'a' ? fmax(a, b) : fmin(a, b);
 }
 
@@ -104,7 +108,8 @@ bool interp_cluster_reduce(Run *r, IrOp *op) {
     const char *kind = ir_op_get_word(op, "kind");
     bool fl = x->fl;
     Cluster *c = r->cluster;
-    if (!kind || (strcmp(kind, "sum") != 0 && strcmp(kind, "max") != 0 && strcmp(kind, "min") != 0))
+    if (!kind || (strcmp(kind, "sum") != 0 && strcmp(kind, "max") != 0 && strcmp(kind, "min") != 0 &&
+                  (strcmp(kind, "logsumexp") != 0 || !fl)))
         return interp_fail(r, RUN_ERROR, op, "unknown cluster_reduce kind");
     if (!c) { /* a cluster of one program */
         interp_set(r, op->results[0], ival_retain(x));

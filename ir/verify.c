@@ -1277,9 +1277,12 @@ static void verify_print(Verifier *v, const IrOp *op) {
 
 static void verify_cluster_reduce(Verifier *v, const IrOp *op) {
     int64_t x;
-    check_word(v, op, "kind", "sum max min");
+    check_word(v, op, "kind", "sum max min logsumexp");
+    const char *kind = ir_op_get_word(op, "kind");
     if (!is_scalar(OPND(0)) || (OPND(0)->kind != IR_I32 && OPND(0)->kind != IR_F32))
         op_error(v, op, "operand must be a scalar i32 or f32, got %s", type_str(v, OPND(0)));
+    else if (kind && strcmp(kind, "logsumexp") == 0 && OPND(0)->kind != IR_F32)
+        op_error(v, op, "a logsumexp's operand must be f32, got %s", type_str(v, OPND(0)));
     else if (RES(0) != OPND(0))
         op_error(v, op, "result type %s differs from the operand's %s", type_str(v, RES(0)), type_str(v, OPND(0)));
     if (int_attr(op, "ctas", &x) && (x < 1 || x > IR_MAX_CLUSTER_CTAS))

@@ -45,6 +45,8 @@
 #include "stdlib/stdlib_internal.h"
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_params) / sizeof(tc_param_spec),
@@ -59,12 +61,17 @@ enum {
                                  H200 at 4096x50257, softmax 0.326 ms against 0.384 at 8192 (8 warps), RMSNorm
                                  0.313 at 16 warps against 0.361 (bench/RESULTS.md) */
     LONG_ROW = 65536,         /* rows wider than this: the softmax loops and RMSNorm's forward loop take tiles of
-                                 LONG_ROW_BLOCK (long_row_warps()) */
+                                 LONG_ROW_BLOCK (long_row_warps()) where their last one is mostly full
+                                 (mostly_full()) */
     LONG_ROW_BLOCK = 16384,   /* on the H200 (tilec tune, cold L2, ms; 8192 on 8 warps, the loops' tile, against
                                  16384): softmax fwd f16 1024x131072 0.203 / 0.181 (16 warps), bf16 2048x128256
                                  0.378 / 0.342, f16 512x262144 0.212 / 0.201; RMSNorm fwd 0.192 / 0.176 (32 warps),
                                  0.372 / 0.341, 0.203 / 0.200; softmax bwd 0.31 or more / 0.300 (16 warps) at
                                  131072, 0.58 or more / 0.569 at 128256 (bench/RESULTS.md) */
+    ROW_CLUSTER = 8,          /* the softmax forward's programs of one row wider than LONG_ROW on sm_90 and later
+                                 (row_cluster()): on the H200 (tilec tune, ms) 1024x131072 0.1669 against 0.1805 for
+                                 one program a row, 512x262144 0.1868 / 0.2017, bf16 2048x128256 0.3234 / 0.3419,
+                                 2048x100008 0.3378 / 0.3859 (bench/RESULTS.md) */
     ELEMENTWISE_BLOCK = 1024, /* the element-wise kernels' widest tile: 8 elements a thread at 4 warps, few
                                  registers and so many warps at once (on the H200 2-4% faster than 2048) */
     MAX_GRID_Y = 65535,       /* the launch's limit on grid.y */
@@ -81,6 +88,14 @@ static int warps_for(int64_t block) {
     if (block <= 8192)
         return 8; /* as Triton's tuned row-wise kernels: 16 warps measured slower at 8192 (bench/RESULTS.md) */
     return 16;
+}
+
+/* Whether a row of `cols` ends in a tile of `block` that is more than half
+ * full (or full): else the tile of half the width wastes less. On the H200
+ * at 2048x100008 (its last 16384 tile 10% full) softmax's loop took 0.429 ms
+ * on 16384 and 16 warps against 0.405 on 8192 and 8 (bench/RESULTS.md). */
+static bool mostly_full(int64_t cols, int64_t block) {
+    return cols % block == 0 || cols % block > block / 2;
 }
 
 /* The warps of a loop over rows wider than LONG_ROW, for the kernels that
@@ -249,7 +264,7 @@ static void plan_for(tc_stdlib_op op, tc_dtype dtype, int64_t cols, tc_stdlib_pl
     }
     p->block = block;
     p->num_warps = warps_for(block);
-    if (!p->single_tile && cols > LONG_ROW && long_row_warps(op)) {
+    if (!p->single_tile && cols > LONG_ROW && long_row_warps(op) && mostly_full(cols, LONG_ROW_BLOCK)) {
         p->block = block = LONG_ROW_BLOCK;
         p->num_warps = long_row_warps(op);
     }
@@ -352,6 +367,21 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
     return stride % vector != 0;
 }
 
+/* The programs that share a row of the softmax forward loop (its CLUSTER):
+ * ROW_CLUSTER for rows wider than LONG_ROW on a GPU with thread-block
+ * clusters (sm_90 and later), where a row does not stay in L2 between the
+ * loop's two passes but each program's part does; 1 otherwise, and for
+ * realigned rows (unmeasured there) and grids that would pass the launch's
+ * limit on grid.x. */
+static int row_cluster(tc_stdlib_op op, const tc_stdlib_plan *plan, int64_t rows, int64_t cols, bool realigned,
+                       const char *arch) {
+    int sm = arch && strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
+    if (op != TC_STDLIB_SOFTMAX_FWD || plan->single_tile || realigned || cols <= LONG_ROW || sm < 90 ||
+        rows > INT32_MAX / ROW_CLUSTER)
+        return 1;
+    return ROW_CLUSTER;
+}
+
 /* A row loop's tile and warps from the tuning table, when it has them for
  * this kernel specialization, the row width's bucket and ctx's GPU (`tilec
  * tune` on the installed lib/softmax.tile or lib/rmsnorm.tile with the
@@ -418,9 +448,21 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     l->grid = (tc_dim3){(unsigned)rows, l->plan.grid_y, 1};
     memcpy(l->cx, l->plan.constexprs, l->plan.num_constexprs * sizeof l->cx[0]);
     l->num_cx = l->plan.num_constexprs;
-    if (realign(op, dtype, &l->plan, v)) { /* l->cx, not the plan's 3 constexprs, is what compiles */
+    bool realigned = realign(op, dtype, &l->plan, v);
+    if (realigned) { /* l->cx, not the plan's 3 constexprs, is what compiles */
         set_tile(l, REALIGN_BLOCK, op == TC_STDLIB_RMSNORM_FWD ? 16 : 8);
         l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
+    }
+    int cluster = row_cluster(op, &l->plan, rows, cols, realigned, rt_stdlib_target(ctx, rt_stdlib_launch_hook != NULL));
+    if (cluster > 1) { /* each program's part: 4096 on 4 warps up to 16384 columns, else 8192 on 8; a tile half as
+                          wide, or 2048 on 4 warps, where the part's last tile would be half empty */
+        int64_t part = (cols + cluster * 8 - 1) / (cluster * 8) * 8;
+        int64_t block = part <= 16384 ? 4096 : 8192;
+        while (block > 2048 && !mostly_full(part, block))
+            block /= 2;
+        set_tile(l, block, block == 8192 ? 8 : 4);
+        l->cx[l->num_cx++] = (tc_constexpr){"CLUSTER", TC_CONSTEXPR_INT, cluster, 0};
+        l->grid.x = (unsigned)(rows * cluster);
     }
     if ((rt_stdlib_launch_hook == NULL || rt_stdlib_hook_tunes) && !l->plan.single_tile && d->shape != SHAPE_ELEMENTWISE)
         apply_tuned(ctx, cols, l);

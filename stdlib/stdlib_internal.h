@@ -299,7 +299,7 @@ typedef struct RtStdlibLaunch {
     tc_context *ctx;
     CUstream stream;
     tc_stdlib_plan plan;
-    tc_constexpr cx[4];                         /* the plan's constexprs, and REALIGN where the arguments allow it */
+    tc_constexpr cx[5]; /* the plan's constexprs, REALIGN where the arguments allow it, CLUSTER (row_cluster) */
     size_t num_cx;
     tc_options options;                         /* num_warps; params = facts */
     tc_param_spec facts[RT_STDLIB_MAX_PARAMS];  /* integer facts: divisible by 16 / element bytes */

@@ -382,7 +382,10 @@ typedef enum tc_stdlib_op {
  * results. (Where the tensors are 16-byte aligned but share a stride that is
  * not such a multiple, the softmax and RMSNorm forward loops also take
  * REALIGN = true, BLOCK 4096 and 8 or 16 warps: 16-byte aligned windows of
- * the rows, lib/softmax.tile.) */
+ * the rows, lib/softmax.tile. On sm_90 and later the softmax forward splits
+ * other rows wider than 65536 columns over thread-block clusters of 8
+ * programs: CLUSTER = 8, BLOCK 2048 to 8192 by the part's width, and 8
+ * programs a row.) */
 typedef struct tc_stdlib_plan {
     const char *file;           /* "softmax.tile", "rmsnorm.tile" */
     const char *kernel;         /* "softmax_fwd", ... */

@@ -11,7 +11,8 @@
  * its PTX text (the "cubin" the linker returns is that text behind a
  * marker), and a launch runs a C version of the kernel the entry names —
  * softmax_fwd, softmax_bwd, rmsnorm_fwd, rmsnorm_bwd (the storage type read
- * off the PTX's conversions: cvt.f32.bf16, cvt.f32.f16, else f32) — or,
+ * off the PTX's conversions: cvt.f32.bf16, cvt.f32.f16, else f32; one row
+ * for each cluster of programs where the entry declares a cluster) — or,
  * for a kernel whose name starts with `empty`, nothing. Any other kernel
  * fails to launch with CUDA_ERROR_NOT_SUPPORTED. It reports compute
  * capability 9.0 and driver version 99999, so that the JIT's disk cache
@@ -67,6 +68,7 @@ typedef struct Func {
     Ty ty;
     int num_params;              /* as the PTX entry declares them */
     int is_map[FAKE_MAX_PARAMS]; /* a 128-byte parameter: a tensor map */
+    unsigned cluster;            /* the entry's .reqnctapercluster along x: programs of one row; 1 without */
 } Func;
 
 typedef struct Module {
@@ -272,6 +274,11 @@ API CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n, int *
             open++;
         if (*open != '(' || !(close = strchr(open, ')')))
             continue;
+        /* a cluster (the softmax's row split over its programs): between the parameters and the body */
+        const char *body = strchr(close, '{'), *rc = strstr(close, ".reqnctapercluster ");
+        f->cluster = rc && body && rc < body ? (unsigned)atoi(rc + 19) : 1;
+        if (f->cluster < 1)
+            f->cluster = 1;
         for (const char *q = open + 1; q < close && f->num_params < FAKE_MAX_PARAMS;) {
             const char *end = memchr(q, ',', (size_t)(close - q));
             if (!end)
@@ -352,9 +359,9 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
         kernel = rmsnorm_bwd;
     else if (strncmp(f->name, "empty", 5) != 0)
         return ERR_NOT_SUPPORTED;
-    if (gy != 1 || gz != 1 || bx == 0 || bx % 32)
+    if (gy != 1 || gz != 1 || bx == 0 || bx % 32 || gx % f->cluster)
         return ERR_INVALID_VALUE;
-    for (unsigned r = 0; kernel && r < gx; r++)
+    for (unsigned r = 0; kernel && r < gx / f->cluster; r++) /* a cluster's programs share one row */
         kernel(f->ty, r, params);
     return OK;
 }

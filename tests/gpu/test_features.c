@@ -332,8 +332,9 @@ static const char SRC_GRID2D[] =
     "}\n";
 
 /* Cluster reductions: each cluster of C programs reduces one row of n
- * values, each program a tile of BLOCK of them; every program writes what
- * it got. */
+ * values, each program a tile of BLOCK of them (its part's log-sum-exp for
+ * cluster_logsumexp; -inf for a part past the row's end); every program
+ * writes what it got. */
 static const char SRC_CLUSTERS[] =
     "kernel clusters(f32* out, i32* iout, const f32* x, const i32* xi, i32 n, constexpr i32 C = 4,\n"
     "                constexpr i32 BLOCK = 256) {\n"
@@ -342,9 +343,12 @@ static const char SRC_CLUSTERS[] =
     "    let base = i64(pid / C) * n;\n"
     "    let m = c < n;\n"
     "    let v = load(x + base + c, m, 0.0);\n"
-    "    store(out + pid * 3, cluster_sum(sum(v, 0), C));\n"
-    "    store(out + pid * 3 + 1, cluster_max(max(where(m, v, -inf), 0), C));\n"
-    "    store(out + pid * 3 + 2, cluster_min(min(where(m, v, inf), 0), C));\n"
+    "    store(out + pid * 4, cluster_sum(sum(v, 0), C));\n"
+    "    let hi = max(where(m, v, -inf), 0);\n"
+    "    store(out + pid * 4 + 1, cluster_max(hi, C));\n"
+    "    store(out + pid * 4 + 2, cluster_min(min(where(m, v, inf), 0), C));\n"
+    "    let part = hi + log(sum(where(m, exp(v - hi), 0.0), 0));\n"
+    "    store(out + pid * 4 + 3, cluster_logsumexp(part, C));\n"
     "    let iv = load(xi + base + c, m, 0);\n"
     "    store(iout + pid * 2, cluster_sum(sum(iv, 0), C));\n"
     "    store(iout + pid * 2 + 1, cluster_max(max(where(m, iv, -2147483647), 0), C));\n"
@@ -1281,10 +1285,11 @@ static void feat_grid2d(Ft *f) {
     buf_free(f, &out);
 }
 
-/* cluster_sum / cluster_max / cluster_min over clusters of 1, 2, 4 and 8
- * programs (sm_90 on the GPU), rows of odd lengths and of 1: the row's sum
- * (f32, within the sum of |terms|), max, min (exact) and i32 sum and max
- * (exact), and the same bits in every program of a cluster. Then a grid
+/* cluster_sum / cluster_max / cluster_min / cluster_logsumexp over clusters
+ * of 1, 2, 4 and 8 programs (sm_90 on the GPU), rows of odd lengths and of
+ * 1: the row's sum (f32, within the sum of |terms|), max, min (exact),
+ * log-sum-exp (within |lse| + 1) and i32 sum and max (exact), and the same
+ * bits in every program of a cluster. Then a grid
  * that is not a whole number of clusters: the launch fails. */
 static void feat_clusters(Ft *f) {
     static const int sizes[] = {1, 2, 4, 8};
@@ -1304,7 +1309,7 @@ static void feat_clusters(Ft *f) {
             Buf x, xi, out, iout;
             memset(&xi, 0, sizeof xi), memset(&out, 0, sizeof out), memset(&iout, 0, sizeof iout);
             if (!buf_new(f, &x, (size_t)rows * n * 4) || !buf_new(f, &xi, (size_t)rows * n * 4) ||
-                !buf_new(f, &out, (size_t)(programs * 3 + FGUARD) * 4) ||
+                !buf_new(f, &out, (size_t)(programs * 4 + FGUARD) * 4) ||
                 !buf_new(f, &iout, (size_t)(programs * 2 + FGUARD) * 4)) {
                 fail_case(label, "allocation failed");
             } else {
@@ -1320,7 +1325,7 @@ static void feat_clusters(Ft *f) {
                     GtErr e = {0};
                     size_t wrong = 0;
                     for (int r = 0; r < rows; r++) {
-                        double sum = 0, mag = 0, hi = -INFINITY, lo = INFINITY;
+                        double sum = 0, mag = 0, hi = -INFINITY, lo = INFINITY, ex = 0;
                         int64_t isum = 0;
                         int32_t imax = INT32_MIN + 1;
                         for (int j = 0; j < n; j++) {
@@ -1330,16 +1335,20 @@ static void feat_clusters(Ft *f) {
                             isum += iv;
                             imax = iv > imax ? iv : imax;
                         }
+                        for (int j = 0; j < n; j++)
+                            ex += exp(F32(x)[(size_t)r * n + j] - hi);
+                        double lse = hi + log(ex);
                         for (int p = r * C; p < (r + 1) * C; p++) {
-                            const float *o = &F32(out)[p * 3], *o0 = &F32(out)[r * C * 3];
+                            const float *o = &F32(out)[p * 4], *o0 = &F32(out)[r * C * 4];
                             const int32_t *io = &I32(iout)[p * 2];
                             gt_err_add_scaled(&e, o[0], sum, mag);
+                            gt_err_add_scaled(&e, o[3], lse, fabs(lse) + 1.0);
                             wrong += o[1] != (float)hi || o[2] != (float)lo || io[0] != (int32_t)isum || io[1] != imax;
-                            wrong += memcmp(o, o0, 12) != 0; /* every program of the cluster: the same bits */
+                            wrong += memcmp(o, o0, 16) != 0; /* every program of the cluster: the same bits */
                         }
                     }
                     report(label, TC_DTYPE_F32, wrong ? 1.0 : gt_err_value(&e), 1e-5,
-                           buf_clobbered(&out, (size_t)programs * 3 * 4, 4) +
+                           buf_clobbered(&out, (size_t)programs * 4 * 4, 4) +
                                buf_clobbered(&iout, (size_t)programs * 2 * 4, 4));
                 } else {
                     fail_case(label, "launch failed");
@@ -1357,7 +1366,7 @@ static void feat_clusters(Ft *f) {
     tc_kernel *k = get(f, label, SRC_CLUSTERS, "clusters", cx, 2, 4);
     Buf x, out;
     memset(&out, 0, sizeof out);
-    if (k && buf_new(f, &x, (size_t)BLOCK * 16 * 4) && buf_new(f, &out, (size_t)(13 * 3 + FGUARD) * 4)) {
+    if (k && buf_new(f, &x, (size_t)BLOCK * 16 * 4) && buf_new(f, &out, (size_t)(13 * 4 + FGUARD) * 4)) {
         int32_t nn = 4 * BLOCK;
         void *args[] = {&out.d, &out.d, &x.d, &x.d, &nn};
         tc_status st = tc_launch(k, (tc_dim3){13, 1, 1}, NULL, args, 5);

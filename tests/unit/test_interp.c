@@ -436,6 +436,10 @@ TEST(test_clusters) {
         "    }\n"
         "    store(out + pid, acc + f32(cluster_max(pid, 4)));\n"
         "}\n"
+        "kernel lse(f32* out, const f32* x) {\n"
+        "    let pid = program_id(0);\n"
+        "    store(out + pid, cluster_logsumexp(load(x + pid), 4));\n"
+        "}\n"
         "kernel faults(f32* out, i32 bad) {\n"
         "    let pid = program_id(0);\n"
         "    let v = load(out + (pid == bad ? 1 << 28 : pid));\n"
@@ -464,6 +468,29 @@ TEST(test_clusters) {
     quit = -1;
     CHECK_EQ_INT(launch(m, "loop", 6, args, &mem), TC_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(tc_last_error(), "not a multiple") != NULL);
+    /* logsumexp over each cluster of 4: ordinary values, -inf (an empty part), +inf with a NaN */
+    float *x = mem_add(&mem, 16 * sizeof(float));
+    float *lse = mem_add(&mem, 16 * sizeof(float));
+    const float xs[16] = {1.0f, -2.0f, 3.5f, 0.25f,           100.0f, -INFINITY, 99.0f, -INFINITY,
+                          -INFINITY, -INFINITY, -INFINITY, 7.0f, 1.0f, INFINITY, NAN, 2.0f};
+    memcpy(x, xs, sizeof xs);
+    void *largs[] = {&lse, &x};
+    CHECK_EQ_INT(launch(m, "lse", 16, largs, &mem), TC_OK);
+    for (int p = 0; p < 16; p++) {
+        int c = p / 4 * 4;
+        double mx = -INFINITY, sum = 0;
+        for (int r = c; r < c + 4; r++)
+            mx = xs[r] > mx ? xs[r] : mx;
+        for (int r = c; r < c + 4; r++)
+            sum += exp(xs[r] - mx);
+        double want = mx + log(sum);
+        if (c == 8)
+            CHECK(lse[p] == 7.0f); /* three -inf and 7 */
+        else if (c == 12)
+            CHECK(isnan(lse[p])); /* a NaN wins over +inf */
+        else
+            CHECK(fabs(lse[p] - want) <= 1e-5 * fabs(want));
+    }
     int32_t bad = 3;
     void *fargs[] = {&out, &bad};
     CHECK_EQ_INT(launch(m, "faults", 4, fargs, &mem), TC_ERROR_LAUNCH);

@@ -77,7 +77,8 @@ TEST(test_plans) {
         {TC_STDLIB_SOFTMAX_FWD, 16384, 16384, 1, 16, 1},
         {TC_STDLIB_SOFTMAX_FWD, 16385, 8192, 0, 8, 1},
         {TC_STDLIB_RMSNORM_FWD, 65536, 8192, 0, 8, 1},
-        {TC_STDLIB_RMSNORM_FWD, 65537, 16384, 0, 32, 1},
+        {TC_STDLIB_RMSNORM_FWD, 65537, 8192, 0, 8, 1}, /* its last 16384 tile nearly empty */
+        {TC_STDLIB_RMSNORM_FWD, 81920, 16384, 0, 32, 1},
         {TC_STDLIB_SOFTMAX_FWD, 128256, 16384, 0, 16, 1},
         {TC_STDLIB_SOFTMAX_BWD, 65536, 8192, 0, 8, 1},
         {TC_STDLIB_SOFTMAX_BWD, 262144, 16384, 0, 16, 1},
@@ -189,6 +190,60 @@ TEST(test_validation) {
     CHECK_INVALID(tc_rmsnorm_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, d, e, f, 4, 100, 100, 100, 10),
                   "stride_x (10) is smaller than cols (100)");
     CHECK_INVALID(tc_rmsnorm_bwd(NULL, NULL, TC_DTYPE_F16, a, b, c, d, e, f, 4, 100, 100, 100, 100), "ctx is NULL");
+    rt_stdlib_launch_hook = NULL;
+}
+
+/* ---- rows split over a cluster ---- */
+
+static struct {
+    unsigned grid_x;
+    int64_t block, cluster;
+    int warps;
+} seen_split;
+
+static tc_status split_hook(const RtStdlibLaunch *l) {
+    seen_split.grid_x = l->grid.x;
+    seen_split.block = l->plan.block;
+    seen_split.warps = l->plan.num_warps;
+    seen_split.cluster = 1;
+    for (size_t i = 0; i < l->num_cx; i++)
+        if (strcmp(l->cx[i].name, "CLUSTER") == 0)
+            seen_split.cluster = l->cx[i].i;
+    return TC_ERROR_UNSUPPORTED;
+}
+
+/* The softmax forward splits rows wider than 65536 columns over clusters of
+ * 8 programs (the default target, sm_90a, has clusters): parts of up to
+ * 16384 columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8,
+ * 2048 on 4 where the part's last tile would be half empty; not
+ * realigned rows (an odd stride), narrower rows, nor the other kernels. */
+TEST(test_row_clusters) {
+    const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000;
+    rt_stdlib_launch_hook = split_hook;
+    static const struct {
+        int64_t cols, stride;
+        unsigned grid_x;
+        int64_t block, cluster;
+        int warps;
+    } want[] = {
+        {131072, 131072, 40, 4096, 8, 4}, {100003, 100008, 40, 2048, 8, 4}, {262144, 262144, 40, 8192, 8, 8},
+        {128256, 128256, 40, 4096, 8, 4}, {131072, 131073, 5, 4096, 1, 8},  {65536, 65536, 5, 8192, 1, 8},
+        {65537, 65544, 40, 2048, 8, 4},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        memset(&seen_split, 0, sizeof seen_split);
+        CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 5, want[i].cols, want[i].stride, want[i].stride),
+                     TC_ERROR_UNSUPPORTED);
+        CHECK_EQ_INT(seen_split.grid_x, want[i].grid_x);
+        CHECK_EQ_INT(seen_split.block, want[i].block);
+        CHECK_EQ_INT(seen_split.cluster, want[i].cluster);
+        CHECK_EQ_INT(seen_split.warps, want[i].warps);
+    }
+    /* the backward pass and RMSNorm keep one program a row */
+    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, 5, 131072, 131072, 131072, 131072),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_split.grid_x, 5);
+    CHECK_EQ_INT(seen_split.cluster, 1);
     rt_stdlib_launch_hook = NULL;
 }
 
@@ -625,5 +680,5 @@ TEST(test_memo_driver) {
     CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
 }
 
-UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_launches_compile, test_memo_key, test_memo,
+UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_row_clusters, test_launches_compile, test_memo_key, test_memo,
            test_memo_key_line_info, test_memo_threads, test_memo_driver)
