@@ -339,13 +339,12 @@ static Val b_cluster_reduce(Lower *L, const AstNode *call, const Builtin *bi) {
     const IrType *e = val_elem(&x);
     if (lower_reject_fp8(L, e, call, bi->name))
         return val_error();
-    if (e->kind == IR_I64 || e->kind == IR_I1) {
-        lower_error(L, arg(call, 0), "'%s' takes an i32 or a float, got %s", bi->name, lower_val_str(L, &x));
+    if (strcmp(bi->kind, "logsumexp") == 0 && !ir_type_is_float(e)) {
+        lower_error(L, arg(call, 0), "'%s' takes a float, got %s", bi->name, lower_val_str(L, &x));
         return val_error();
     }
-    bool lse = strcmp(bi->kind, "logsumexp") == 0;
-    if (lse && ir_type_is_int(e)) {
-        lower_error(L, arg(call, 0), "'%s' takes a float, got %s", bi->name, lower_val_str(L, &x));
+    if (e->kind == IR_I64 || e->kind == IR_I1) {
+        lower_error(L, arg(call, 0), "'%s' takes an i32 or a float, got %s", bi->name, lower_val_str(L, &x));
         return val_error();
     }
     if (L->fn->kind != IR_FUNC_KERNEL) {

@@ -16,7 +16,8 @@
  *     read, one write); wider rows loop over tiles of LOOP_BLOCK. The
  *     backward kernels always loop (they read each row twice), over tiles of
  *     at most LOOP_BLOCK. Rows wider than LONG_ROW take LONG_ROW_BLOCK in
- *     the softmax loops and RMSNorm's forward loop (long_row_warps()). num_warps grows with the tile (warps_for) so that a
+ *     the softmax loops and RMSNorm's forward loop (long_row_warps()) where
+ *     their last tile is mostly full (mostly_full()). num_warps grows with the tile (warps_for) so that a
  *     thread holds 8 to 32 elements of a tile of 256 columns or more: enough
  *     16-byte vectors to keep the memory system busy, few enough registers
  *     not to spill; narrower tiles get one warp. The softmax and RMSNorm
@@ -33,7 +34,9 @@
  *     divisibility 16 / element bytes, which is all vectorization needs
  *     (tc_jit itself only knows "divisible by 16", which an f16 row of 1000
  *     columns is not). tc_jit compiles once per specialization and process
- *     and caches on disk; one program per row is launched on the stream.
+ *     and caches on disk; one program per row is launched on the stream
+ *     (8 for the softmax forward's f16 and bf16 rows wider than LONG_ROW on
+ *     sm_90 and later: row_cluster()).
  *
  * The sources come from rt_stdlib_sources (built from the .tile files of
  * lib/ at build time), so a program linked with libtilec needs no library
@@ -368,16 +371,18 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
 }
 
 /* The programs that share a row of the softmax forward loop (its CLUSTER):
- * ROW_CLUSTER for rows wider than LONG_ROW on a GPU with thread-block
- * clusters (sm_90 and later), where a row does not stay in L2 between the
- * loop's two passes but each program's part does; 1 otherwise, and for
- * realigned rows (unmeasured there) and grids that would pass the launch's
- * limit on grid.x. */
-static int row_cluster(tc_stdlib_op op, const tc_stdlib_plan *plan, int64_t rows, int64_t cols, bool realigned,
-                       const char *arch) {
+ * ROW_CLUSTER for f16 and bf16 rows wider than LONG_ROW on a GPU with
+ * thread-block clusters (sm_90 and later), where a row does not stay in L2
+ * between the loop's two passes but each program's part does; 1 otherwise:
+ * for f32 (the parts combine through their log-sum-exps, whose rounding at
+ * large logits, 1e-4 relative at 1000, an f32 output would show), realigned
+ * rows (unmeasured there) and grids that would pass the launch's limit on
+ * grid.x. */
+static int row_cluster(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan, int64_t rows, int64_t cols,
+                       bool realigned, const char *arch) {
     int sm = arch && strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
-    if (op != TC_STDLIB_SOFTMAX_FWD || plan->single_tile || realigned || cols <= LONG_ROW || sm < 90 ||
-        rows > INT32_MAX / ROW_CLUSTER)
+    if (op != TC_STDLIB_SOFTMAX_FWD || dtype == TC_DTYPE_F32 || plan->single_tile || realigned || cols <= LONG_ROW ||
+        sm < 90 || rows > INT32_MAX / ROW_CLUSTER)
         return 1;
     return ROW_CLUSTER;
 }
@@ -386,7 +391,8 @@ static int row_cluster(tc_stdlib_op op, const tc_stdlib_plan *plan, int64_t rows
  * this kernel specialization, the row width's bucket and ctx's GPU (`tilec
  * tune` on the installed lib/softmax.tile or lib/rmsnorm.tile with the
  * constexprs the library passes less BLOCK: T, SINGLE_TILE = false for the
- * forward kernels, REALIGN = true where it takes it; docs/autotune.md), and
+ * forward kernels, REALIGN = true or CLUSTER = 8 where it takes them, with
+ * CLUSTER's grid of 8 programs a row; docs/autotune.md), and
  * they lie in the kernels' @autotune space (a hand-edited table may say
  * anything). Not for one-tile forward rows, whose tile is the row, nor under
  * the launch hook (the tests of the plans). */
@@ -453,7 +459,8 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
         set_tile(l, REALIGN_BLOCK, op == TC_STDLIB_RMSNORM_FWD ? 16 : 8);
         l->cx[l->num_cx++] = (tc_constexpr){"REALIGN", TC_CONSTEXPR_BOOL, 1, 0};
     }
-    int cluster = row_cluster(op, &l->plan, rows, cols, realigned, rt_stdlib_target(ctx, rt_stdlib_launch_hook != NULL));
+    int cluster =
+        row_cluster(op, dtype, &l->plan, rows, cols, realigned, rt_stdlib_target(ctx, rt_stdlib_launch_hook != NULL));
     if (cluster > 1) { /* each program's part: 4096 on 4 warps up to 16384 columns, else 8192 on 8; a tile half as
                           wide, or 2048 on 4 warps, where the part's last tile would be half empty */
         int64_t part = (cols + cluster * 8 - 1) / (cluster * 8) * 8;

@@ -48,6 +48,7 @@ enum {
     ERR_OUT_OF_MEMORY = 2,
     ERR_NOT_FOUND = 500,
     ERR_NOT_SUPPORTED = 801,
+    ERR_INVALID_CLUSTER_SIZE = 912,
 };
 
 static const char MARK[] = "FAKE-CUBIN\n";
@@ -359,8 +360,10 @@ API CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, uns
         kernel = rmsnorm_bwd;
     else if (strncmp(f->name, "empty", 5) != 0)
         return ERR_NOT_SUPPORTED;
-    if (gy != 1 || gz != 1 || bx == 0 || bx % 32 || gx % f->cluster)
+    if (gy != 1 || gz != 1 || bx == 0 || bx % 32)
         return ERR_INVALID_VALUE;
+    if (gx % f->cluster)
+        return ERR_INVALID_CLUSTER_SIZE;
     for (unsigned r = 0; kernel && r < gx / f->cluster; r++) /* a cluster's programs share one row */
         kernel(f->ty, r, params);
     return OK;

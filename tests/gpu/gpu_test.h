@@ -398,8 +398,9 @@ typedef bool (*GtRowwiseCase)(tc_context *ctx, CUstream stream, tc_dtype t, int6
                               const GtLayout *lay);
 
 /* main() of test_softmax and test_rmsnorm: f16, bf16 and f32 × widths 1,
- * 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536, 100003 × 1, 3, 37, 1000 rows (100003:
- * the long rows' tile, with a ragged end; not 1000 rows), dense, and
+ * 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536, 100003, 130001 × 1, 3, 37, 1000 rows
+ * (the long rows: 100003 ends in a nearly empty 16384 tile, so its loops take 8192 and the
+ * softmax forward's parts 2048; 130001 takes the 16384 tile; not 1000 rows), dense, and
  * for 3 and 37 rows also strided, unaligned and with an odd stride from an aligned pointer
  * (gaps between the rows); with --quick only the cases
  * of at most 2^20 elements. Returns the exit status. */
@@ -412,7 +413,7 @@ static inline int gt_rowwise_main_ex(const char *name, int argc, char **argv, Gt
     if (!GT_OK(tc_stream_create(ctx, &stream)))
         return 1;
     static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
-    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536, 100003};
+    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 20479, 65536, 100003, 130001};
     static const int64_t row_counts[] = {1, 3, 37, 1000};
     for (size_t d = 0; d < 3; d++)
         for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)

@@ -4,7 +4,7 @@
  *
  *     test_layernorm [--quick]     (--quick: only cases of at most 2^20 elements)
  *
- * The cases are test_softmax.c's: f16, bf16, f32 × widths 1 .. 100003 (one
+ * The cases are test_softmax.c's: f16, bf16, f32 × widths 1 .. 130001 (one
  * tile, and the loops of wide rows both ways) × 1, 3, 37, 1000 rows, dense,
  * and for 3 and 37 rows strided and unaligned; with a bias and dbias in
  * every other case. x has a mean of 3 (the variance is taken about the

@@ -4,7 +4,7 @@
  *
  *     test_rmsnorm [--quick]     (--quick: only cases of at most 2^20 elements)
  *
- * The cases are test_softmax.c's: f16, bf16, f32 x widths 1 .. 100003 x 1, 3,
+ * The cases are test_softmax.c's: f16, bf16, f32 x widths 1 .. 130001 x 1, 3,
  * 37, 1000 rows, dense, and for 3 and 37 rows strided (aligned) and
  * unaligned too (the weight, rstd and dweight then start one element past
  * an aligned address as well). Checked: y and rstd of the forward pass; dx

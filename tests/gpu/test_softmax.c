@@ -5,8 +5,9 @@
  *     test_softmax [--quick]     (--quick: only cases of at most 2^20 elements)
  *
  * Every dtype (f16, bf16, f32) x width (1, 7, 1000, 1024, 4095, 4096, 12288,
- * 20479, 65536, 100003: one tile, one tile with a ragged end, the loop over
- * tiles, the long rows' wider tile (up to 37 rows);
+ * 20479, 65536, 100003, 130001: one tile, one tile with a ragged end, the
+ * loop over tiles, the long rows (up to 37 rows: rows split over a cluster
+ * where their stride keeps them aligned, on sm_90, and the 16384 tile);
  * 20479 dense is an odd stride with aligned pointers, each row starting at a
  * different offset from a 16-byte boundary: the loops' realigned windows,
  * whose last tile the offset pushes past 5 x 4096) x row count (1, 3, 37,

@@ -4,7 +4,7 @@
  *
  *     test_swiglu [--quick]     (--quick: only cases of at most 2^20 elements)
  *
- * The cases are test_softmax.c's (f16, bf16, f32 x widths 1 .. 100003 x 1, 3,
+ * The cases are test_softmax.c's (f16, bf16, f32 x widths 1 .. 130001 x 1, 3,
  * 37, 1000 rows, dense, and for 3 and 37 rows strided and unaligned too),
  * each run twice: gate and up as two matrices, and as the two halves of one
  * [rows, 2 * cols] matrix (up = gate + cols, one row stride), as a fused

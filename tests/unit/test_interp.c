@@ -6,6 +6,7 @@
  */
 #include "tilec/interp.h"
 #include "tilec/runtime.h"
+#include "tilec/stdlib.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -63,20 +64,21 @@ static tc_interp_module *load_ir(const char *text) {
     return m;
 }
 
-/* The kernel compiled from tile source to IR (with loc(...)), loaded. */
-static tc_interp_module *load_tile(const char *text, const char *kernel) {
+/* Kernel `kernel` of tile source `text` (named `path`) with these
+ * constexprs, compiled to IR (with loc(...) when line_info) and loaded. */
+static tc_interp_module *load_compiled(const char *path, const char *text, size_t len, const char *kernel,
+                                       const tc_constexpr *cx, size_t ncx, bool line_info) {
     tc_compiler *cc = NULL;
     if (tc_compiler_create(NULL, &cc) != TC_OK)
         return NULL;
     tc_options opt;
     tc_options_init(&opt);
     opt.emit = TC_EMIT_IR;
-    opt.line_info = 1;
-    tc_source src = {"k.tile", text, strlen(text)};
+    opt.line_info = line_info;
+    tc_source src = {path, text, len};
     tc_binary *bin = NULL;
     tc_interp_module *m = NULL;
-    if (tc_compile(cc, &src, kernel, NULL, 0, &opt, &bin, NULL) == TC_OK) {
-        size_t len;
+    if (tc_compile(cc, &src, kernel, cx, ncx, &opt, &bin, NULL) == TC_OK) {
         const char *ir = tc_binary_text(bin, &len);
         tc_source irsrc = {"k.tir", ir, len};
         if (tc_interp_load(&irsrc, &m, NULL) != TC_OK)
@@ -87,6 +89,21 @@ static tc_interp_module *load_tile(const char *text, const char *kernel) {
     tc_binary_destroy(bin);
     tc_compiler_destroy(cc);
     return m;
+}
+
+/* The kernel compiled from tile source to IR (with loc(...)), loaded. */
+static tc_interp_module *load_tile(const char *text, const char *kernel) {
+    return load_compiled("k.tile", text, strlen(text), kernel, NULL, 0, true);
+}
+
+/* Kernel `kernel` of the library's file `file` (tc_stdlib_source) with these
+ * constexprs, loaded. */
+static tc_interp_module *load_lib(const char *file, const char *kernel, const tc_constexpr *cx, size_t ncx) {
+    const char *text;
+    size_t len;
+    if (tc_stdlib_source(file, &text, &len) != TC_OK)
+        return NULL;
+    return load_compiled(file, text, len, kernel, cx, ncx, false);
 }
 
 static tc_status launch(tc_interp_module *m, const char *kernel, unsigned gx, void **args, Mem *mem) {
@@ -499,5 +516,91 @@ TEST(test_clusters) {
     tc_interp_unload(m);
 }
 
+/* The larger of two errors, a NaN counting as infinite (fmax would drop it). */
+static double worse(double a, double e) {
+    return isnan(e) ? INFINITY : fmax(a, e);
+}
+
+/* The library's row loops split over clusters (CLUSTER: softmax forward
+ * and backward, RMSNorm forward), f32, against float64: rows of 301
+ * columns in parts of 80 on tiles of 32 (a ragged last part), of 9 (a part
+ * of one column, two empty ones) and of 1, each with CLUSTER 4 and 1; in
+ * the rows of 301 the softmax's row 1 is -inf from column 100 on (whole
+ * parts of -inf) and row 2 up to column 70 (tiles of -inf before any
+ * number). */
+TEST(test_lib_clusters) {
+    static const int widths[] = {301, 9, 1};
+    for (int wi = 0; wi < 3; wi++)
+        for (int C = 1; C <= 4; C += 3) {
+            const int rows = 3, n = widths[wi];
+            const int64_t stride = n + 3; /* gaps between the rows, left alone */
+            tc_constexpr cx[] = {{"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F32, 0},
+                                 {"BLOCK", TC_CONSTEXPR_INT, 32, 0},
+                                 {"CLUSTER", TC_CONSTEXPR_INT, C, 0},
+                                 {"SINGLE_TILE", TC_CONSTEXPR_BOOL, 0, 0}};
+            tc_interp_module *fwd = load_lib("softmax.tile", "softmax_fwd", cx, 4);
+            tc_interp_module *bwd = load_lib("softmax.tile", "softmax_bwd", cx, 3);
+            tc_interp_module *rms = load_lib("rmsnorm.tile", "rmsnorm_fwd", cx, 4);
+            CHECK(fwd && bwd && rms);
+            Mem mem = {0};
+            size_t bytes = (size_t)(rows * stride) * sizeof(float);
+            float *x = mem_add(&mem, bytes), *y = mem_add(&mem, bytes), *dy = mem_add(&mem, bytes);
+            float *dx = mem_add(&mem, bytes), *w = mem_add(&mem, (size_t)n * sizeof(float));
+            float *rn = mem_add(&mem, bytes), *rstd = mem_add(&mem, rows * sizeof(float));
+            for (int i = 0; i < rows * stride; i++) {
+                x[i] = (float)((i * 7919) % 211) / 37.0f - 2.0f;
+                dy[i] = (float)((i * 104729) % 193) / 53.0f - 1.5f;
+                y[i] = dx[i] = rn[i] = -7.0f;
+            }
+            for (int c = 0; c < n; c++)
+                w[c] = 0.5f + (float)c / (float)n;
+            float *sx = mem_add(&mem, bytes); /* the softmax's input: x with -inf heads and tails */
+            for (int i = 0; i < rows * stride; i++) {
+                int r = i / (int)stride, c = i % (int)stride;
+                sx[i] = n == 301 && ((r == 1 && c >= 100) || (r == 2 && c < 70)) ? -INFINITY : x[i];
+            }
+            int32_t nn = n;
+            int64_t st = stride;
+            float eps = 1e-6f;
+            void *fargs[] = {&y, &sx, &st, &st, &nn};
+            void *bargs[] = {&dx, &y, &dy, &st, &st, &st, &nn};
+            void *rargs[] = {&rn, &rstd, &x, &w, &st, &st, &nn, &eps};
+            unsigned grid = (unsigned)(rows * C);
+            CHECK_EQ_INT(fwd ? launch(fwd, "softmax_fwd", grid, fargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
+            CHECK_EQ_INT(bwd ? launch(bwd, "softmax_bwd", grid, bargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
+            CHECK_EQ_INT(rms ? launch(rms, "rmsnorm_fwd", grid, rargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
+            double worst = 0;
+            bool gaps = true;
+            for (int r = 0; r < rows; r++) {
+                const float *xr = x + r * stride, *sr = sx + r * stride;
+                double m = -INFINITY, s = 0, dot = 0, sq = 0;
+                for (int c = 0; c < n; c++)
+                    m = fmax(m, sr[c]);
+                for (int c = 0; c < n; c++)
+                    s += exp(sr[c] - m), sq += (double)xr[c] * xr[c];
+                for (int c = 0; c < n; c++)
+                    dot += exp(sr[c] - m) / s * dy[r * stride + c];
+                double inv_rms = 1.0 / sqrt(sq / n + eps);
+                worst = worse(worst, fabs(rstd[r] - inv_rms) / inv_rms);
+                for (int c = 0; c < n; c++) {
+                    double p = exp(sr[c] - m) / s;
+                    worst = worse(worst, fabs(y[r * stride + c] - p));
+                    worst = worse(worst, fabs(dx[r * stride + c] - p * (dy[r * stride + c] - dot)));
+                    worst = worse(worst, fabs(rn[r * stride + c] - xr[c] * inv_rms * w[c]) / (fabs(xr[c] * inv_rms * w[c]) + 1));
+                }
+                for (int c = n; c < stride; c++)
+                    gaps &= y[r * stride + c] == -7.0f && dx[r * stride + c] == -7.0f && rn[r * stride + c] == -7.0f;
+            }
+            if (worst > 1e-5 || !gaps)
+                fprintf(stderr, "lib clusters: n %d, C %d: worst %g, gaps %s\n", n, C, worst, gaps ? "kept" : "written");
+            CHECK(worst <= 1e-5);
+            CHECK(gaps);
+            mem_free(&mem);
+            tc_interp_unload(fwd);
+            tc_interp_unload(bwd);
+            tc_interp_unload(rms);
+        }
+}
+
 UNIT_SUITE(interp, test_int_rules, test_f16_rounding, test_memory_checks, test_flow_and_reductions, test_refused_ir,
-           test_calls_and_loops, test_clusters)
+           test_calls_and_loops, test_clusters, test_lib_clusters)

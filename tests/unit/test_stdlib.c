@@ -215,7 +215,7 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
 /* The softmax forward splits rows wider than 65536 columns over clusters of
  * 8 programs (the default target, sm_90a, has clusters): parts of up to
  * 16384 columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8,
- * 2048 on 4 where the part's last tile would be half empty; not
+ * 2048 on 4 where the part's last tile would be half empty; not f32,
  * realigned rows (an odd stride), narrower rows, nor the other kernels. */
 TEST(test_row_clusters) {
     const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000;
@@ -239,6 +239,11 @@ TEST(test_row_clusters) {
         CHECK_EQ_INT(seen_split.cluster, want[i].cluster);
         CHECK_EQ_INT(seen_split.warps, want[i].warps);
     }
+    /* f32 keeps one program a row (the log-sum-exps' rounding), on a 16384 tile: its last one is mostly full */
+    CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, 5, 131072, 131072, 131072), TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_split.grid_x, 5);
+    CHECK_EQ_INT(seen_split.cluster, 1);
+    CHECK_EQ_INT(seen_split.block, 16384);
     /* the backward pass and RMSNorm keep one program a row */
     CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, 5, 131072, 131072, 131072, 131072),
                  TC_ERROR_UNSUPPORTED);
