@@ -521,6 +521,15 @@ static double worse(double a, double e) {
     return isnan(e) ? INFINITY : fmax(a, e);
 }
 
+/* A split-row case's verdict: the worst error within 1e-5, and the gaps
+ * between the rows left alone. */
+static void check_split(const char *what, int cols, int C, double worst, bool gaps) {
+    if (worst > 1e-5 || !gaps)
+        fprintf(stderr, "%s: %d columns, C %d: worst %g, gaps %s\n", what, cols, C, worst, gaps ? "kept" : "written");
+    CHECK(worst <= 1e-5);
+    CHECK(gaps);
+}
+
 /* The library's row loops split over clusters (CLUSTER: softmax forward
  * and backward, RMSNorm forward), f32, against float64: rows of 301
  * columns in parts of 80 on tiles of 32 (a ragged last part), of 9 (a part
@@ -591,10 +600,7 @@ TEST(test_lib_clusters) {
                 for (int c = n; c < stride; c++)
                     gaps &= y[r * stride + c] == -7.0f && dx[r * stride + c] == -7.0f && rn[r * stride + c] == -7.0f;
             }
-            if (worst > 1e-5 || !gaps)
-                fprintf(stderr, "lib clusters: n %d, C %d: worst %g, gaps %s\n", n, C, worst, gaps ? "kept" : "written");
-            CHECK(worst <= 1e-5);
-            CHECK(gaps);
+            check_split("lib clusters", n, C, worst, gaps);
             mem_free(&mem);
             tc_interp_unload(fwd);
             tc_interp_unload(bwd);
@@ -602,5 +608,70 @@ TEST(test_lib_clusters) {
         }
 }
 
+/* Cross-entropy's row split over clusters (ce_row's CLUSTER), f32, against
+ * float64: vocabularies of 301 (parts of 80 on tiles of 32) and 9 (empty
+ * parts), CLUSTER 4 and 1, rows whose label lies in the first part, in the
+ * last, is ignore_index, or is out of range; label smoothing, z-loss, the
+ * lse, and the gradient written over the logits (in place). */
+TEST(test_lib_ce_clusters) {
+    static const int vocabs[] = {301, 9};
+    for (int vi = 0; vi < 2; vi++)
+        for (int C = 1; C <= 4; C += 3) {
+            const int rows = 4, V = vocabs[vi];
+            const int64_t stride = V + 5;
+            tc_constexpr cx[] = {{"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F32, 0}, {"L", TC_CONSTEXPR_DTYPE, TC_DTYPE_I64, 0},
+                                 {"BLOCK", TC_CONSTEXPR_INT, 32, 0},         {"GRAD", TC_CONSTEXPR_BOOL, 1, 0},
+                                 {"LSE", TC_CONSTEXPR_BOOL, 1, 0},           {"CLUSTER", TC_CONSTEXPR_INT, C, 0}};
+            tc_interp_module *m = load_lib("cross_entropy.tile", "ce_row", cx, 6);
+            CHECK(m != NULL);
+            if (!m)
+                continue;
+            Mem mem = {0};
+            size_t bytes = (size_t)(rows * stride) * sizeof(float);
+            float *x = mem_add(&mem, bytes), *x0 = mem_add(&mem, bytes);
+            float *losses = mem_add(&mem, rows * sizeof(float)), *lse = mem_add(&mem, rows * sizeof(float));
+            int64_t *labels = mem_add(&mem, rows * sizeof(int64_t));
+            float *count = mem_add(&mem, sizeof(float));
+            for (int i = 0; i < rows * stride; i++)
+                x[i] = x0[i] = (float)((i * 7919) % 211) / 23.0f - 4.0f;
+            const int64_t ignore = -100;
+            labels[0] = 3, labels[1] = V - 2, labels[2] = ignore, labels[3] = V;
+            count[0] = 2.0f;
+            for (int r = 0; r < rows; r++)
+                losses[r] = lse[r] = -7.0f;
+            int64_t st = stride, ig = ignore;
+            int32_t vv = V;
+            float smoothing = 0.1f, z = 1e-3f, grad_scale = 0.5f;
+            void *args[] = {&x, &x, &losses, &lse, &labels, &count, &st, &st, &vv, &ig, &smoothing, &z, &grad_scale};
+            CHECK_EQ_INT(launch(m, "ce_row", (unsigned)(rows * C), args, &mem), TC_OK);
+            double worst = 0;
+            bool gaps = true;
+            for (int r = 0; r < rows; r++) {
+                const float *xr = x0 + r * stride;
+                bool valid = labels[r] >= 0 && labels[r] < V;
+                double mx = -INFINITY, se = 0, sx = 0;
+                for (int c = 0; c < V; c++)
+                    mx = fmax(mx, xr[c]), sx += xr[c];
+                for (int c = 0; c < V; c++)
+                    se += exp(xr[c] - mx);
+                double l = mx + log(se), eps_v = smoothing / V;
+                double loss = valid ? l - (1 - smoothing) * xr[labels[r]] - eps_v * sx + z * l * l : 0.0;
+                double scale = valid ? grad_scale / count[0] : 0.0;
+                worst = worse(worst, fabs(lse[r] - l) / (fabs(l) + 1));
+                worst = worse(worst, fabs(losses[r] - loss) / (fabs(loss) + 1));
+                for (int c = 0; c < V; c++) {
+                    double p = exp(xr[c] - l);
+                    double g = scale * (p * (1 + 2 * z * l) - eps_v) - (c == labels[r] ? scale * (1 - smoothing) : 0);
+                    worst = worse(worst, fabs(x[r * stride + c] - g));
+                }
+                for (int c = V; c < stride; c++)
+                    gaps &= x[r * stride + c] == x0[r * stride + c];
+            }
+            check_split("ce clusters", V, C, worst, gaps);
+            mem_free(&mem);
+            tc_interp_unload(m);
+        }
+}
+
 UNIT_SUITE(interp, test_int_rules, test_f16_rounding, test_memory_checks, test_flow_and_reductions, test_refused_ir,
-           test_calls_and_loops, test_clusters, test_lib_clusters)
+           test_calls_and_loops, test_clusters, test_lib_clusters, test_lib_ce_clusters)
