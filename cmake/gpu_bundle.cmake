@@ -49,7 +49,8 @@ endforeach()
 install(PROGRAMS ${CMAKE_SOURCE_DIR}/tests/gpu/run.sh DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION tests/gpu COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 install(TARGETS bench_launch_overhead bench_tune RUNTIME DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
-install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/bench/ncu_profile.sh DESTINATION bench
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/bench/ncu_profile.sh
+                 ${CMAKE_SOURCE_DIR}/bench/rowsplit.sh DESTINATION bench
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
 install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Long rows: one program a row against a row split over a thread-block cluster of 8 (the kernels'
+# CLUSTER constexpr), with `tilec tune` on the GPU (cold L2 before each launch, median of 20), and a
+# copy kernel of the same bytes for the ratio. For each kernel and shape it lists the best tiles of
+# either kind, fastest first.
+#
+#   bench/rowsplit.sh [TILEC]     (default: the bundle's bin/tilec, or build/tilec)
+#
+# The library's sources have no CLUSTER axis in their @autotune clauses (the entry points choose
+# the split themselves: stdlib/rowwise.c, row_cluster()); this script times copies of them with
+# `CLUSTER = [1, 8]` added, in a temporary folder, and launches CLUSTER programs a row.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+tilec=${1:-}
+for t in "$here/../bin/tilec" "$here/../build/tilec" "$here/../gpu-bundle/bin/tilec"; do
+    [ -z "$tilec" ] && [ -x "$t" ] && tilec=$t
+done
+[ -n "$tilec" ] || { echo "rowsplit.sh: no tilec binary found; pass its path" >&2; exit 1; }
+lib="$here/../share/tilec/lib"
+[ -d "$lib" ] || lib="$here/../lib"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export TILEC_CACHE_DIR="$work/cache"
+
+# the kernels with a CLUSTER axis: the first @autotune clause of each kernel named below
+split() { # file kernel (an awk regular expression)
+    awk -v k="$2" '
+        /^@autotune\(/ { n = 0 }
+        /^@autotune\(/ || n > 0 {
+            held[++n] = $0
+            if ($0 !~ /^kernel /)
+                next
+            if ($0 ~ "^kernel " k "\\(")
+                sub(/key = \[[^]]*\], /, "&CLUSTER = [1, 8], ", held[1])
+            for (i = 1; i <= n; i++)
+                print held[i]
+            n = 0
+            next
+        }
+        { print }' "$lib/$1" >"$work/$1"
+}
+split softmax.tile 'softmax_(fwd|bwd)'
+split rmsnorm.tile rmsnorm_fwd
+split cross_entropy.tile ce_row
+cat >"$work/copy.tile" <<'EOF'
+@autotune(key = [n], BLOCK = [2048, 4096, 8192], num_warps = [4, 8])
+kernel copy(T* out, const T* x, i64 n, constexpr dtype T = f16, constexpr i32 BLOCK = 4096) {
+    let o = i64(program_id(0)) * BLOCK + i64(arange(0, BLOCK));
+    store(out + o, load(x + o, o < n, 0), o < n);
+}
+EOF
+
+tune() { # label, then tilec tune arguments
+    label=$1
+    shift
+    echo "== $label"
+    "$tilec" tune "$@" --force --verbose --reps 20 2>&1 | sed -n '3,8p'
+}
+for shape in "f16 1024 131072" "bf16 2048 128256" "f16 512 262144" "f16 2048 100008" "bf16 4096 65544"; do
+    set -- $shape
+    t=$1 rows=$2 cols=$3
+    b=$((rows * cols * 2))
+    tune "copy $t ${rows}x$cols" "$work/copy.tile" --kernel copy -D T="$t" --arg out=buffer:$b --arg x=buffer:$b \
+        --arg n=$((rows * cols)) --grid 'cdiv(n, BLOCK)'
+    tune "softmax_fwd $t ${rows}x$cols" "$work/softmax.tile" --kernel softmax_fwd -D T="$t" -D SINGLE_TILE=false \
+        --arg out=buffer:$b --arg x=buffer:$b --arg stride_out=$cols --arg stride_x=$cols --arg n_cols=$cols \
+        --grid "$rows * CLUSTER"
+    tune "softmax_bwd $t ${rows}x$cols" "$work/softmax.tile" --kernel softmax_bwd -D T="$t" --arg dx=buffer:$b \
+        --arg y=buffer:$b --arg dy=buffer:$b --arg stride_dx=$cols --arg stride_y=$cols --arg stride_dy=$cols \
+        --arg n_cols=$cols --grid "$rows * CLUSTER"
+    tune "rmsnorm_fwd $t ${rows}x$cols" "$work/rmsnorm.tile" --kernel rmsnorm_fwd -D T="$t" -D SINGLE_TILE=false \
+        --arg y=buffer:$b --arg rstd=buffer:$((rows * 4)) --arg x=buffer:$b --arg weight=buffer:$((cols * 2)) \
+        --arg stride_y=$cols --arg stride_x=$cols --arg n_cols=$cols --arg eps=1e-6 --grid "$rows * CLUSTER"
+    # cross-entropy, the gradient written over the logits; the labels are random bytes, out of range,
+    # so the rows count as ignored (the same loops and stores, a zero gradient)
+    tune "ce_row $t ${rows}x$cols" "$work/cross_entropy.tile" --kernel ce_row -D T="$t" -D L=i32 \
+        --arg logits=buffer:$b --arg dlogits=buffer:$b --arg losses=buffer:$((rows * 4)) \
+        --arg lse_out=buffer:$((rows * 4)) --arg labels=buffer:$((rows * 4)) --arg count=buffer:4 \
+        --arg stride_x=$cols --arg stride_d=$cols --arg vocab=$cols --arg ignore_index=-100 --arg smoothing=0 \
+        --arg z=0 --arg grad_scale=1 --grid "$rows * CLUSTER"
+done
