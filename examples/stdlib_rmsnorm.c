@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
             ss += v * v;
         }
         double rs = 1.0 / sqrt(ss / (double)cols + eps);
-        rstd_err = fmax(rstd_err, fabs(hr[r] - rs) / rs);
+        double e = fabs(hr[r] - rs) / rs;
+        rstd_err = isnan(e) ? INFINITY : fmax(rstd_err, e); /* NaN (unwritten) fails: fmax would drop it */
         for (int64_t c = 0; c < cols; c++) {
             double want = bf16_to_f32(hx[r * cols + c]) * rs * bf16_to_f32(hw[c]), got = bf16_to_f32(hy[r * cols + c]);
             d2 += (got - want) * (got - want);

@@ -608,7 +608,8 @@ static bool rope_case(tc_context *ctx, CUstream stream, const RopeCase *rc) {
         wrong += memcmp(k, kback, kn * eb) != 0;
         free(used);
     }
-    double err = fmax(gt_err_value(&ek), gt_err_value(&eq));
+    double err_k = gt_err_value(&ek), err_q = gt_err_value(&eq);
+    double err = isnan(err_k) || isnan(err_q) ? NAN : fmax(err_k, err_q); /* NaN fails (fmax would drop it) */
     bool pass = ok && wrong == 0 && gt_record(t, err, gt_tolerance(t));
     printf("append_rope %-4s t%-4lld kv%-2lld q%-3lld d%-3lld rot %-3lld %-5s %-6s %-9s K err %.2e Q err %.2e "
            "wrong %zu %s\n",
