@@ -608,16 +608,50 @@ TEST(test_lib_clusters) {
         }
 }
 
+/* The worst error of ce_row's outputs (the gradient in g, written over the
+ * logits x) against float64 for rows of V logits; *gaps gets false where the
+ * columns past V changed. */
+static double ce_worst(const float *x, const float *g, const float *losses, const float *lse, const int64_t *labels,
+                       int rows, int V, int64_t stride, double smoothing, double z, double scale_valid, bool *gaps) {
+    double worst = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + r * stride;
+        bool valid = labels[r] >= 0 && labels[r] < V;
+        double mx = -INFINITY, se = 0, sx = 0;
+        for (int c = 0; c < V; c++)
+            mx = fmax(mx, xr[c]), sx += xr[c];
+        for (int c = 0; c < V; c++)
+            se += exp(xr[c] - mx);
+        double l = mx + log(se), eps_v = smoothing / V;
+        double smooth = smoothing != 0 ? eps_v * sx : 0.0;
+        double loss = valid ? l - (1 - smoothing) * xr[labels[r]] - smooth + z * l * l : 0.0;
+        double scale = valid ? scale_valid : 0.0;
+        worst = worse(worst, fabs(lse[r] - l) / (fabs(l) + 1));
+        worst = worse(worst, fabs(losses[r] - loss) / (fabs(loss) + 1));
+        for (int c = 0; c < V; c++) {
+            double p = exp(xr[c] - l);
+            double want = scale * (p * (1 + 2 * z * l) - eps_v) - (c == labels[r] ? scale * (1 - smoothing) : 0);
+            worst = worse(worst, fabs(g[r * stride + c] - want));
+        }
+        for (int c = V; c < stride; c++)
+            *gaps &= g[r * stride + c] == x[r * stride + c];
+    }
+    return worst;
+}
+
 /* Cross-entropy's row split over clusters (ce_row's CLUSTER), f32, against
- * float64: vocabularies of 301 (parts of 80 on tiles of 32) and 9 (empty
- * parts), CLUSTER 4 and 1, rows whose label lies in the first part, in the
- * last, is ignore_index, or is out of range; label smoothing, z-loss, the
- * lse, and the gradient written over the logits (in place). */
+ * float64: vocabularies of 301 (parts of 80 on tiles of 32) and 9 (parts of
+ * 8: one of one column, two empty), CLUSTER 4 and 1, rows whose label lies
+ * in the first part, at the last column of a part and the first of the
+ * next, in the last part, is ignore_index, or is out of range; label
+ * smoothing, z-loss, the lse, and the gradient written over the logits (in
+ * place). A second pass without smoothing over logits some of which are
+ * -inf: the loss stays finite. */
 TEST(test_lib_ce_clusters) {
     static const int vocabs[] = {301, 9};
     for (int vi = 0; vi < 2; vi++)
         for (int C = 1; C <= 4; C += 3) {
-            const int rows = 4, V = vocabs[vi];
+            const int rows = 7, V = vocabs[vi];
             const int64_t stride = V + 5;
             tc_constexpr cx[] = {{"T", TC_CONSTEXPR_DTYPE, TC_DTYPE_F32, 0}, {"L", TC_CONSTEXPR_DTYPE, TC_DTYPE_I64, 0},
                                  {"BLOCK", TC_CONSTEXPR_INT, 32, 0},         {"GRAD", TC_CONSTEXPR_BOOL, 1, 0},
@@ -636,36 +670,26 @@ TEST(test_lib_ce_clusters) {
                 x[i] = x0[i] = (float)((i * 7919) % 211) / 23.0f - 4.0f;
             const int64_t ignore = -100;
             labels[0] = 3, labels[1] = V - 2, labels[2] = ignore, labels[3] = V;
-            count[0] = 2.0f;
+            labels[4] = V == 301 ? 79 : 7, labels[5] = V == 301 ? 80 : 8, labels[6] = V == 301 ? 160 : 0;
+            count[0] = 5.0f;
             for (int r = 0; r < rows; r++)
                 losses[r] = lse[r] = -7.0f;
             int64_t st = stride, ig = ignore;
             int32_t vv = V;
             float smoothing = 0.1f, z = 1e-3f, grad_scale = 0.5f;
             void *args[] = {&x, &x, &losses, &lse, &labels, &count, &st, &st, &vv, &ig, &smoothing, &z, &grad_scale};
-            CHECK_EQ_INT(launch(m, "ce_row", (unsigned)(rows * C), args, &mem), TC_OK);
-            double worst = 0;
             bool gaps = true;
-            for (int r = 0; r < rows; r++) {
-                const float *xr = x0 + r * stride;
-                bool valid = labels[r] >= 0 && labels[r] < V;
-                double mx = -INFINITY, se = 0, sx = 0;
-                for (int c = 0; c < V; c++)
-                    mx = fmax(mx, xr[c]), sx += xr[c];
-                for (int c = 0; c < V; c++)
-                    se += exp(xr[c] - mx);
-                double l = mx + log(se), eps_v = smoothing / V;
-                double loss = valid ? l - (1 - smoothing) * xr[labels[r]] - eps_v * sx + z * l * l : 0.0;
-                double scale = valid ? grad_scale / count[0] : 0.0;
-                worst = worse(worst, fabs(lse[r] - l) / (fabs(l) + 1));
-                worst = worse(worst, fabs(losses[r] - loss) / (fabs(loss) + 1));
-                for (int c = 0; c < V; c++) {
-                    double p = exp(xr[c] - l);
-                    double g = scale * (p * (1 + 2 * z * l) - eps_v) - (c == labels[r] ? scale * (1 - smoothing) : 0);
-                    worst = worse(worst, fabs(x[r * stride + c] - g));
+            double worst = 0;
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass == 1) { /* no smoothing, some logits -inf (no label's): columns 20-22, or 5 */
+                    smoothing = 0.0f;
+                    int lo = V == 301 ? 20 : 5, hi = V == 301 ? 23 : 6;
+                    for (int i = 0; i < rows * stride; i++)
+                        x[i] = x0[i] = i % stride >= lo && i % stride < hi ? -INFINITY : x0[i];
                 }
-                for (int c = V; c < stride; c++)
-                    gaps &= x[r * stride + c] == x0[r * stride + c];
+                CHECK_EQ_INT(launch(m, "ce_row", (unsigned)(rows * C), args, &mem), TC_OK);
+                worst = worse(worst, ce_worst(x0, x, losses, lse, labels, rows, V, stride, smoothing, z,
+                                              grad_scale / count[0], &gaps));
             }
             check_split("ce clusters", V, C, worst, gaps);
             mem_free(&mem);
