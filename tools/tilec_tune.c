@@ -8,7 +8,9 @@
  *         --arg stride_y=8192 --arg stride_x=8192 --arg n_cols=8192 --grid 16384
  *
  * Every runtime parameter gets an --arg: a pointer `buffer:BYTES` (device
- * memory filled with small random values of its element type) or a scalar.
+ * memory filled with small random values of its element type) or
+ * `same:NAME` (the buffer of pointer parameter NAME, for a kernel that
+ * writes over its input), or a scalar.
  * --grid gives the launch's x[,y[,z]], each an integer expression over the
  * scalar arguments and the configuration's constexprs (+ - * / %, cdiv,
  * min, max, parentheses).
@@ -31,6 +33,7 @@ typedef struct Arg {
     const char *name;
     const char *value; /* as given */
     bool is_buffer;
+    const char *same; /* same:NAME: the buffer of pointer parameter NAME (an output over an input) */
     size_t bytes;
     CUdeviceptr ptr;
     unsigned char scalar[8]; /* the value, as the parameter's type */
@@ -258,7 +261,9 @@ static void tune_usage(FILE *out) {
           "  --kernel NAME       the kernel (required)\n"
           "  -D NAME=VALUE       a constexpr the configurations do not choose\n"
           "  --arg NAME=VALUE    a runtime parameter: buffer:BYTES for a pointer (random values of its\n"
-          "                      element type), a number otherwise; every parameter needs one\n"
+          "                      element type) or same:NAME (the buffer of pointer parameter NAME: a\n"
+          "                      kernel that writes over its input), a number otherwise; every\n"
+          "                      parameter needs one\n"
           "  --grid X[,Y[,Z]]    the launch's programs: integer expressions of the scalar --args and\n"
           "                      the constexprs (+ - * / %, cdiv(a, b), min, max, parentheses)\n"
           "  --top-k N           time only the cost model's N best (every one while the model has\n"
@@ -344,6 +349,9 @@ int tune_main(int argc, char **argv) {
                 }
                 g->is_buffer = true;
                 g->bytes = (size_t)n;
+            } else if (strncmp(g->value, "same:", 5) == 0) {
+                g->is_buffer = true;
+                g->same = g->value + 5;
             }
             i++;
         } else if (strcmp(a, "--grid") == 0 && v) {
@@ -401,7 +409,7 @@ int tune_main(int argc, char **argv) {
     tc_binary *sig = NULL;
     tc_compiler *cc = NULL;
     void *argv_ptrs[MAX_ARGS];
-    Arg ordered[MAX_ARGS];
+    Arg ordered[MAX_ARGS] = {{0}};
     size_t np = 0;
     if (tc_tune_space_create(&src, kernel, cx, num_cx, &space, diags) != TC_OK) {
         fprintf(stderr, "%s%s\n", tc_diagnostics_text(diags), tc_last_error());
@@ -449,10 +457,12 @@ int tune_main(int argc, char **argv) {
         Arg *g = &ordered[p];
         if (d.is_pointer != g->is_buffer) {
             fprintf(stderr, "tilec tune: --arg %s=%s: %s\n", g->name, g->value,
-                    d.is_pointer ? "a pointer takes buffer:BYTES" : "a scalar takes a number");
+                    d.is_pointer ? "a pointer takes buffer:BYTES or same:NAME" : "a scalar takes a number");
             goto done;
         }
-        if (g->is_buffer) {
+        if (g->same) {
+            argv_ptrs[p] = &g->ptr; /* set once every buffer is allocated, below */
+        } else if (g->is_buffer) {
             unsigned char *host = malloc(g->bytes);
             if (!host || tc_mem_alloc(ctx, g->bytes, &g->ptr) != TC_OK) {
                 free(host);
@@ -475,6 +485,21 @@ int tune_main(int argc, char **argv) {
             }
             argv_ptrs[p] = g->scalar;
         }
+    }
+    for (size_t p = 0; p < np && p < MAX_ARGS; p++) {
+        Arg *g = &ordered[p];
+        if (!g->same)
+            continue;
+        size_t q = 0;
+        while (q < np && (strcmp(ordered[q].name, g->same) != 0 || !ordered[q].is_buffer || ordered[q].same))
+            q++;
+        if (q == np) {
+            fprintf(stderr, "tilec tune: --arg %s=%s: '%s' is not a parameter given as buffer:BYTES\n", g->name,
+                    g->value, g->same);
+            goto done;
+        }
+        g->ptr = ordered[q].ptr;
+        g->bytes = ordered[q].bytes;
     }
     grid.args = ordered;
     grid.num_args = np;
@@ -520,7 +545,7 @@ int tune_main(int argc, char **argv) {
     rc = 0;
 done:
     for (size_t p = 0; p < np && p < MAX_ARGS && ctx; p++)
-        if (ordered[p].is_buffer && ordered[p].ptr)
+        if (ordered[p].is_buffer && !ordered[p].same && ordered[p].ptr)
             tc_mem_free(ctx, ordered[p].ptr);
     for (size_t i = 0; i < num_given; i++)
         free((char *)args[i].name);
