@@ -1,6 +1,6 @@
 #!/bin/sh
 # Long rows: one program a row against a row split over a thread-block cluster of 8 (the kernels'
-# CLUSTER constexpr), with `tilec tune` on the GPU (cold L2 before each launch, median of 20), and a
+# CLUSTER constexpr: softmax and RMSNorm forward and backward, cross-entropy), with `tilec tune` on the GPU (cold L2 before each launch, median of 20), and a
 # copy kernel of the same bytes for the ratio. For each kernel and shape it lists the best tiles of
 # either kind, fastest first.
 #
@@ -40,7 +40,7 @@ split() { # file kernel (an awk regular expression)
         { print }' "$lib/$1" >"$work/$1"
 }
 split softmax.tile 'softmax_(fwd|bwd)'
-split rmsnorm.tile rmsnorm_fwd
+split rmsnorm.tile 'rmsnorm_(fwd|bwd)'
 split cross_entropy.tile ce_row
 cat >"$work/copy.tile" <<'EOF'
 @autotune(key = [n], BLOCK = [2048, 4096, 8192], num_warps = [4, 8])
@@ -83,6 +83,10 @@ for shape in "f16 1024 131072" "bf16 2048 128256" "f16 512 262144" "f16 2048 100
     tune "rmsnorm_fwd $t ${rows}x$cols" "$work/rmsnorm.tile" --kernel rmsnorm_fwd -D T="$t" -D SINGLE_TILE=false \
         --arg y=buffer:$b --arg rstd=buffer:$((rows * 4)) --arg x=buffer:$b --arg weight=buffer:$((cols * 2)) \
         --arg stride_y=$cols --arg stride_x=$cols --arg n_cols=$cols --arg eps=1e-6 --grid "$rows * CLUSTER"
+    tune "rmsnorm_bwd $t ${rows}x$cols" "$work/rmsnorm.tile" --kernel rmsnorm_bwd -D T="$t" --arg dx=buffer:$b \
+        --arg dweight=buffer:$((cols * 4)) --arg dy=buffer:$b --arg x=buffer:$b --arg weight=buffer:$((cols * 2)) \
+        --arg rstd=buffer:$((rows * 4)) --arg stride_dx=$cols --arg stride_dy=$cols --arg stride_x=$cols \
+        --arg n_cols=$cols --grid "$rows * CLUSTER"
     # cross-entropy, the gradient written over the logits (same:logits) as the library does when
     # asked; tilec tune fills the i32 labels with 0..7 (every row valid) and count with random
     # floats (gradients of no meaning, the same work)

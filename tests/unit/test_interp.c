@@ -530,8 +530,8 @@ static void check_split(const char *what, int cols, int C, double worst, bool ga
     CHECK(gaps);
 }
 
-/* The library's row loops split over clusters (CLUSTER: softmax forward
- * and backward, RMSNorm forward), f32, against float64: rows of 301
+/* The library's row loops split over clusters (CLUSTER: softmax and
+ * RMSNorm, forward and backward), f32, against float64: rows of 301
  * columns in parts of 80 on tiles of 32 (a ragged last part), of 9 (a part
  * of one column, two empty ones) and of 1, each with CLUSTER 4 and 1; in
  * the rows of 301 the softmax's row 1 is -inf from column 100 on (whole
@@ -550,16 +550,18 @@ TEST(test_lib_clusters) {
             tc_interp_module *fwd = load_lib("softmax.tile", "softmax_fwd", cx, 4);
             tc_interp_module *bwd = load_lib("softmax.tile", "softmax_bwd", cx, 3);
             tc_interp_module *rms = load_lib("rmsnorm.tile", "rmsnorm_fwd", cx, 4);
-            CHECK(fwd && bwd && rms);
+            tc_interp_module *rmsb = load_lib("rmsnorm.tile", "rmsnorm_bwd", cx, 3);
+            CHECK(fwd && bwd && rms && rmsb);
             Mem mem = {0};
             size_t bytes = (size_t)(rows * stride) * sizeof(float);
             float *x = mem_add(&mem, bytes), *y = mem_add(&mem, bytes), *dy = mem_add(&mem, bytes);
             float *dx = mem_add(&mem, bytes), *w = mem_add(&mem, (size_t)n * sizeof(float));
             float *rn = mem_add(&mem, bytes), *rstd = mem_add(&mem, rows * sizeof(float));
+            float *rdx = mem_add(&mem, bytes), *dw = mem_add(&mem, (size_t)n * sizeof(float)); /* zeroed */
             for (int i = 0; i < rows * stride; i++) {
                 x[i] = (float)((i * 7919) % 211) / 37.0f - 2.0f;
                 dy[i] = (float)((i * 104729) % 193) / 53.0f - 1.5f;
-                y[i] = dx[i] = rn[i] = -7.0f;
+                y[i] = dx[i] = rn[i] = rdx[i] = -7.0f;
             }
             for (int c = 0; c < n; c++)
                 w[c] = 0.5f + (float)c / (float)n;
@@ -574,10 +576,13 @@ TEST(test_lib_clusters) {
             void *fargs[] = {&y, &sx, &st, &st, &nn};
             void *bargs[] = {&dx, &y, &dy, &st, &st, &st, &nn};
             void *rargs[] = {&rn, &rstd, &x, &w, &st, &st, &nn, &eps};
+            void *rbargs[] = {&rdx, &dw, &dy, &x, &w, &rstd, &st, &st, &st, &nn};
             unsigned grid = (unsigned)(rows * C);
             CHECK_EQ_INT(fwd ? launch(fwd, "softmax_fwd", grid, fargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
             CHECK_EQ_INT(bwd ? launch(bwd, "softmax_bwd", grid, bargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
             CHECK_EQ_INT(rms ? launch(rms, "rmsnorm_fwd", grid, rargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
+            CHECK_EQ_INT(rmsb ? launch(rmsb, "rmsnorm_bwd", grid, rbargs, &mem) : TC_ERROR_INTERNAL, TC_OK);
+            double dw_ref[301] = {0};
             double worst = 0;
             bool gaps = true;
             for (int r = 0; r < rows; r++) {
@@ -589,8 +594,15 @@ TEST(test_lib_clusters) {
                     s += exp(sr[c] - m), sq += (double)xr[c] * xr[c];
                 for (int c = 0; c < n; c++)
                     dot += exp(sr[c] - m) / s * dy[r * stride + c];
-                double inv_rms = 1.0 / sqrt(sq / n + eps);
+                double inv_rms = 1.0 / sqrt(sq / n + eps), mean_gx = 0;
                 worst = worse(worst, fabs(rstd[r] - inv_rms) / inv_rms);
+                for (int c = 0; c < n; c++)
+                    mean_gx += (double)dy[r * stride + c] * w[c] * xr[c] * rstd[r] / n;
+                for (int c = 0; c < n; c++) {
+                    double xhat = xr[c] * (double)rstd[r], g = (double)dy[r * stride + c] * w[c];
+                    worst = worse(worst, fabs(rdx[r * stride + c] - rstd[r] * (g - xhat * mean_gx)));
+                    dw_ref[c] += dy[r * stride + c] * xhat;
+                }
                 for (int c = 0; c < n; c++) {
                     double p = exp(sr[c] - m) / s;
                     worst = worse(worst, fabs(y[r * stride + c] - p));
@@ -598,13 +610,17 @@ TEST(test_lib_clusters) {
                     worst = worse(worst, fabs(rn[r * stride + c] - xr[c] * inv_rms * w[c]) / (fabs(xr[c] * inv_rms * w[c]) + 1));
                 }
                 for (int c = n; c < stride; c++)
-                    gaps &= y[r * stride + c] == -7.0f && dx[r * stride + c] == -7.0f && rn[r * stride + c] == -7.0f;
+                    gaps &= y[r * stride + c] == -7.0f && dx[r * stride + c] == -7.0f && rn[r * stride + c] == -7.0f &&
+                            rdx[r * stride + c] == -7.0f;
             }
+            for (int c = 0; c < n; c++)
+                worst = worse(worst, fabs(dw[c] - dw_ref[c]) / (fabs(dw_ref[c]) + 1));
             check_split("lib clusters", n, C, worst, gaps);
             mem_free(&mem);
             tc_interp_unload(fwd);
             tc_interp_unload(bwd);
             tc_interp_unload(rms);
+            tc_interp_unload(rmsb);
         }
 }
 
