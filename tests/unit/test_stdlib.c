@@ -281,10 +281,19 @@ static int64_t given(const char *name, bool *found) {
     return 0;
 }
 
+/* A constexpr of the launch (l->cx), or dflt. */
+static int64_t launch_cx(const RtStdlibLaunch *l, const char *name, int64_t dflt) {
+    for (size_t i = 0; i < l->num_cx; i++)
+        if (strcmp(l->cx[i].name, name) == 0)
+            return l->cx[i].i;
+    return dflt;
+}
+
 static tc_status checking_hook(const RtStdlibLaunch *l) {
     expect.launches++;
     CHECK(l->ctx == FAKE_CTX);
-    CHECK(l->grid.x == (unsigned)expect.rows && l->grid.y == 1 && l->grid.z == 1);
+    /* one program a row, or CLUSTER of them (a row split over a cluster) */
+    CHECK(l->grid.x == (unsigned)(expect.rows * launch_cx(l, "CLUSTER", 1)) && l->grid.y == 1 && l->grid.z == 1);
     CHECK(l->req.source && l->req.kernel && l->req.options == &l->options);
     CHECK_EQ_INT(l->options.num_warps, l->plan.num_warps);
     CHECK(l->req.divisibility == l->divisibility && l->req.num_divisibility == l->num_args);
@@ -335,8 +344,9 @@ static tc_status checking_hook(const RtStdlibLaunch *l) {
 
     /* compile the specialization once: tc_jit's facts by name, as it would pass them */
     char key[256];
-    int off = snprintf(key, sizeof key, "%s T=%d B=%lld S=%d w=%d", l->req.kernel, (int)expect.dtype,
-                       (long long)l->plan.block, l->plan.single_tile, l->plan.num_warps);
+    int off = snprintf(key, sizeof key, "%s T=%d B=%lld S=%d w=%d R=%lld C=%lld", l->req.kernel, (int)expect.dtype,
+                       (long long)l->plan.block, l->plan.single_tile, l->plan.num_warps,
+                       (long long)launch_cx(l, "REALIGN", 0), (long long)launch_cx(l, "CLUSTER", 1));
     ptx_key_facts(key, sizeof key, off, &l->options, l->divisibility, l->num_args);
     tc_binary *bin =
         ptx_compile_once(key, &l->req, &l->options, k, l->divisibility, l->num_args, l->plan.num_warps, diags);
@@ -355,7 +365,7 @@ TEST(test_launches_compile) {
     ptx_check_begin();
     rt_stdlib_launch_hook = checking_hook;
     static const tc_dtype dtypes[] = {TC_DTYPE_F16, TC_DTYPE_BF16, TC_DTYPE_F32};
-    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536};
+    static const int64_t widths[] = {1, 7, 1000, 1024, 4095, 4096, 12288, 65536, 131072}; /* 131072: split rows */
     for (int di = 0; di < 3; di++)
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
             for (int aligned = 0; aligned < 2; aligned++) {
