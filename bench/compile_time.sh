@@ -9,13 +9,8 @@
 # (docs/gpu.md; bench/rowwise.py measures Triton's compile of its softmax).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-tilec=${1:-}
-for t in "$here/../bin/tilec" "$here/../build/tilec" "$here/../gpu-bundle/bin/tilec"; do
-    [ -z "$tilec" ] && [ -x "$t" ] && tilec=$t
-done
-[ -n "$tilec" ] || { echo "compile_time.sh: no tilec binary found; pass its path" >&2; exit 1; }
-lib="$here/../share/tilec/lib"
-[ -d "$lib" ] || lib="$here/../lib"
+prog=compile_time.sh
+. "$here/tilec_paths.sh"
 
 facts() { for p in "$@"; do printf -- '--divisible %s ' "$p"; done; }
 att_facts=$(facts Q=16 K=16 V=16 O=16 stride_qb=8 stride_qh=8 stride_qm=8 stride_kb=8 stride_kh=8 \

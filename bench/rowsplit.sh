@@ -11,13 +11,8 @@
 # `CLUSTER = [1, 8]` added, in a temporary folder, and launches CLUSTER programs a row.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-tilec=${1:-}
-for t in "$here/../bin/tilec" "$here/../build/tilec" "$here/../gpu-bundle/bin/tilec"; do
-    [ -z "$tilec" ] && [ -x "$t" ] && tilec=$t
-done
-[ -n "$tilec" ] || { echo "rowsplit.sh: no tilec binary found; pass its path" >&2; exit 1; }
-lib="$here/../share/tilec/lib"
-[ -d "$lib" ] || lib="$here/../lib"
+prog=rowsplit.sh
+. "$here/tilec_paths.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export TILEC_CACHE_DIR="$work/cache"

@@ -53,7 +53,8 @@ install(PROGRAMS ${CMAKE_SOURCE_DIR}/bench/compile_time.sh ${CMAKE_SOURCE_DIR}/b
                  ${CMAKE_SOURCE_DIR}/bench/rowsplit.sh DESTINATION bench
         COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 file(GLOB _bench_scripts CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/*.py)
-install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
+install(FILES ${_bench_scripts} ${CMAKE_SOURCE_DIR}/bench/RESULTS.md ${CMAKE_SOURCE_DIR}/bench/tilec_paths.sh
+        DESTINATION bench COMPONENT gpu-bundle EXCLUDE_FROM_ALL)
 foreach(t jit_softmax stdlib_rmsnorm stdlib_attention llama_layer aot_softmax)
   if(TARGET ${t})
     set_target_properties(${t} PROPERTIES INSTALL_RPATH "$ORIGIN/../lib")

@@ -49,7 +49,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(RT_STDLIB_MAX_PARAMS <= sizeof(((tc_stdlib_plan *)0)->aligned_params) / sizeof(tc_param_spec),
@@ -380,9 +379,8 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
  * grid.x. */
 static int row_cluster(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan, int64_t rows, int64_t cols,
                        bool realigned, const char *arch) {
-    int sm = arch && strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
     if (op != TC_STDLIB_SOFTMAX_FWD || dtype == TC_DTYPE_F32 || plan->single_tile || realigned || cols <= LONG_ROW ||
-        sm < 90 || rows > INT32_MAX / ROW_CLUSTER)
+        !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
         return 1;
     return ROW_CLUSTER;
 }

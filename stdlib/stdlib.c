@@ -65,6 +65,10 @@ bool rt_stdlib_wgmma(const char *arch) {
     return arch && strcmp(arch, "sm_90a") == 0;
 }
 
+bool rt_stdlib_clusters(const char *arch) {
+    return arch && strncmp(arch, "sm_", 3) == 0 && atoi(arch + 3) >= 90;
+}
+
 tc_status rt_stdlib_check_given(const char *entry, const char *name, const void *p) {
     if (!p)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", entry, name);

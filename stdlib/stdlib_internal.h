@@ -96,6 +96,8 @@ tc_status rt_stdlib_check_given(const char *entry, const char *name, const void 
 const char *rt_stdlib_target(const tc_context *ctx, bool hooked);
 /* Does a target run dots on wgmma (sm_90a)? The plans that differ by it. */
 bool rt_stdlib_wgmma(const char *arch);
+/* Does a target have thread-block clusters (sm_90 and later)? */
+bool rt_stdlib_clusters(const char *arch);
 /* dtype is f16 or bf16, or also f32 when f32_too. */
 tc_status rt_stdlib_check_dtype(const char *entry, tc_dtype dtype, bool f32_too);
 /* A count (rows, an extent, a block count) in 1..max. */

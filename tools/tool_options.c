@@ -35,6 +35,21 @@ static const IntOption int_options[] = {
     {"--min-programs-per-sm", "from 1 to", 1, TC_MAX_PROGRAMS_PER_SM, 0, offsetof(tc_options, min_programs_per_sm)},
 };
 
+/* The switches: each sets an int of tc_options to 1. */
+typedef struct FlagOption {
+    const char *flag;
+    size_t field; /* offsetof(tc_options, the int it sets) */
+} FlagOption;
+
+static const FlagOption flag_options[] = {
+    {"--print-after-all", offsetof(tc_options, print_after_all)},
+    {"--verify-each", offsetof(tc_options, verify_each)},
+    {"--llvm-O3", offsetof(tc_options, llvm_o3)},
+    {"--warp-specialize", offsetof(tc_options, warp_specialize)},
+    {"--persistent", offsetof(tc_options, persistent)},
+    {"-g", offsetof(tc_options, line_info)},
+};
+
 int tool_compile_option(const char *prog, int argc, char **argv, int *i, tc_options *opt, const char **arch) {
     const char *a = argv[*i], *v;
     for (size_t k = 0; k < sizeof int_options / sizeof int_options[0]; k++) {
@@ -50,24 +65,16 @@ int tool_compile_option(const char *prog, int argc, char **argv, int *i, tc_opti
         *(int *)((char *)opt + io->field) = (int)n;
         return 1;
     }
-    if ((v = tool_flag_value(argc, argv, i, "--arch"))) {
+    for (size_t k = 0; k < sizeof flag_options / sizeof flag_options[0]; k++)
+        if (strcmp(a, flag_options[k].flag) == 0) {
+            *(int *)((char *)opt + flag_options[k].field) = 1;
+            return 1;
+        }
+    if ((v = tool_flag_value(argc, argv, i, "--arch")))
         *arch = v;
-    } else if ((v = tool_flag_value(argc, argv, i, "--print-after"))) {
+    else if ((v = tool_flag_value(argc, argv, i, "--print-after")))
         opt->print_after = v;
-    } else if (strcmp(a, "--print-after-all") == 0) {
-        opt->print_after_all = 1;
-    } else if (strcmp(a, "--verify-each") == 0) {
-        opt->verify_each = 1;
-    } else if (strcmp(a, "--llvm-O3") == 0) {
-        opt->llvm_o3 = 1;
-    } else if (strcmp(a, "--warp-specialize") == 0) {
-        opt->warp_specialize = 1;
-    } else if (strcmp(a, "--persistent") == 0) {
-        opt->persistent = 1;
-    } else if (strcmp(a, "-g") == 0) {
-        opt->line_info = 1;
-    } else {
+    else
         return 0;
-    }
     return 1;
 }

@@ -195,6 +195,14 @@ TEST(test_validation) {
 
 /* ---- rows split over a cluster ---- */
 
+/* A constexpr of the launch (l->cx), or dflt. */
+static int64_t launch_cx(const RtStdlibLaunch *l, const char *name, int64_t dflt) {
+    for (size_t i = 0; i < l->num_cx; i++)
+        if (strcmp(l->cx[i].name, name) == 0)
+            return l->cx[i].i;
+    return dflt;
+}
+
 static struct {
     unsigned grid_x;
     int64_t block, cluster;
@@ -205,10 +213,7 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
     seen_split.grid_x = l->grid.x;
     seen_split.block = l->plan.block;
     seen_split.warps = l->plan.num_warps;
-    seen_split.cluster = 1;
-    for (size_t i = 0; i < l->num_cx; i++)
-        if (strcmp(l->cx[i].name, "CLUSTER") == 0)
-            seen_split.cluster = l->cx[i].i;
+    seen_split.cluster = launch_cx(l, "CLUSTER", 1);
     return TC_ERROR_UNSUPPORTED;
 }
 
@@ -279,14 +284,6 @@ static int64_t given(const char *name, bool *found) {
         }
     *found = false;
     return 0;
-}
-
-/* A constexpr of the launch (l->cx), or dflt. */
-static int64_t launch_cx(const RtStdlibLaunch *l, const char *name, int64_t dflt) {
-    for (size_t i = 0; i < l->num_cx; i++)
-        if (strcmp(l->cx[i].name, name) == 0)
-            return l->cx[i].i;
-    return dflt;
 }
 
 static tc_status checking_hook(const RtStdlibLaunch *l) {
