@@ -443,25 +443,24 @@ TEST(test_calls_and_loops) {
  * stops the launch (a GPU would hang); a program that fails stops its
  * cluster; a grid that is not whole clusters is refused. */
 TEST(test_clusters) {
-    static const char SRC[] =
-        "kernel loop(f32* out, i32 iters, i32 quit) {\n"
-        "    let pid = program_id(0);\n"
-        "    var acc = 0.0;\n"
-        "    for (i in range(0, iters)) {\n"
-        "        if (pid == quit && i == 1) { return; }\n"
-        "        acc += cluster_sum(f32(pid * 10 + i), 4);\n"
-        "    }\n"
-        "    store(out + pid, acc + f32(cluster_max(pid, 4)));\n"
-        "}\n"
-        "kernel lse(f32* out, const f32* x) {\n"
-        "    let pid = program_id(0);\n"
-        "    store(out + pid, cluster_logsumexp(load(x + pid), 4));\n"
-        "}\n"
-        "kernel faults(f32* out, i32 bad) {\n"
-        "    let pid = program_id(0);\n"
-        "    let v = load(out + (pid == bad ? 1 << 28 : pid));\n"
-        "    store(out + pid, cluster_sum(v, 2));\n"
-        "}\n";
+    static const char SRC[] = "kernel loop(f32* out, i32 iters, i32 quit) {\n"
+                              "    let pid = program_id(0);\n"
+                              "    var acc = 0.0;\n"
+                              "    for (i in range(0, iters)) {\n"
+                              "        if (pid == quit && i == 1) { return; }\n"
+                              "        acc += cluster_sum(f32(pid * 10 + i), 4);\n"
+                              "    }\n"
+                              "    store(out + pid, acc + f32(cluster_max(pid, 4)));\n"
+                              "}\n"
+                              "kernel lse(f32* out, const f32* x) {\n"
+                              "    let pid = program_id(0);\n"
+                              "    store(out + pid, cluster_logsumexp(load(x + pid), 4));\n"
+                              "}\n"
+                              "kernel faults(f32* out, i32 bad) {\n"
+                              "    let pid = program_id(0);\n"
+                              "    let v = load(out + (pid == bad ? 1 << 28 : pid));\n"
+                              "    store(out + pid, cluster_sum(v, 2));\n"
+                              "}\n";
     tc_interp_module *m = load_tile(SRC, NULL);
     CHECK(m != NULL);
     if (!m)
@@ -488,8 +487,8 @@ TEST(test_clusters) {
     /* logsumexp over each cluster of 4: ordinary values, -inf (an empty part), +inf with a NaN */
     float *x = mem_add(&mem, 16 * sizeof(float));
     float *lse = mem_add(&mem, 16 * sizeof(float));
-    const float xs[16] = {1.0f, -2.0f, 3.5f, 0.25f,           100.0f, -INFINITY, 99.0f, -INFINITY,
-                          -INFINITY, -INFINITY, -INFINITY, 7.0f, 1.0f, INFINITY, NAN, 2.0f};
+    const float xs[16] = {1.0f,      -2.0f,     3.5f,      0.25f, 100.0f, -INFINITY, 99.0f, -INFINITY,
+                          -INFINITY, -INFINITY, -INFINITY, 7.0f,  1.0f,   INFINITY,  NAN,   2.0f};
     memcpy(x, xs, sizeof xs);
     void *largs[] = {&lse, &x};
     CHECK_EQ_INT(launch(m, "lse", 16, largs, &mem), TC_OK);
@@ -607,7 +606,8 @@ TEST(test_lib_clusters) {
                     double p = exp(sr[c] - m) / s;
                     worst = worse(worst, fabs(y[r * stride + c] - p));
                     worst = worse(worst, fabs(dx[r * stride + c] - p * (dy[r * stride + c] - dot)));
-                    worst = worse(worst, fabs(rn[r * stride + c] - xr[c] * inv_rms * w[c]) / (fabs(xr[c] * inv_rms * w[c]) + 1));
+                    worst = worse(worst, fabs(rn[r * stride + c] - xr[c] * inv_rms * w[c]) /
+                                             (fabs(xr[c] * inv_rms * w[c]) + 1));
                 }
                 for (int c = n; c < stride; c++)
                     gaps &= y[r * stride + c] == -7.0f && dx[r * stride + c] == -7.0f && rn[r * stride + c] == -7.0f &&

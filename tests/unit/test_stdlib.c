@@ -237,8 +237,9 @@ TEST(test_row_clusters) {
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         memset(&seen_split, 0, sizeof seen_split);
-        CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 5, want[i].cols, want[i].stride, want[i].stride),
-                     TC_ERROR_UNSUPPORTED);
+        CHECK_EQ_INT(
+            tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 5, want[i].cols, want[i].stride, want[i].stride),
+            TC_ERROR_UNSUPPORTED);
         CHECK_EQ_INT(seen_split.grid_x, want[i].grid_x);
         CHECK_EQ_INT(seen_split.block, want[i].block);
         CHECK_EQ_INT(seen_split.cluster, want[i].cluster);
@@ -692,5 +693,5 @@ TEST(test_memo_driver) {
     CHECK_EQ_INT(tc_context_destroy(ctx), TC_OK);
 }
 
-UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_row_clusters, test_launches_compile, test_memo_key, test_memo,
-           test_memo_key_line_info, test_memo_threads, test_memo_driver)
+UNIT_SUITE(stdlib, test_sources, test_plans, test_validation, test_row_clusters, test_launches_compile, test_memo_key,
+           test_memo, test_memo_key_line_info, test_memo_threads, test_memo_driver)
