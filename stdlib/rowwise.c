@@ -35,7 +35,7 @@
  *     (tc_jit itself only knows "divisible by 16", which an f16 row of 1000
  *     columns is not). tc_jit compiles once per specialization and process
  *     and caches on disk; one program per row is launched on the stream
- *     (8 for the softmax forward's f16 and bf16 rows wider than LONG_ROW on
+ *     (8 for the softmax loops' f16 and bf16 rows wider than LONG_ROW on
  *     sm_90 and later: row_cluster()).
  *
  * The sources come from rt_stdlib_sources (built from the .tile files of
@@ -70,10 +70,11 @@ enum {
                                  0.378 / 0.342, f16 512x262144 0.212 / 0.201; RMSNorm fwd 0.192 / 0.176 (32 warps),
                                  0.372 / 0.341, 0.203 / 0.200; softmax bwd 0.31 or more / 0.300 (16 warps) at
                                  131072, 0.58 or more / 0.569 at 128256 (bench/RESULTS.md) */
-    ROW_CLUSTER = 8,          /* the softmax forward's programs of one row wider than LONG_ROW on sm_90 and later
-                                 (row_cluster()): on the H200 (tilec tune, ms) 1024x131072 0.1669 against 0.1805 for
-                                 one program a row, 512x262144 0.1868 / 0.2017, bf16 2048x128256 0.3234 / 0.3419,
-                                 2048x100008 0.3378 / 0.3859 (bench/RESULTS.md) */
+    ROW_CLUSTER = 8,          /* the softmax loops' programs of one row wider than LONG_ROW on sm_90 and later
+                                 (row_cluster()): on the H200 (tilec tune, ms) the forward at 1024x131072 0.1669
+                                 against 0.1805 for one program a row, 512x262144 0.1868 / 0.2017, bf16 2048x128256
+                                 0.3234 / 0.3419, 2048x100008 0.3378 / 0.3859; the backward at 2048x100008 0.4996 /
+                                 0.5940, bf16 4096x65544 0.6543 / 0.6882 (bench/RESULTS.md) */
     ELEMENTWISE_BLOCK = 1024, /* the element-wise kernels' widest tile: 8 elements a thread at 4 warps, few
                                  registers and so many warps at once (on the H200 2-4% faster than 2048) */
     MAX_GRID_Y = 65535,       /* the launch's limit on grid.y */
@@ -369,18 +370,22 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
     return stride % vector != 0;
 }
 
-/* The programs that share a row of the softmax forward loop (its CLUSTER):
+/* The programs that share a row of the softmax loops (their CLUSTER):
  * ROW_CLUSTER for f16 and bf16 rows wider than LONG_ROW on a GPU with
  * thread-block clusters (sm_90 and later), where a row does not stay in L2
  * between the loop's two passes but each program's part does; 1 otherwise:
- * for f32 (the parts combine through their log-sum-exps, whose rounding at
- * large logits, 1e-4 relative at 1000, an f32 output would show), realigned
- * rows (unmeasured there) and grids that would pass the launch's limit on
- * grid.x. */
+ * for f32 (the forward's parts combine through their log-sum-exps, whose
+ * rounding at large logits, 1e-4 relative at 1000, an f32 output would
+ * show; the backward's f32 rows are unmeasured), realigned rows (unmeasured
+ * there) and grids that would pass the launch's limit on grid.x. RMSNorm and
+ * cross-entropy take CLUSTER too but stay one program a row: split, they
+ * measured slower on the H200 (bench/rowsplit.sh: RMSNorm forward 1.13-1.27x
+ * the time, its backward within 3% either way, cross-entropy 1.35-1.62x;
+ * bench/RESULTS.md). */
 static int row_cluster(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan, int64_t rows, int64_t cols,
                        bool realigned, const char *arch) {
-    if (op != TC_STDLIB_SOFTMAX_FWD || dtype == TC_DTYPE_F32 || plan->single_tile || realigned || cols <= LONG_ROW ||
-        !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
+    if ((op != TC_STDLIB_SOFTMAX_FWD && op != TC_STDLIB_SOFTMAX_BWD) || dtype == TC_DTYPE_F32 || plan->single_tile ||
+        realigned || cols <= LONG_ROW || !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
         return 1;
     return ROW_CLUSTER;
 }
@@ -469,15 +474,16 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
         l->cx[l->num_cx++] = (tc_constexpr){"CLUSTER", TC_CONSTEXPR_INT, cluster, 0};
         l->grid.x = (unsigned)(rows * cluster);
     }
-    if ((rt_stdlib_launch_hook == NULL || rt_stdlib_hook_tunes) && !l->plan.single_tile && d->shape != SHAPE_ELEMENTWISE)
+    if ((rt_stdlib_launch_hook == NULL || rt_stdlib_hook_tunes) && !l->plan.single_tile &&
+        d->shape != SHAPE_ELEMENTWISE)
         apply_tuned(ctx, cols, l);
 
     tc_options_init(&l->options);
     l->options.num_warps = l->plan.num_warps;
     l->options.params = num_facts ? l->facts : NULL;
     l->options.num_params = num_facts;
-    return rt_stdlib_request(d->entry, d->file, d->kernel, l->cx, l->num_cx, &l->options,
-                             l->divisibility, l->num_args, &l->req);
+    return rt_stdlib_request(d->entry, d->file, d->kernel, l->cx, l->num_cx, &l->options, l->divisibility, l->num_args,
+                             &l->req);
 }
 
 static tc_status run(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_dtype dtype, int64_t rows, int64_t cols,

@@ -382,11 +382,11 @@ typedef enum tc_stdlib_op {
  * results. (Where the tensors are 16-byte aligned but share a stride that is
  * not such a multiple, the softmax and RMSNorm forward loops also take
  * REALIGN = true, BLOCK 4096 and 8 or 16 warps: 16-byte aligned windows of
- * the rows, lib/softmax.tile. On sm_90 and later the softmax forward splits
- * other f16 and bf16 rows wider than 65536 columns over thread-block
- * clusters of 8 programs: CLUSTER = 8, BLOCK 2048 to 8192 by the part's
- * width and 4 or 8 warps, and a launch of (rows * 8, 1, 1); this plan then
- * describes the one-program-a-row kernel the other targets run.) */
+ * the rows, lib/softmax.tile. On sm_90 and later the softmax forward and
+ * backward split other f16 and bf16 rows wider than 65536 columns over
+ * thread-block clusters of 8 programs: CLUSTER = 8, BLOCK 2048 to 8192 by
+ * the part's width and 4 or 8 warps, and a launch of (rows * 8, 1, 1); this
+ * plan then describes the one-program-a-row kernel the other targets run.) */
 typedef struct tc_stdlib_plan {
     const char *file;           /* "softmax.tile", "rmsnorm.tile" */
     const char *kernel;         /* "softmax_fwd", ... */

@@ -220,8 +220,9 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
 /* The softmax forward splits rows wider than 65536 columns over clusters of
  * 8 programs (the default target, sm_90a, has clusters): parts of up to
  * 16384 columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8,
- * 2048 on 4 where the part's last tile would be half empty; not f32,
- * realigned rows (an odd stride), narrower rows, nor the other kernels. */
+ * 2048 on 4 where the part's last tile would be half empty; so does the
+ * backward; not f32, realigned rows (an odd stride), narrower rows, nor
+ * RMSNorm. */
 TEST(test_row_clusters) {
     const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000;
     rt_stdlib_launch_hook = split_hook;
@@ -250,8 +251,22 @@ TEST(test_row_clusters) {
     CHECK_EQ_INT(seen_split.grid_x, 5);
     CHECK_EQ_INT(seen_split.cluster, 1);
     CHECK_EQ_INT(seen_split.block, 16384);
-    /* the backward pass and RMSNorm keep one program a row */
+    /* the backward pass splits the same way (f16: 4096 on 4 warps); f32 and RMSNorm keep one program a row */
     CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, 5, 131072, 131072, 131072, 131072),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_split.grid_x, 40);
+    CHECK_EQ_INT(seen_split.cluster, 8);
+    CHECK_EQ_INT(seen_split.block, 4096);
+    CHECK_EQ_INT(seen_split.warps, 4);
+    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, 5, 100003, 100008, 100008, 100008),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_split.grid_x, 40);
+    CHECK_EQ_INT(seen_split.block, 2048);
+    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, c, 5, 131072, 131072, 131072, 131072),
+                 TC_ERROR_UNSUPPORTED);
+    CHECK_EQ_INT(seen_split.grid_x, 5);
+    CHECK_EQ_INT(seen_split.cluster, 1);
+    CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, c, b, c, 5, 131072, 131072, 131072, 1e-6f),
                  TC_ERROR_UNSUPPORTED);
     CHECK_EQ_INT(seen_split.grid_x, 5);
     CHECK_EQ_INT(seen_split.cluster, 1);
