@@ -53,13 +53,13 @@ typedef struct Rot {
     IrModule *m;
     IrOp *loop;
     IrBlock *body;
-    IrOp *d1, *d2;      /* the chain's dots */
-    int acc;            /* the yield operand (and iter arg) d2's result is */
-    IrOp *tail[8];      /* d2 and the stage releases after it, in order */
+    IrOp *d1, *d2; /* the chain's dots */
+    int acc;       /* the yield operand (and iter arg) d2's result is */
+    IrOp *tail[8]; /* d2 and the stage releases after it, in order */
     int num_tail;
-    IrValue *late[16];  /* values of the body the tail reads, carried */
+    IrValue *late[16]; /* values of the body the tail reads, carried */
     int num_late;
-    IrMap remat;        /* ops the tail recomputes instead (views, constants) */
+    IrMap remat; /* ops the tail recomputes instead (views, constants) */
 } Rot;
 
 static bool in_tail(const Rot *r, const IrOp *op) {
@@ -95,8 +95,8 @@ static bool need(Rot *r, IrValue *v) {
         if (r->late[i] == v)
             return true;
     IrOp *def = v->def;
-    if (def && (def->opc == IR_OP_CONSTANT || (v->type->kind == IR_SMEM && ir_op_has_flag(def, OPF_PURE) &&
-                                                !def->num_regions))) {
+    if (def && (def->opc == IR_OP_CONSTANT ||
+                (v->type->kind == IR_SMEM && ir_op_has_flag(def, OPF_PURE) && !def->num_regions))) {
         ir_map_put(&r->remat, def, def);
         for (int i = 0; i < def->num_operands; i++)
             if (!need(r, def->operands[i]))
@@ -272,6 +272,14 @@ static IrValue **carried(Rot *r, IrMap *map, int nk) {
     return outs;
 }
 
+/* Does op read a result of loop? */
+static bool uses_results(const IrOp *op, const IrOp *loop) {
+    for (int i = 0; i < op->num_operands; i++)
+        if (op->operands[i]->def == loop)
+            return true;
+    return false;
+}
+
 static void rotate(Rot *r) {
     IrModule *m = r->m;
     IrOp *loop = r->loop, *yield = r->body->last;
@@ -381,9 +389,14 @@ static void rotate(Rot *r) {
     ny->loc = yield->loc;
     ir_block_append(nb, ny);
 
-    /* After the loop: the last iteration's late dot. */
-    if (loop->next)
-        ir_builder_before(&b, loop->next);
+    /* After the loop: the last iteration's late dot, behind the arrivals
+     * that follow the loop (a buffer the loop's first dot read, given back
+     * to the producer: its next contents then load under this dot). */
+    IrOp *after = loop->next;
+    while (after && after->opc == IR_OP_MBARRIER_ARRIVE && !uses_results(after, loop))
+        after = after->next;
+    if (after)
+        ir_builder_before(&b, after);
     else
         ir_builder_at_end(&b, m, loop->parent);
     b.loc = loop->loc;

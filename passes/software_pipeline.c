@@ -136,6 +136,22 @@
  *     only the groups committed after it (the prologue's), then a barrier.
  *     A barrier goes before the copy when shared memory may be in use
  *     before it.
+ *   - With a producer, such a load before the first warp-specialized loop
+ *     whose buffer only wgmma reads and which is a box of a tensor whose
+ *     origin the producer can compute (attention's Q; not with packed
+ *     sequences, whose row bound is a load) is the producer's too
+ *     (find_init_tma): its buffer and a barrier `q_full` (one arrival) go
+ *     before the split beside the rings; the producer announces its bytes
+ *     and copies it before its first loop's copies; the consumers wait on
+ *     `q_full` before the buffer's first reader. In a persistent tile
+ *     loop the buffer lives through the whole loop (it must fit beside
+ *     the rings and the tile's largest scratch, else the consumers keep
+ *     their cp.async): a second barrier `q_empty` (an arrival per consumer
+ *     warp) gives it back right after its last reader (before the last
+ *     P V that overlap-dots moves after the loop), the producer waits for
+ *     it (the parity before the consumers') before each tile's copy, and
+ *     both tile loops carry the copy's phase, so the next tile's Q loads
+ *     under this tile's last P V and epilogue.
  *   - The barrier, the rings and the prologue go right before the loop,
  *     then move up past the ops before it that compute nothing they read
  *     and touch no memory but to load, or to fill and read a buffer
@@ -196,7 +212,7 @@ typedef struct Producer {
     int groups;
     IrValue *fulls[MAX_GROUPS], *empties[MAX_GROUPS];
     bool async_dot;
-    IrOp *teardown[1 + 2 * MAX_GROUPS]; /* without a tile loop: after the last consumer loop */
+    IrOp *teardown[3 + 2 * MAX_GROUPS]; /* without a tile loop: after the last consumer loop */
     int num_teardown;
 } Producer;
 
@@ -214,6 +230,7 @@ typedef struct Pipe {
     int num_stages;
     int num_warps;
     int64_t min_programs; /* the kernel attribute min_programs_per_sm; 0 without it */
+    int64_t smem_limit;   /* bytes of shared memory a program may take (tg_shared_limit) */
     Candidate *cands;
     int num_cands, cap_cands;
     Producer prod;
@@ -334,7 +351,8 @@ static bool wgmma_operand(const IrOp *op, const IrValue *v) {
 
 /* Does op, a warp_group_dot, read buf (directly or through a view)? */
 static bool wgmma_reads(const IrOp *op, const IrValue *buf) {
-    return op->opc == IR_OP_WARP_GROUP_DOT && (ir_view_buffer(op->operands[0]) == buf || ir_view_buffer(op->operands[1]) == buf);
+    return op->opc == IR_OP_WARP_GROUP_DOT &&
+           (ir_view_buffer(op->operands[0]) == buf || ir_view_buffer(op->operands[1]) == buf);
 }
 
 /* Does op read buf (a local_load or a warp_group_dot), or make a view of
@@ -415,38 +433,52 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
  * whole swizzle atoms (8 rows), at most MAX_ROW_BOXES of them. */
 enum { MAX_ROW_BOXES = 32 };
 
-static void plan_tma(Pipe *p, AxisInfoMap *ai, Candidate *c) {
-    const IrType *bt = c->alloc->results[0]->type;
+/* The plan of a TMA copy of `load` into a buffer of type bt (see above):
+ * false when it is not a box of a tensor, or its boxes do not tile the
+ * buffer; else *a holds the map and *boxes the copies per buffer. Builds
+ * nothing. */
+static bool tma_plan(Pipe *p, AxisInfoMap *ai, const IrOp *load, const IrType *bt, TmaAccess *a, int *boxes) {
     const Layout *l = bt->layout;
     if (!p->tma || !l || l->kind != LAYOUT_NVMMA_SHARED || bt->rank != 2)
-        return;
-    TmaAccess a;
-    if (!tma_match_load(p->f, ai, c->load, l->nvmma.order[0], &a))
-        return;
-    int eb = ir_type_bytes(bt->elem), ca = a.contig_axis;
+        return false;
+    if (!tma_match_load(p->f, ai, load, l->nvmma.order[0], a))
+        return false;
+    int eb = ir_type_bytes(bt->elem), ca = a->contig_axis;
     int64_t inner = l->nvmma.swizzle / eb;
-    a.map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
-    a.map.box[1] = a.rows ? a.rows : bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
-    int boxes = a.rows ? (int)(bt->shape[1 - ca] / a.rows) : 1;
+    a->map.box[0] = bt->shape[ca] < inner ? bt->shape[ca] : inner;
+    a->map.box[1] = a->rows ? a->rows : bt->shape[1 - ca] < 256 ? bt->shape[1 - ca] : 256;
+    *boxes = a->rows ? (int)(bt->shape[1 - ca] / a->rows) : 1;
     int64_t atom = 8 * (l->nvmma.swizzle ? l->nvmma.swizzle : 16);
-    if (a.rows && ((a.rows * a.map.box[0] * eb) % atom || boxes > MAX_ROW_BOXES))
-        return;
-    for (int d = 2; d < a.map.rank; d++)
-        a.map.box[d] = 1;
-    a.map.swizzle = l->nvmma.swizzle;
-    if (bt->shape[ca] % a.map.box[0] || bt->shape[1 - ca] % a.map.box[1] || (a.map.box[0] * eb) % 16)
-        return;
-    c->map = tma_map_param(p->m, p->f, &a.map);
+    if (a->rows && ((a->rows * a->map.box[0] * eb) % atom || *boxes > MAX_ROW_BOXES))
+        return false;
+    for (int d = 2; d < a->map.rank; d++)
+        a->map.box[d] = 1;
+    a->map.swizzle = l->nvmma.swizzle;
+    return bt->shape[ca] % a->map.box[0] == 0 && bt->shape[1 - ca] % a->map.box[1] == 0 &&
+           (a->map.box[0] * eb) % 16 == 0;
+}
+
+/* Commits a plan of tma_plan for c: the tensor map parameter, and the
+ * origins of c's boxes computed right before its load. */
+static void tma_commit(Pipe *p, Candidate *c, const TmaAccess *a, int boxes) {
+    c->map = tma_map_param(p->m, p->f, &a->map);
     IrBuilder b;
     ir_builder_before(&b, c->load);
     b.loc = c->load->loc;
-    c->rank = a.map.rank;
-    c->rows = a.rows;
+    c->rank = a->map.rank;
+    c->rows = a->rows;
     c->boxes = boxes;
     c->coords = arena_alloc(&p->m->arena, sizeof(IrValue *) * (size_t)(boxes * c->rank));
     for (int x = 0; x < boxes; x++)
         for (int d = 0; d < c->rank; d++)
-            c->coords[x * c->rank + d] = tma_build_coord(&b, &a, d, x * a.rows);
+            c->coords[x * c->rank + d] = tma_build_coord(&b, a, d, x * a->rows);
+}
+
+static void plan_tma(Pipe *p, AxisInfoMap *ai, Candidate *c) {
+    TmaAccess a;
+    int boxes;
+    if (tma_plan(p, ai, c->load, c->alloc->results[0]->type, &a, &boxes))
+        tma_commit(p, c, &a, boxes);
 }
 
 static void find_candidates(Pipe *p, IrBlock *body) {
@@ -684,14 +716,16 @@ static bool shared_used_before(Pipe *p, const IrOp *op) {
  * every iteration's first dot) become copies into that buffer, each
  * committed as its own group, in place: they are then in flight together
  * with the prologue's copies (issued after them), without registers and
- * without shared-memory stores. Returns how many; init[] gets them. */
-static int copy_init_loads(Pipe *p, IrOp *loop, InitCopy *init, int cap) {
+ * without shared-memory stores; not `skip` (the producer copies it). Returns
+ * how many; init[] gets them. */
+static int copy_init_loads(Pipe *p, IrOp *loop, const IrOp *skip, InitCopy *init, int cap) {
     IrModule *m = p->m;
     IrBlock *blk = loop->parent;
     int n = 0;
     for (IrOp *op = blk->first, *next; op && op != loop && n < cap; op = next) {
         next = op->next;
-        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || vec_bytes(op) < 4 || !zero_other(op))
+        if (op == skip || op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || vec_bytes(op) < 4 ||
+            !zero_other(op))
             continue;
         IrOp *alloc = alloc_of(blk, op->results[0]);
         if (!alloc || !only_local_loads(blk, alloc->results[0]))
@@ -1038,9 +1072,194 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
     ir_build_op(&b, IR_OP_YIELD, 2, next, 0, NULL);
     c->prod[0] = pl->results[0];
     c->prod[1] = pl->results[1];
-    if (c->prod_tile)
-        ir_op_set_operands(m, at->last, 2, c->prod);
+    if (c->prod_tile) { /* the tile loop's stage and phase (its first two iteration arguments) */
+        ir_op_set_operand(at->last, 0, c->prod[0]);
+        ir_op_set_operand(at->last, 1, c->prod[1]);
+    }
     p->imports = NULL;
+}
+
+/* ---- an operand loaded once, from the producer ---- */
+
+/* An operand that every iteration of a warp-specialized loop reads and that
+ * is loaded once before it (attention's Q), copied by the producer
+ * warpgroup: c is its TMA plan (c.ring the buffer, filled whole), full the
+ * barrier its copy completes on, empty (in a tile loop) the one the
+ * consumers give it back through once their last reader is done. */
+typedef struct InitTma {
+    Candidate c;
+    IrValue *full, *empty;
+} InitTma;
+
+typedef struct ScratchMax {
+    int num_warps;
+    int64_t bytes;
+} ScratchMax;
+
+static void scratch_max(IrOp *op, void *ctx) {
+    ScratchMax *s = ctx;
+    int64_t n = tg_scratch_bytes(op, s->num_warps);
+    s->bytes = n > s->bytes ? n : s->bytes;
+}
+
+/* Does a buffer of type bt, live through the whole tile loop, fit beside
+ * the rings of the loop's candidates (`stages` each) and the largest
+ * scratch of any op in the tile (which could share its bytes before)? */
+static bool init_fits(Pipe *p, IrOp *tile, const IrType *bt, int64_t stages) {
+    if (!tile)
+        return true; /* its bytes are free again after its last reader, as before */
+    int64_t bytes = ir_type_numel(bt) * ir_type_bytes(bt->elem) + 2048; /* barriers, alignment */
+    for (int i = 0; i < p->num_cands; i++) {
+        const IrType *t = p->cands[i].alloc->results[0]->type;
+        bytes += stages * ir_type_numel(t) * ir_type_bytes(t->elem);
+    }
+    ScratchMax sm = {p->num_warps, 0};
+    ir_walk_block(tile->regions[0], scratch_max, &sm);
+    int64_t programs = p->min_programs > 1 ? p->min_programs : 1;
+    return bytes + sm.bytes <= p->smem_limit / programs;
+}
+
+/* The load before `loop` (in its block, after the split) whose only use is
+ * a local_alloc that only wgmma reads, when it is a box of a tensor (not
+ * gathered rows), its origin is something the producer can compute
+ * (`after`: the ops from the split to the loop, to which the origin's ops
+ * are added) and its buffer fits (init_fits). Commits its map and origin
+ * into q->c. */
+static bool find_init_tma(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *after, int64_t stages, InitTma *q) {
+    IrBlock *blk = loop->parent;
+    AxisInfoMap *ai = NULL;
+    bool found = false;
+    for (IrOp *op = blk->first; op && op != loop && !found; op = op->next) {
+        if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || !zero_other(op) || op == split)
+            continue;
+        IrOp *alloc = alloc_of(blk, op->results[0]);
+        if (!alloc || alloc == split || !is_nvmma(alloc->results[0]) || !only_local_loads(blk, alloc->results[0]))
+            continue;
+        ai = ai ? ai : axis_info_run(p->f);
+        TmaAccess a;
+        int boxes;
+        const IrType *bt = alloc->results[0]->type;
+        if (!tma_plan(p, ai, op, bt, &a, &boxes) || a.rows || !init_fits(p, tile, bt, stages))
+            continue;
+        bool ok = true;
+        for (int d = 0; d < a.map.rank && ok; d++)
+            for (int t = 0; t < a.num_atoms[d] && ok; t++)
+                ok = ir_type_is_scalar(a.atoms[d][t]->type) && importable(a.atoms[d][t], after, 0);
+        if (!ok)
+            continue;
+        memset(q, 0, sizeof *q);
+        q->c.load = op;
+        q->c.alloc = alloc;
+        IrOp *before = op->prev; /* the origin's ops go between it and the load */
+        tma_commit(p, &q->c, &a, boxes);
+        for (IrOp *o = before ? before->next : blk->first; o != op; o = o->next)
+            ir_map_put(after, o, o);
+        found = true;
+    }
+    axis_info_free(ai);
+    return found;
+}
+
+/* The consumers' side of q, at b (before the split): its buffer and
+ * barriers; then in the loop's block, instead of the load and its
+ * local_alloc, a wait for the copy before the first op that reads the
+ * buffer and, in a tile loop, the buffer given back after the last one.
+ * `phase` is the parity of the copy of this tile (0 without a tile loop). */
+static void consume_init_tma(Pipe *p, IrBuilder *b, InitTma *q, IrValue *phase, bool tiled) {
+    IrModule *m = p->m;
+    Candidate *c = &q->c;
+    IrBlock *blk = c->load->parent;
+    IrValue *old = c->alloc->results[0];
+    const IrType *bt = old->type;
+    IrOp *buf = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
+    buf->loc = c->alloc->loc;
+    if (old->name)
+        ir_value_set_name(m, buf->results[0], old->name);
+    c->ring = buf->results[0];
+    int64_t one = 1;
+    Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
+    const IrType *bart = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &one, ir_layout_intern(m, &plain));
+    const char *name = c->load->results[0]->name ? c->load->results[0]->name : "init";
+    q->full = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bart)->results[0];
+    ir_value_set_name(m, q->full, arena_printf(&m->arena, "%s_full", name));
+    ir_op_set_int(m, ir_build_op(b, IR_OP_MBARRIER_INIT, 1, &q->full, 0, NULL), "count", 1);
+    if (tiled) { /* the buffer goes back once per tile */
+        q->empty = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bart)->results[0];
+        ir_value_set_name(m, q->empty, arena_printf(&m->arena, "%s_empty", name));
+        ir_op_set_int(m, ir_build_op(b, IR_OP_MBARRIER_INIT, 1, &q->empty, 0, NULL), "count", p->num_warps);
+    }
+    IrOp *first = NULL, *last = NULL;
+    for (IrOp *op = blk->first; op; op = op->next) {
+        bool reads = false;
+        for (int i = 0; i < op->num_operands; i++)
+            reads |= op->operands[i] == old;
+        for (int r = 0; r < op->num_regions; r++)
+            reads |= ir_count_uses(op->regions[r], old) > 0;
+        if (reads) {
+            first = first ? first : op;
+            last = op;
+        }
+    }
+    ir_replace_all_uses(blk, old, c->ring);
+    ir_op_unlink(c->alloc);
+    ir_op_unlink(c->load);
+    IrBuilder at;
+    ir_builder_before(&at, first);
+    at.loc = c->load->loc;
+    IrValue *zero = ir_build_const_int(&at, ir_type_scalar(m, IR_I32), 0);
+    IrValue *on = ir_build_const_int(&at, ir_type_scalar(m, IR_I1), 1);
+    IrValue *ops[3] = {q->full, zero, phase};
+    ir_build_op(&at, IR_OP_MBARRIER_WAIT, 3, ops, 0, NULL);
+    if (q->empty) { /* right after the reader (overlap-dots keeps it in front of a late dot) */
+        if (last->next)
+            ir_builder_before(&at, last->next);
+        else
+            ir_builder_at_end(&at, m, blk);
+        at.loc = c->load->loc;
+        IrValue *give[3] = {q->empty, zero, on};
+        ir_build_op(&at, IR_OP_MBARRIER_ARRIVE, 3, give, 0, NULL);
+    }
+}
+
+/* The producer's copy of q, at the start of its region or of each tile
+ * (before its loops): in a tile loop it first waits until the consumers
+ * have given the buffer back (the parity before the one they wait for; a
+ * phase the producer's tile loop carries), then announces the bytes and
+ * issues the boxes. */
+static void produce_init_tma(Pipe *p, const InitTma *q, const IrMap *after) {
+    IrModule *m = p->m;
+    Producer *c = &p->prod;
+    const Candidate *qc = &q->c;
+    const IrType *i32 = ir_type_scalar(m, IR_I32), *i1 = ir_type_scalar(m, IR_I1);
+    IrBlock *at = c->prod_tile ? c->prod_tile->regions[0] : c->ws->regions[0];
+    IrMap imports;
+    ir_map_init(&imports, &m->arena);
+    p->imports = &imports;
+    if (c->prod_tile)
+        ir_map_put(p->imports, c->tile->regions[0]->args[0], c->prod_tile_iv);
+    IrBuilder b;
+    ir_builder_before(&b, at->last);
+    b.loc = qc->load->loc;
+    IrValue *coords[IR_MAX_TMAP_RANK];
+    for (int d = 0; d < qc->rank; d++)
+        coords[d] = import_value(p, &b, qc->coords[d], after);
+    p->imports = NULL;
+    IrValue *zero = ir_build_const_int(&b, i32, 0), *on = ir_build_const_int(&b, i1, 1);
+    if (q->empty) {
+        IrValue *phase = pass_add_iter_arg(m, c->prod_tile, c->prod_tile->operands[3], "q_phase");
+        IrValue *prev = ir_build_binary(&b, IR_OP_XOR, i32, phase, ir_build_const_int(&b, i32, 1));
+        IrValue *wait[3] = {q->empty, zero, prev};
+        ir_build_op(&b, IR_OP_MBARRIER_WAIT, 3, wait, 0, NULL);
+        pass_append_yield(m, at->last, prev); /* the next tile's copy is the next phase */
+    }
+    IrValue *ops[3] = {q->full, zero, on};
+    IrOp *e = ir_build_op(&b, IR_OP_MBARRIER_EXPECT, 3, ops, 0, NULL);
+    const IrType *bt = qc->ring->type;
+    ir_op_set_int(m, e, "bytes", ir_type_numel(bt) * ir_type_bytes(bt->elem));
+    IrValue *cops[5 + IR_MAX_TMAP_RANK] = {qc->map, qc->ring, q->full, zero, on};
+    for (int d = 0; d < qc->rank; d++)
+        cops[5 + d] = coords[d];
+    ir_build_op(&b, IR_OP_ASYNC_TMA_COPY, 5 + qc->rank, cops, 0, NULL);
 }
 
 /* The barrier pairs of a loop's rings (p->cands[i].group): with `grouped`,
@@ -1049,8 +1268,8 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
  * back at the end of the body); else, or with more than MAX_GROUPS first
  * readers, one pair for all, first read by first_read. The number of
  * pairs. */
-static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read, IrOp **group_first,
-                         IrOp **group_last, bool *group_late) {
+static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read, IrOp **group_first, IrOp **group_last,
+                         bool *group_late) {
     int groups = 0;
     for (int i = 0; grouped && i < p->num_cands; i++) {
         IrValue *buf = p->cands[i].alloc->results[0];
@@ -1181,8 +1400,12 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrOp *group_first[MAX_GROUPS], *group_last[MAX_GROUPS];
     bool group_late[MAX_GROUPS]; /* read by a local_load: given back at the end of the body */
     int groups = assign_groups(p, body, ws && !async_dot, first_read, group_first, group_last, group_late);
+    /* An operand loaded once before the first warp-specialized loop (Q)
+     * whose load is a box of a tensor: the producer copies it too. */
+    InitTma q;
+    bool q_tma = split && find_init_tma(p, loop, tile, split, &after, stages, &q);
     InitCopy init[8];
-    int num_init = copy_init_loads(p, loop, init, 8);
+    int num_init = copy_init_loads(p, loop, q_tma ? q.c.load : NULL, init, 8);
     const IrType *i32 = ir_type_scalar(m, IR_I32);
 
     /* Before the loop: barrier, rings, prologue (with a producer: the
@@ -1238,6 +1461,18 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
                 ir_op_set_int(m, init, "count", p->num_warps);
             }
         }
+        if (q_tma) { /* in a tile loop, each tile's copy is the next phase (the tile loop's first argument) */
+            IrValue *qphase = ir_build_const_int(&b, i32, 0);
+            if (tile) {
+                qphase = pass_add_iter_arg(m, tile, qphase, "q_phase");
+                IrOp *ty = tile->regions[0]->last;
+                IrBuilder y;
+                ir_builder_before(&y, ty);
+                y.loc = loop->loc;
+                pass_append_yield(m, ty, ir_build_binary(&y, IR_OP_XOR, i32, qphase, ir_build_const_int(&y, i32, 1)));
+            }
+            consume_init_tma(p, &b, &q, qphase, tile != NULL);
+        }
         ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     }
     IrValue *bars = fulls[0], *empty = empties[0];
@@ -1266,7 +1501,7 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         if (tile) {
             ring0[0] = pass_add_iter_arg(p->m, tile, ring0[0], "stage");
             ring0[1] = pass_add_iter_arg(p->m, tile, ring0[1], "phase"); /* tile implies a producer: TMA */
-            pass_append_yield(m, tile->regions[0]->last, ring0[0]); /* the tile's last loop's results, below */
+            pass_append_yield(m, tile->regions[0]->last, ring0[0]);      /* the tile's last loop's results, below */
             pass_append_yield(m, tile->regions[0]->last, ring0[1]);
         }
     }
@@ -1292,8 +1527,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     b.loc = first_read->loc;
     IrValue **views = ARENA_ARRAY(&m->arena, IrValue *, p->num_cands);
     for (int i = 0; i < p->num_cands; i++)
-        views[i] = ir_build_binary(&b, IR_OP_MEMDESC_INDEX, p->cands[i].alloc->results[0]->type, p->cands[i].ring,
-                                   stage);
+        views[i] =
+            ir_build_binary(&b, IR_OP_MEMDESC_INDEX, p->cands[i].alloc->results[0]->type, p->cands[i].ring, stage);
     if (num_cp)
         build_wait(&b, (ahead - 1) * (int64_t)num_cp);
     if (num_tma) {
@@ -1432,6 +1667,10 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
             if (ws)
                 c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &empties[g], 0, NULL);
         }
+        if (q_tma)
+            c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &q.full, 0, NULL);
+        if (q_tma && q.empty)
+            c->teardown[c->num_teardown++] = ir_build_op(&b, IR_OP_MBARRIER_INVAL, 1, &q.empty, 0, NULL);
     }
     if (async_dot) { /* the last dot completes before anything reads the accumulator */
         IrOp *w = pass_dot_wait_after(m, loop, loop->parent, loop->results[carried], 0)->def;
@@ -1468,6 +1707,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         memcpy(c->empties, empties, sizeof empties);
         c->async_dot = async_dot != NULL;
         producer_region(p, loop, tile, split, &after);
+        if (q_tma)
+            produce_init_tma(p, &q, &after);
     }
     producer_loop(p, loop, &after, fulls, empties, groups, stages);
 }
@@ -1493,6 +1734,7 @@ bool pass_pipeline(IrModule *m, const PassOptions *opts) {
         p.num_stages = (int)ir_func_get_int(f, "num_stages", opts->target.num_stages);
         p.num_warps = pass_func_num_warps(f, opts);
         p.min_programs = ir_func_get_int(f, "min_programs_per_sm", 0);
+        p.smem_limit = tg_shared_limit(&opts->target);
         if (p.num_stages <= 1)
             continue;
         walk(&p, f->body);

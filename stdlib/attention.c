@@ -134,6 +134,30 @@ enum { ATTN_WS_MIN_KEYS = 4096 };
  * programs of one consumer warpgroup per SM (see attn_plan). */
 enum { ATTN_TWO_PER_SM_MAX_KEYS = 1024 };
 
+/* Longest key sequence for which head dim 128 without causal masking runs
+ * as persistent programs (see attn_persistent). */
+enum { ATTN_PERSISTENT_MAX_KEYS = 8192 };
+
+/* Persistent programs (the persistent pass: one per SM walks the tiles, its
+ * producer loading the next tile's Q and first key blocks under this
+ * tile's last P V and epilogue) for the warp-specialized kernel of head
+ * dim 128 without causal masking or packed sequences, on rings of 2
+ * stages (with 3, Q's buffer does not fit beside them for the whole tile
+ * loop, and the consumers load it themselves), up to
+ * ATTN_PERSISTENT_MAX_KEYS keys. On the H200 (bench/attention.py --sweep,
+ * f16, B4 H32) 1024 keys 535.7 TFLOP/s against 510.6 one program a tile,
+ * 4096 keys 598.1 against 587.3; at 16384 one program a tile is faster
+ * (606.4 / 598.6), and with causal masking the static order of the tiles
+ * balances the SMs worse (4-20% slower; bench/RESULTS.md). Elsewhere the
+ * plans leave them off; TILEC_PERSISTENT=1 turns them on wherever there is
+ * a producer and no packed sequences. */
+static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k) {
+    p->persistent = p->warp_specialize && !p->causal && !p->varlen && p->block_d == 128 && p->block_m == 128 &&
+                    p->block_n == 128 && p->min_programs_per_sm <= 1 && seqlen_k <= ATTN_PERSISTENT_MAX_KEYS;
+    if (p->persistent)
+        p->num_stages = 2;
+}
+
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
                        int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
     bool wgmma = rt_stdlib_wgmma(arch);
@@ -190,14 +214,6 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
          * at 1024 keys, 21% with causal masking (bench/RESULTS.md). */
         p->block_m = 64;
     }
-    /* Persistent programs (the persistent pass: as many programs as the
-     * GPU holds at once, one per SM but for the two-per-SM plan above, walk
-     * the tiles, each producer loading the next tile's first key blocks
-     * while the consumers finish this one) are correct wherever there is a
-     * producer and no packed sequences, but slower today on every shape
-     * of bench/attention.py --sweep (2-25%, bench/RESULTS.md): the plans
-     * leave them off; TILEC_PERSISTENT=1 turns them on. */
-    p->persistent = 0;
     p->causal = causal;
     p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
@@ -217,19 +233,20 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     bool even_n = !varlen && seqlen_k % p->block_n == 0 &&
                   (causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
     rt_attention_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
+    attn_persistent(p, seqlen_k);
 }
 
 /* Takes the tuning table's tiles for these lengths, if it has them for the
  * context's GPU: the kernel is known by the plan's constexprs less the
  * tuned ones and EVEN_N, which follows from BN (docs/autotune.md). */
-static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k, tc_attention_plan *p) {
+static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k,
+                             tc_attention_plan *p) {
     static const char *const leave_out[] = {"BM", "BN", "EVEN_N", NULL};
     int64_t keys[2] = {seqlen_q, seqlen_k}, bm, bn;
     RtStdlibTuned t;
     if (!rt_stdlib_tuned_plan(ctx, arch, p->file, p->kernel, p->constexprs, p->num_constexprs, leave_out, keys, 2,
                               &t) ||
-        !rt_stdlib_tuned_value(&t, "BM", &bm) ||
-        !rt_stdlib_tuned_value(&t, "BN", &bn))
+        !rt_stdlib_tuned_value(&t, "BM", &bm) || !rt_stdlib_tuned_value(&t, "BN", &bn))
         return;
     p->block_m = (int)bm;
     p->block_n = (int)bn;
@@ -247,6 +264,7 @@ static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q
         else if (strcmp(c->name, "EVEN_N") == 0)
             c->i = even_n;
     }
+    attn_persistent(p, seqlen_k);
     p->tuned = 1;
 }
 
@@ -612,8 +630,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     } else {
         if (wgmma) {
             bm = d <= 128 ? 128 : 64, bn = d <= 128 && (causal || d > 64) ? 128 : 64, warps = 8, stages = 3;
-        }
-        else
+        } else
             bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
         bool ws = wgmma && d <= 128 && bn == 128; /* a producer warpgroup; K and V rings of 2 stages */
         if (ws)

@@ -30,14 +30,14 @@ TEST(test_attention_plans) {
         int64_t head_dim;
         int d, bm, bn, warps, stages;
     } want[] = {
-        {1, 16, 64, 64, 4, 3},    {8, 16, 64, 64, 4, 3},     {32, 32, 64, 64, 4, 3},   {40, 64, 64, 64, 4, 3},
-        {64, 64, 64, 64, 4, 3},   {96, 128, 64, 64, 4, 2},   {128, 128, 64, 64, 4, 2}, {200, 256, 128, 64, 8, 2},
-        {256, 256, 128, 64, 8, 2},
+        {1, 16, 64, 64, 4, 3},    {8, 16, 64, 64, 4, 3},     {32, 32, 64, 64, 4, 3},
+        {40, 64, 64, 64, 4, 3},   {64, 64, 64, 64, 4, 3},    {96, 128, 64, 64, 4, 2},
+        {128, 128, 64, 64, 4, 2}, {200, 256, 128, 64, 8, 2}, {256, 256, 128, 64, 8, 2},
     }; /* causal, 17 keys: head dim 256 warp-specialized, two consumer warpgroups; 128 warp-specialized, one
         * consumer warpgroup, two programs per SM; 64 and below 64-row programs of one warpgroup */
     /* head dim 128 takes 128 keys per step on two warpgroups and a producer without causal masking (on
-     * sm_90a; tc_attention_plan_for plans for it; causal up to 1024 keys: below); EVEN_N with whole key blocks up to head dim 64, and at
-     * 128 up to 2048 keys (see stdlib/attention.c) */
+     * sm_90a; tc_attention_plan_for plans for it; causal up to 1024 keys: below); EVEN_N with whole key blocks up to
+     * head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
     tc_attention_plan full;
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 128, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 128);
@@ -49,9 +49,9 @@ TEST(test_attention_plans) {
     } even[] = {
         {4096, 128, 0, 0, 0}, {1024, 128, 0, 0, 1}, {1000, 128, 0, 0, 0}, /* 1000 keys: a partial last block */
         {1024, 256, 0, 0, 0}, {4096, 64, 0, 0, 1},  {4096, 32, 0, 0, 1},
-        {4000, 64, 0, 0, 0},                                               /* a partial last block */
-        {4096, 128, 1, 0, 1},                                              /* causal: whole blocks, any head dim */
-        {4096, 64, 1, 1, 0},                                               /* varlen */
+        {4000, 64, 0, 0, 0},  /* a partial last block */
+        {4096, 128, 1, 0, 1}, /* causal: whole blocks, any head dim */
+        {4096, 64, 1, 1, 0},  /* varlen */
     };
     for (size_t i = 0; i < sizeof even / sizeof even[0]; i++) {
         CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, even[i].seqlen_k, even[i].head_dim,
@@ -62,7 +62,8 @@ TEST(test_attention_plans) {
     CHECK_EQ_INT(tc_attention_plan_for(TC_DTYPE_F16, 2, 8, 2, 1000, 17, 256, 0, 0, &full), TC_OK);
     CHECK_EQ_INT(full.block_n, 64);
     CHECK_EQ_INT(full.num_stages, 2);
-    /* the mma.sync targets: head dim 256 on 128 x 32 tiles, 8 warps, 3 stages; the rest as on sm_90a without a producer */
+    /* the mma.sync targets: head dim 256 on 128 x 32 tiles, 8 warps, 3 stages; the rest as on sm_90a without a producer
+     */
     static const char *const ampere[] = {"sm_80", "sm_90"};
     for (int a = 0; a < 2; a++) {
         tc_attention_plan p, h;
@@ -90,24 +91,27 @@ TEST(test_attention_plans) {
     }
     /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 and 3 stages up to head dim 128,
      * BN 64 and 2 stages at 256): by default at head dims 128 and 256, at 64 from 4096 keys; below 64
-     * never; TILEC_WARP_SPECIALIZE=1 (ws 1) everywhere, 0 nowhere; never persistent (slower so far) */
+     * never; TILEC_WARP_SPECIALIZE=1 (ws 1) everywhere, 0 nowhere; persistent programs on 2 stages at head dim
+     * 128 without causal masking or packed sequences up to 8192 keys, else not */
     for (int ws = -1; ws <= 1; ws++)
         for (int d = 32; d <= 256; d *= 2)
-            for (int64_t keys = 2048; keys <= 8192; keys *= 2)
-                for (int causal = 0; causal <= 1; causal++) {
-                    tc_attention_plan p;
-                    rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, false, "sm_90a", ws, &p);
-                    bool pays = d >= 128 || (d >= 64 && keys >= 4096);
-                    bool on = ws == 1 || (ws < 0 && pays);
-                    CHECK_EQ_INT(p.warp_specialize, on);
-                    CHECK_EQ_INT(p.block_m, on ? 128 : d <= 64 ? 64 : d <= 128 ? 128 : 64);
-                    CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
-                    CHECK_EQ_INT(p.num_warps, on ? 8 : 4);
-                    CHECK_EQ_INT(p.num_stages, d > 128 ? 2 : 3);
-                    CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
-                    CHECK_EQ_INT(p.persistent, 0);
-                    CHECK_EQ_INT(p.min_programs_per_sm, 0);
-                }
+            for (int64_t keys = 2048; keys <= 16384; keys *= 2)
+                for (int causal = 0; causal <= 1; causal++)
+                    for (int varlen = 0; varlen <= 1; varlen++) {
+                        tc_attention_plan p;
+                        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, varlen, "sm_90a", ws, &p);
+                        bool pays = d >= 128 || (d >= 64 && keys >= 4096);
+                        bool on = ws == 1 || (ws < 0 && pays);
+                        bool pers = on && d == 128 && !causal && !varlen && keys <= 8192;
+                        CHECK_EQ_INT(p.warp_specialize, on);
+                        CHECK_EQ_INT(p.block_m, on ? 128 : d <= 64 ? 64 : d <= 128 ? 128 : 64);
+                        CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
+                        CHECK_EQ_INT(p.num_warps, on ? 8 : 4);
+                        CHECK_EQ_INT(p.num_stages, d > 128 || pers ? 2 : 3);
+                        CHECK_EQ_INT(cx(&p, "BN"), p.block_n);
+                        CHECK_EQ_INT(p.persistent, pers);
+                        CHECK_EQ_INT(p.min_programs_per_sm, 0);
+                    }
     /* causal head dim 128 (and 80, 96) up to 1024 keys with a producer: one consumer warpgroup of 64 rows,
      * BN 64, 2 stages, two programs per SM; not without causal masking, from 1025 keys, at other head dims,
      * or without a producer */
@@ -317,8 +321,8 @@ TEST(test_attention_launches_compile) {
             int64_t kb = S * KVH * D, kh = bhsd ? S * D : D, kn = bhsd ? D : KVH * D;
             CUdeviceptr cq = varlen ? 0x600000 : 0, ck = varlen ? 0x700000 : 0;
             launches = 0;
-            CHECK_EQ_INT(tc_attention_fwd(FAKE_CTX, NULL, t, O_, L_, Q_, K_, V_, B, H, KVH, S, S + 17, D, qb, qh, qm, kb,
-                                          kh, kn, kb, kh, kn, qb, qh, qm, cq, ck, 1.0f / sqrtf((float)D), causal),
+            CHECK_EQ_INT(tc_attention_fwd(FAKE_CTX, NULL, t, O_, L_, Q_, K_, V_, B, H, KVH, S, S + 17, D, qb, qh, qm,
+                                          kb, kh, kn, kb, kh, kn, qb, qh, qm, cq, ck, 1.0f / sqrtf((float)D), causal),
                          TC_OK);
             CHECK_EQ_INT(launches, 1);
             /* sm_90a: K and V (parameters 3 and 4) come by TMA in the fixed-length tensor-core kernels;
@@ -343,8 +347,8 @@ TEST(test_attention_bwd_plans) {
     static const struct {
         int64_t head_dim;
         int d, dkdv_bn, dkdv_bm, dq_bm, dq_bn;
-    } want[] = {{1, 16, 128, 128, 128, 128},  {32, 32, 128, 128, 128, 128},  {40, 64, 128, 128, 128, 128},
-                {80, 128, 128, 64, 128, 128}, {96, 128, 128, 64, 128, 128},  {128, 128, 128, 64, 128, 128},
+    } want[] = {{1, 16, 128, 128, 128, 128},  {32, 32, 128, 128, 128, 128}, {40, 64, 128, 128, 128, 128},
+                {80, 128, 128, 64, 128, 128}, {96, 128, 128, 64, 128, 128}, {128, 128, 128, 64, 128, 128},
                 {200, 256, 64, 64, 64, 64},   {256, 256, 64, 64, 64, 64}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_bwd_plan p;
@@ -364,8 +368,7 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(bytes, p.workspace_bytes);
         CHECK_EQ_INT(bytes, atomic ? delta + (2 * 8 * 1000 * (size_t)want[i].d * 4 + 255) / 256 * 256 : delta);
         /* the dQ kernel's tiles, as TILEC_ATTENTION_BWD_DQ=kernel gives them */
-        rt_attention_bwd_plan(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, true, false, false, "sm_90a", 0,
-                              &p);
+        rt_attention_bwd_plan(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, true, false, false, "sm_90a", 0, &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
         CHECK_EQ_STR(p.preprocess.file, "attention_bwd.tile");
         CHECK_EQ_STR(p.preprocess.kernel, "attention_bwd_preprocess");
