@@ -23,6 +23,10 @@
  *         warpgroups ping-pong, P V overlapped with the softmax), 2 stages;
  *       - D 128 on wgmma, and D 64 from 4096 keys: the same with BN 128
  *         and 3 stages;
+ *       - D 128 on wgmma without causal masking or packed sequences, up
+ *         to 8192 keys: the same as persistent programs on 2 stages, the
+ *         producer copying each tile's Q under the previous tile's end
+ *         (attn_persistent);
  *       - TILEC_WARP_SPECIALIZE=1 or 0 forces the warp-specialized plans
  *         on or off (BM 64, BN 64, 4 warps, 2 stages at D 256 without).
  *     grid = (cdiv(seqlen_q, BM), batch * heads).
