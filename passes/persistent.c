@@ -132,6 +132,30 @@ static void replace_ids(Persist *p, IrBlock *blk) {
     }
 }
 
+/* The tile a program takes in the iteration whose round-robin tile is iv
+ * (pid + k np, the k-th round of np tiles): in the full rounds of odd k
+ * the programs take the round's tiles in the reverse order, pid taking
+ * k np + np - 1 - pid = iv + np - 1 - 2 pid; the last round, if partial,
+ * keeps the plain order (its tiles go to the programs the loop's bounds
+ * give one). Each round is the same set of tiles either way. */
+static IrValue *snake(IrBuilder *b, IrValue *iv, IrValue *pid, IrValue *np, IrValue *tiles) {
+    IrModule *m = b->m;
+    const IrType *i32 = ir_type_scalar(m, IR_I32);
+    IrValue *one = ir_build_const_int(b, i32, 1);
+    IrValue *k = ir_build_binary(b, IR_OP_DIV, i32, iv, np);
+    IrValue *odd = ir_build_cmp(b, "eq", ir_build_binary(b, IR_OP_REM, i32, k, ir_build_const_int(b, i32, 2)), one);
+    IrValue *left = ir_build_binary(b, IR_OP_SUB, i32, tiles, ir_build_binary(b, IR_OP_MUL, i32, k, np));
+    IrValue *full = ir_build_cmp(b, "ge", left, np);
+    IrValue *both = ir_build_binary(b, IR_OP_AND, ir_type_scalar(m, IR_I1), odd, full);
+    IrValue *span = ir_build_binary(b, IR_OP_SUB, i32, np, one);
+    IrValue *twice = ir_build_binary(b, IR_OP_ADD, i32, pid, pid);
+    IrValue *rev = ir_build_binary(b, IR_OP_ADD, i32, iv, ir_build_binary(b, IR_OP_SUB, i32, span, twice));
+    IrValue *ops[3] = {both, rev, iv};
+    IrValue *t = ir_build(b, IR_OP_SELECT, i32, 3, ops);
+    ir_value_set_name(m, t, "tile_id");
+    return t;
+}
+
 static void make_persistent(IrModule *m, IrFunc *f) {
     IrBlock *body = f->body;
     IrOp *ret = body->last;
@@ -161,7 +185,7 @@ static void make_persistent(IrModule *m, IrFunc *f) {
     ir_op_set_int(m, loop, "persistent", 1);
     ir_op_insert_before(first, loop);
     IrBlock *tb = loop->regions[0];
-    p.tile = ir_block_add_arg(m, tb, i32, "tile");
+    IrValue *iv = ir_block_add_arg(m, tb, i32, "tile");
 
     /* the body moves into the loop */
     for (IrOp *op = first, *next; op != ret; op = next) {
@@ -174,6 +198,7 @@ static void make_persistent(IrModule *m, IrFunc *f) {
     ir_build_op(&b, IR_OP_YIELD, 0, NULL, 0, NULL);
     ir_builder_before(&b, tb->first);
     b.loc = ret->loc;
+    p.tile = snake(&b, iv, pid, np, tiles);
     p.decode_at = ir_build_op(&b, IR_OP_BARRIER, 0, NULL, 0, NULL);
     replace_ids(&p, tb);
     ir_func_set_int(f, "persistent", 1);

@@ -23,10 +23,11 @@
  *         warpgroups ping-pong, P V overlapped with the softmax), 2 stages;
  *       - D 128 on wgmma, and D 64 from 4096 keys: the same with BN 128
  *         and 3 stages;
- *       - D 128 on wgmma without causal masking or packed sequences, up
- *         to 8192 keys: the same as persistent programs on 2 stages, the
- *         producer copying each tile's Q under the previous tile's end
- *         (attn_persistent);
+ *       - D 128 on wgmma without packed sequences, up to 8192 keys: the
+ *         same as persistent programs on 2 stages, the producer copying
+ *         each tile's Q under the previous tile's end (attn_persistent);
+ *         causal with packed sequences up to 1024 keys: BM 64, BN 64, one
+ *         consumer warpgroup, two programs per SM;
  *       - TILEC_WARP_SPECIALIZE=1 or 0 forces the warp-specialized plans
  *         on or off (BM 64, BN 64, 4 warps, 2 stages at D 256 without).
  *     grid = (cdiv(seqlen_q, BM), batch * heads).
@@ -138,26 +139,31 @@ enum { ATTN_WS_MIN_KEYS = 4096 };
  * programs of one consumer warpgroup per SM (see attn_plan). */
 enum { ATTN_TWO_PER_SM_MAX_KEYS = 1024 };
 
-/* Longest key sequence for which head dim 128 without causal masking runs
- * as persistent programs (see attn_persistent). */
+/* Longest key sequence for which head dim 128 runs as persistent
+ * programs (see attn_persistent). */
 enum { ATTN_PERSISTENT_MAX_KEYS = 8192 };
 
-/* Persistent programs (the persistent pass: one per SM walks the tiles, its
- * producer loading the next tile's Q and first key blocks under this
- * tile's last P V and epilogue) for the warp-specialized kernel of head
- * dim 128 without causal masking or packed sequences, on rings of 2
- * stages (with 3, Q's buffer does not fit beside them for the whole tile
- * loop, and the consumers load it themselves), up to
- * ATTN_PERSISTENT_MAX_KEYS keys. On the H200 (bench/attention.py --sweep,
- * f16, B4 H32) 1024 keys 535.7 TFLOP/s against 510.6 one program a tile,
- * 4096 keys 598.1 against 587.3; at 16384 one program a tile is faster
- * (606.4 / 598.6), and with causal masking the static order of the tiles
- * balances the SMs worse (4-20% slower; bench/RESULTS.md). Elsewhere the
- * plans leave them off; TILEC_PERSISTENT=1 turns them on wherever there is
- * a producer and no packed sequences. */
+/* Does the warp-specialized kernel of head dim 128 run as persistent
+ * programs (the persistent pass: one per SM walks the tiles, its producer
+ * loading the next tile's Q and first key blocks under this tile's last
+ * P V and epilogue; the rounds of odd index in the reverse order, which
+ * balances causal tiles), on rings of 2 stages (with 3, Q's buffer does
+ * not fit beside them for the whole tile loop, and the consumers load it
+ * themselves)? Up to ATTN_PERSISTENT_MAX_KEYS keys without packed
+ * sequences. On the H200 (bench/attention.py --sweep, f16, B4 H32) 1024
+ * keys 535.7 TFLOP/s against 510.6 one program a tile, causal 374.8
+ * against 362.8 for two programs of 64 rows per SM; 4096 keys 598.1
+ * against 587.3, causal 534.5 against 513.0; at 16384 one program a tile
+ * is as fast or faster (bench/RESULTS.md). Elsewhere the plans leave them
+ * off; TILEC_PERSISTENT=1 turns them on wherever there is a producer and
+ * no packed sequences. */
+static bool attn_persistent_pays(const tc_attention_plan *p, int64_t seqlen_k) {
+    return p->warp_specialize && !p->varlen && p->block_d == 128 && seqlen_k <= ATTN_PERSISTENT_MAX_KEYS;
+}
+
 static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k) {
-    p->persistent = p->warp_specialize && !p->causal && !p->varlen && p->block_d == 128 && p->block_m == 128 &&
-                    p->block_n == 128 && p->min_programs_per_sm <= 1 && seqlen_k <= ATTN_PERSISTENT_MAX_KEYS;
+    p->persistent =
+        attn_persistent_pays(p, seqlen_k) && p->block_m == 128 && p->block_n == 128 && p->min_programs_per_sm <= 1;
     if (p->persistent)
         p->num_stages = 2;
 }
@@ -198,8 +204,10 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->block_n = wide ? 64 : 128;
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
-        if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS) {
-            /* Causal head dim 128 on short sequences: one consumer
+        p->varlen = varlen;
+        if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS && !attn_persistent_pays(p, seqlen_k)) {
+            /* Causal head dim 128 on short sequences where persistent
+             * programs cannot run (packed sequences): one consumer
              * warpgroup of 64 rows and a producer, BN 64, 2 stages (82 KB),
              * two programs per SM (min_programs_per_sm: the registers
              * split 40 / 216 for two), so that one program's start and end

@@ -30,11 +30,11 @@ TEST(test_attention_plans) {
         int64_t head_dim;
         int d, bm, bn, warps, stages;
     } want[] = {
-        {1, 16, 64, 64, 4, 3},    {8, 16, 64, 64, 4, 3},     {32, 32, 64, 64, 4, 3},
-        {40, 64, 64, 64, 4, 3},   {64, 64, 64, 64, 4, 3},    {96, 128, 64, 64, 4, 2},
-        {128, 128, 64, 64, 4, 2}, {200, 256, 128, 64, 8, 2}, {256, 256, 128, 64, 8, 2},
-    }; /* causal, 17 keys: head dim 256 warp-specialized, two consumer warpgroups; 128 warp-specialized, one
-        * consumer warpgroup, two programs per SM; 64 and below 64-row programs of one warpgroup */
+        {1, 16, 64, 64, 4, 3},      {8, 16, 64, 64, 4, 3},     {32, 32, 64, 64, 4, 3},
+        {40, 64, 64, 64, 4, 3},     {64, 64, 64, 64, 4, 3},    {96, 128, 128, 128, 8, 2},
+        {128, 128, 128, 128, 8, 2}, {200, 256, 128, 64, 8, 2}, {256, 256, 128, 64, 8, 2},
+    }; /* causal, 17 keys: head dim 256 warp-specialized, two consumer warpgroups; 128 the same on BN 128 as
+        * persistent programs; 64 and below 64-row programs of one warpgroup */
     /* head dim 128 takes 128 keys per step on two warpgroups and a producer without causal masking (on
      * sm_90a; tc_attention_plan_for plans for it; causal up to 1024 keys: below); EVEN_N with whole key blocks up to
      * head dim 64, and at 128 up to 2048 keys (see stdlib/attention.c) */
@@ -92,7 +92,7 @@ TEST(test_attention_plans) {
     /* a producer warpgroup and two consumer warpgroups on sm_90a (BN 128 and 3 stages up to head dim 128,
      * BN 64 and 2 stages at 256): by default at head dims 128 and 256, at 64 from 4096 keys; below 64
      * never; TILEC_WARP_SPECIALIZE=1 (ws 1) everywhere, 0 nowhere; persistent programs on 2 stages at head dim
-     * 128 without causal masking or packed sequences up to 8192 keys, else not */
+     * 128 without packed sequences up to 8192 keys, else not */
     for (int ws = -1; ws <= 1; ws++)
         for (int d = 32; d <= 256; d *= 2)
             for (int64_t keys = 2048; keys <= 16384; keys *= 2)
@@ -102,7 +102,7 @@ TEST(test_attention_plans) {
                         rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, varlen, "sm_90a", ws, &p);
                         bool pays = d >= 128 || (d >= 64 && keys >= 4096);
                         bool on = ws == 1 || (ws < 0 && pays);
-                        bool pers = on && d == 128 && !causal && !varlen && keys <= 8192;
+                        bool pers = on && d == 128 && !varlen && keys <= 8192;
                         CHECK_EQ_INT(p.warp_specialize, on);
                         CHECK_EQ_INT(p.block_m, on ? 128 : d <= 64 ? 64 : d <= 128 ? 128 : 64);
                         CHECK_EQ_INT(p.block_n, on && d <= 128 ? 128 : 64);
@@ -112,21 +112,22 @@ TEST(test_attention_plans) {
                         CHECK_EQ_INT(p.persistent, pers);
                         CHECK_EQ_INT(p.min_programs_per_sm, 0);
                     }
-    /* causal head dim 128 (and 80, 96) up to 1024 keys with a producer: one consumer warpgroup of 64 rows,
-     * BN 64, 2 stages, two programs per SM; not without causal masking, from 1025 keys, at other head dims,
-     * or without a producer */
+    /* causal head dim 128 (and 80, 96) up to 1024 keys with a producer and packed sequences: one consumer
+     * warpgroup of 64 rows, BN 64, 2 stages, two programs per SM; not without causal masking, from 1025 keys,
+     * at other head dims, without a producer, nor without packed sequences (persistent programs instead) */
     static const struct {
         int64_t keys, head_dim;
-        int causal, ws, two;
+        int causal, ws, two, varlen;
     } two[] = {
-        {1024, 128, 1, -1, 1}, {1, 128, 1, -1, 1},    {1000, 80, 1, -1, 1},  {1024, 96, 1, 1, 1},
-        {1025, 128, 1, -1, 0}, {2048, 128, 1, -1, 0}, {1024, 128, 0, -1, 0}, {1024, 128, 1, 0, 0},
-        {1024, 64, 1, -1, 0},  {1024, 256, 1, -1, 0}, {1024, 64, 1, 1, 0},
+        {1024, 128, 1, -1, 1, 1}, {1, 128, 1, -1, 1, 1},    {1000, 80, 1, -1, 1, 1},  {1024, 96, 1, 1, 1, 1},
+        {1025, 128, 1, -1, 0, 1}, {2048, 128, 1, -1, 0, 1}, {1024, 128, 0, -1, 0, 1}, {1024, 128, 1, 0, 0, 1},
+        {1024, 64, 1, -1, 0, 1},  {1024, 256, 1, -1, 0, 1}, {1024, 64, 1, 1, 0, 1},   {1024, 128, 1, -1, 0, 0},
+        {1, 128, 1, -1, 0, 0},
     };
     for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
         tc_attention_plan p;
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, two[i].keys, two[i].head_dim, two[i].causal, false, "sm_90a",
-                          two[i].ws, &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, two[i].keys, two[i].head_dim, two[i].causal, two[i].varlen,
+                          "sm_90a", two[i].ws, &p);
         CHECK_EQ_INT(p.min_programs_per_sm, two[i].two ? 2 : 0);
         if (two[i].two) {
             CHECK_EQ_INT(p.warp_specialize, 1);
@@ -148,7 +149,8 @@ TEST(test_attention_plans) {
         CHECK_EQ_INT(p.block_n, want[i].bn);
         CHECK_EQ_INT(p.num_warps, want[i].warps);
         CHECK_EQ_INT(p.num_stages, want[i].stages);
-        CHECK_EQ_INT(p.min_programs_per_sm, want[i].d == 128 ? 2 : 0);
+        CHECK_EQ_INT(p.min_programs_per_sm, 0);
+        CHECK_EQ_INT(p.persistent, want[i].d == 128);
         CHECK_EQ_INT(cx(&p, "HEAD_DIM"), want[i].head_dim);
         CHECK_EQ_INT(cx(&p, "D"), want[i].d);
         CHECK_EQ_INT(cx(&p, "BM"), want[i].bm);
