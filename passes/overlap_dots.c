@@ -280,6 +280,18 @@ static bool uses_results(const IrOp *op, const IrOp *loop) {
     return false;
 }
 
+/* Does the late dot read a buffer defined outside the body (not a ring's
+ * stage, whose view the body computes)? Such a buffer may be what an
+ * arrival after the loop gives back. */
+static bool reads_outer_buffer(const Rot *r) {
+    for (int k = 0; k < 2 && k < r->d2->num_operands; k++) {
+        const IrValue *v = r->d2->operands[k];
+        if (v->type->kind == IR_SMEM && !defined_in_body(r, v))
+            return true;
+    }
+    return false;
+}
+
 static void rotate(Rot *r) {
     IrModule *m = r->m;
     IrOp *loop = r->loop, *yield = r->body->last;
@@ -393,7 +405,7 @@ static void rotate(Rot *r) {
      * that follow the loop (a buffer the loop's first dot read, given back
      * to the producer: its next contents then load under this dot). */
     IrOp *after = loop->next;
-    while (after && after->opc == IR_OP_MBARRIER_ARRIVE && !uses_results(after, loop))
+    while (after && after->opc == IR_OP_MBARRIER_ARRIVE && !uses_results(after, loop) && !reads_outer_buffer(r))
         after = after->next;
     if (after)
         ir_builder_before(&b, after);

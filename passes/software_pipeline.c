@@ -1102,21 +1102,57 @@ static void scratch_max(IrOp *op, void *ctx) {
     s->bytes = n > s->bytes ? n : s->bytes;
 }
 
-/* Does a buffer of type bt, live through the whole tile loop, fit beside
- * the rings of the loop's candidates (`stages` each) and the largest
- * scratch of any op in the tile (which could share its bytes before)? */
-static bool init_fits(Pipe *p, IrOp *tile, const IrType *bt, int64_t stages) {
-    if (!tile)
-        return true; /* its bytes are free again after its last reader, as before */
-    int64_t bytes = ir_type_numel(bt) * ir_type_bytes(bt->elem) + 2048; /* barriers, alignment */
-    for (int i = 0; i < p->num_cands; i++) {
-        const IrType *t = p->cands[i].alloc->results[0]->type;
-        bytes += stages * ir_type_numel(t) * ir_type_bytes(t->elem);
-    }
+static int64_t smem_bytes(const IrType *t) {
+    return ir_type_numel(t) * ir_type_bytes(t->elem);
+}
+
+/* Does the buffer of `alloc` (type bt), live from the split on (through
+ * the whole tile loop in one), fit beside the rings of the loop's
+ * candidates (`stages` each), the other buffers of its block and the
+ * largest scratch of the ops it is now live across, which could share its
+ * bytes before: every op of a tile loop's body, else those from the split
+ * to the loop? */
+static bool init_fits(Pipe *p, IrOp *loop, IrOp *split, IrOp *tile, const IrOp *alloc, int64_t stages) {
+    int64_t bytes = smem_bytes(alloc->results[0]->type) + 2048; /* barriers, alignment */
+    for (int i = 0; i < p->num_cands; i++)
+        bytes += stages * smem_bytes(p->cands[i].alloc->results[0]->type);
     ScratchMax sm = {p->num_warps, 0};
-    ir_walk_block(tile->regions[0], scratch_max, &sm);
+    IrBlock *blk = loop->parent;
+    bool live = tile != NULL;
+    for (IrOp *op = blk->first; op; op = op->next) {
+        live |= op == split;
+        if (!live)
+            continue;
+        bool cand = op == alloc;
+        for (int i = 0; i < p->num_cands; i++)
+            cand |= op == p->cands[i].alloc;
+        if (op->opc == IR_OP_LOCAL_ALLOC && !cand)
+            bytes += smem_bytes(op->results[0]->type);
+        scratch_max(op, &sm);
+        for (int r = 0; r < op->num_regions; r++)
+            ir_walk_block(op->regions[r], scratch_max, &sm);
+        if (op == loop && !tile)
+            break;
+    }
     int64_t programs = p->min_programs > 1 ? p->min_programs : 1;
     return bytes + sm.bytes <= p->smem_limit / programs;
+}
+
+/* Is every top-level use of buf in blk an op that reads it (not a view
+ * whose readers come later), and is there one? */
+static bool read_directly(IrBlock *blk, const IrValue *buf) {
+    int n = 0;
+    for (IrOp *op = blk->first; op; op = op->next)
+        for (int i = 0; i < op->num_operands; i++)
+            if (op->operands[i] == buf) {
+                if (op->opc == IR_OP_MEMDESC_TRANS || op->opc == IR_OP_MEMDESC_INDEX)
+                    return false;
+                n++;
+            }
+    for (IrOp *op = blk->first; op; op = op->next)
+        for (int r = 0; r < op->num_regions; r++)
+            n += ir_count_uses(op->regions[r], buf);
+    return n > 0;
 }
 
 /* The load before `loop` (in its block, after the split) whose only use is
@@ -1133,13 +1169,14 @@ static bool find_init_tma(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, IrMap *a
         if (op->opc != IR_OP_LOAD || op->results[0]->type->kind != IR_TILE || !zero_other(op) || op == split)
             continue;
         IrOp *alloc = alloc_of(blk, op->results[0]);
-        if (!alloc || alloc == split || !is_nvmma(alloc->results[0]) || !only_local_loads(blk, alloc->results[0]))
+        if (!alloc || alloc == split || !is_nvmma(alloc->results[0]) || !only_local_loads(blk, alloc->results[0]) ||
+            !read_directly(blk, alloc->results[0]))
             continue;
         ai = ai ? ai : axis_info_run(p->f);
         TmaAccess a;
         int boxes;
         const IrType *bt = alloc->results[0]->type;
-        if (!tma_plan(p, ai, op, bt, &a, &boxes) || a.rows || !init_fits(p, tile, bt, stages))
+        if (!tma_plan(p, ai, op, bt, &a, &boxes) || a.rows || !init_fits(p, loop, split, tile, alloc, stages))
             continue;
         bool ok = true;
         for (int d = 0; d < a.map.rank && ok; d++)
