@@ -157,19 +157,25 @@ enum { ATTN_PERSISTENT_MAX_KEYS = 8192 };
  * is as fast or faster (bench/RESULTS.md). Elsewhere the plans leave them
  * off; TILEC_PERSISTENT=1 turns them on wherever there is a producer and
  * no packed sequences. */
-static bool attn_persistent_pays(const tc_attention_plan *p, int64_t seqlen_k) {
+static bool attn_persistent_pays(const tc_attention_plan *p, int64_t seqlen_k, int pers) {
+    if (pers >= 0)
+        return pers && p->warp_specialize && !p->varlen;
     return p->warp_specialize && !p->varlen && p->block_d == 128 && seqlen_k <= ATTN_PERSISTENT_MAX_KEYS;
 }
 
-static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k) {
-    p->persistent =
-        attn_persistent_pays(p, seqlen_k) && p->block_m == 128 && p->block_n == 128 && p->min_programs_per_sm <= 1;
-    if (p->persistent)
+/* Sets p->persistent (pers: -1 the rule above, 0 or 1 forced), and 2
+ * stages where the rule holds. */
+static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k, int pers) {
+    bool rule =
+        attn_persistent_pays(p, seqlen_k, -1) && p->block_m == 128 && p->block_n == 128 && p->min_programs_per_sm <= 1;
+    p->persistent = pers >= 0 ? attn_persistent_pays(p, seqlen_k, pers) : rule;
+    if (p->persistent && rule)
         p->num_stages = 2;
 }
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
-                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p) {
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, int pers,
+                       tc_attention_plan *p) {
     bool wgmma = rt_stdlib_wgmma(arch);
     memset(p, 0, sizeof *p);
     p->file = "attention.tile";
@@ -205,7 +211,8 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
         p->varlen = varlen;
-        if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS && !attn_persistent_pays(p, seqlen_k)) {
+        if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS &&
+            !attn_persistent_pays(p, seqlen_k, pers)) {
             /* Causal head dim 128 on short sequences where persistent
              * programs cannot run (packed sequences): one consumer
              * warpgroup of 64 rows and a producer, BN 64, 2 stages (82 KB),
@@ -245,13 +252,13 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     bool even_n = !varlen && seqlen_k % p->block_n == 0 &&
                   (causal || p->block_d <= 64 || (p->block_d <= 128 && seqlen_k <= ATTN_EVEN_N_MAX_KEYS_D128));
     rt_attention_cx(p, "EVEN_N", TC_CONSTEXPR_BOOL, even_n);
-    attn_persistent(p, seqlen_k);
+    attn_persistent(p, seqlen_k, pers);
 }
 
 /* Takes the tuning table's tiles for these lengths, if it has them for the
  * context's GPU: the kernel is known by the plan's constexprs less the
  * tuned ones and EVEN_N, which follows from BN (docs/autotune.md). */
-static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k,
+static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q, int64_t seqlen_k, int pers,
                              tc_attention_plan *p) {
     static const char *const leave_out[] = {"BM", "BN", "EVEN_N", NULL};
     int64_t keys[2] = {seqlen_q, seqlen_k}, bm, bn;
@@ -276,7 +283,7 @@ static void attn_apply_tuned(tc_context *ctx, const char *arch, int64_t seqlen_q
         else if (strcmp(c->name, "EVEN_N") == 0)
             c->i = even_n;
     }
-    attn_persistent(p, seqlen_k);
+    attn_persistent(p, seqlen_k, pers);
     p->tuned = 1;
 }
 
@@ -291,7 +298,7 @@ tc_status tc_attention_plan_for(tc_dtype dtype, int64_t batch, int64_t heads, in
     if (st != TC_OK)
         return st;
     rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0, TC_DEFAULT_ARCH, -1,
-                      out);
+                      -1, out);
     return TC_OK;
 }
 
@@ -457,16 +464,14 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         return rt_fail(TC_ERROR_OUT_OF_MEMORY, "%s: out of memory", a.entry);
     bool hooked = rt_attention_launch_hook != NULL;
     tc_attention_plan plan;
+    int pers = rt_stdlib_forced_persistent(ctx, hooked); /* 1: where it can be, a producer and no packed sequences */
     rt_attention_plan(dtype, batch, heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
-                      rt_stdlib_target(ctx, hooked), rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
+                      rt_stdlib_target(ctx, hooked), rt_stdlib_forced_warp_specialize(ctx, hooked), pers, &plan);
     /* the tuning table's tiles (tuned on sm_90a for fixed lengths) unless
      * a producer warpgroup is forced one way or the other */
     const char *arch = rt_stdlib_target(ctx, hooked);
     if (!hooked && !varlen && rt_stdlib_wgmma(arch) && rt_stdlib_forced_warp_specialize(ctx, false) < 0)
-        attn_apply_tuned(ctx, arch, seqlen_q, seqlen_k, &plan);
-    int pers = rt_stdlib_forced_persistent(ctx, hooked); /* where it can be: a producer, no packed sequences */
-    if (pers >= 0)
-        plan.persistent = pers && plan.warp_specialize && !varlen;
+        attn_apply_tuned(ctx, arch, seqlen_q, seqlen_k, pers, &plan);
     if (scale < 0)
         rt_attention_cx(&plan, "NEG_SCALE", TC_CONSTEXPR_BOOL, 1);
     rt_attention_begin(l, ctx, stream, &plan);

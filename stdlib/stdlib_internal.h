@@ -66,7 +66,6 @@ extern const size_t rt_stdlib_num_sources;
  * of up to 8 bytes, it still fits an int64. */
 #define RT_STDLIB_MAX_OFFSET (INT64_MAX / 8)
 
-
 /* Arithmetic the planners share. */
 static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
     return (a + b - 1) / b;
@@ -397,9 +396,12 @@ bool rt_attention_distinct(int64_t batch, int64_t heads, int64_t seq, int64_t di
 /* attention.c: the plan of tc_attention_fwd for a target ("sm_80", "sm_90",
  * "sm_90a"); tc_attention_plan_for gives the sm_90a one. ws: -1 the plan
  * decides whether a producer warpgroup pays, 0 or 1 forces it
- * (TILEC_WARP_SPECIALIZE). */
+ * (TILEC_WARP_SPECIALIZE); pers the same for persistent programs
+ * (TILEC_PERSISTENT; 1: wherever there is a producer and no packed
+ * sequences). */
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
-                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, tc_attention_plan *p);
+                       int64_t head_dim, bool causal, bool varlen, const char *arch, int ws, int pers,
+                       tc_attention_plan *p);
 
 /* attention.c: the plan of tc_attention_bwd for a target; dq_atomic: -1 the
  * plan decides how dQ is computed, 0 or 1 forces a kernel of its own or

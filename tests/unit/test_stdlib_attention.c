@@ -67,24 +67,24 @@ TEST(test_attention_plans) {
     static const char *const ampere[] = {"sm_80", "sm_90"};
     for (int a = 0; a < 2; a++) {
         tc_attention_plan p, h;
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 256, true, false, ampere[a], -1, &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 256, true, false, ampere[a], -1, -1, &p);
         CHECK_EQ_INT(p.block_m, 128);
         CHECK_EQ_INT(p.block_n, 32);
         CHECK_EQ_INT(p.num_warps, 8);
         CHECK_EQ_INT(p.num_stages, 3);
         CHECK_EQ_INT(p.grid.x, 8);
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], -1, &p);
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", 0, &h);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], -1, -1, &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, "sm_90a", 0, -1, &h);
         CHECK_EQ_INT(p.block_m, h.block_m);
         CHECK_EQ_INT(p.block_n, h.block_n);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
         /* a producer warpgroup only where there is TMA */
-        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], 1, &p);
+        rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, 4096, 128, true, false, ampere[a], 1, -1, &p);
         CHECK_EQ_INT(p.warp_specialize, 0);
         CHECK_EQ_INT(p.num_warps, h.num_warps);
         /* 64-row programs at head dim 64 are the wgmma plan's; mma.sync keeps 128 */
-        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, ampere[a], -1, &p);
-        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, "sm_90a", -1, &h);
+        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, ampere[a], -1, -1, &p);
+        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, 1024, 64, false, false, "sm_90a", -1, -1, &h);
         CHECK_EQ_INT(p.block_m, 128);
         CHECK_EQ_INT(h.block_m, 64);
         CHECK_EQ_INT(h.grid.x, 16);
@@ -99,7 +99,7 @@ TEST(test_attention_plans) {
                 for (int causal = 0; causal <= 1; causal++)
                     for (int varlen = 0; varlen <= 1; varlen++) {
                         tc_attention_plan p;
-                        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, varlen, "sm_90a", ws, &p);
+                        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, keys, d, causal, varlen, "sm_90a", ws, -1, &p);
                         bool pays = d >= 128 || (d >= 64 && keys >= 4096);
                         bool on = ws == 1 || (ws < 0 && pays);
                         bool pers = on && d == 128 && !varlen && keys <= 8192;
@@ -127,7 +127,7 @@ TEST(test_attention_plans) {
     for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
         tc_attention_plan p;
         rt_attention_plan(TC_DTYPE_BF16, 2, 8, 1000, two[i].keys, two[i].head_dim, two[i].causal, two[i].varlen,
-                          "sm_90a", two[i].ws, &p);
+                          "sm_90a", two[i].ws, -1, &p);
         CHECK_EQ_INT(p.min_programs_per_sm, two[i].two ? 2 : 0);
         if (two[i].two) {
             CHECK_EQ_INT(p.warp_specialize, 1);
@@ -137,6 +137,25 @@ TEST(test_attention_plans) {
             CHECK_EQ_INT(p.num_stages, 2);
             CHECK_EQ_INT(p.grid.x, 16);
         }
+    }
+    /* TILEC_PERSISTENT (pers 0 or 1) forces persistent programs off, the plans then those without (two
+     * programs per SM for causal head dim 128 up to 1024 keys, 3 stages without causal masking), or on
+     * wherever there is a producer and no packed sequences, on the plan's own stages */
+    static const struct {
+        int64_t keys, head_dim;
+        int causal, varlen, pers, persistent, stages, two;
+    } forced[] = {
+        {1024, 128, 1, 0, 0, 0, 2, 1},  {2048, 128, 0, 0, 0, 0, 3, 0}, {1024, 128, 1, 0, -1, 1, 2, 0},
+        {16384, 128, 0, 0, 1, 1, 3, 0}, {1024, 256, 1, 0, 1, 1, 2, 0}, {1024, 64, 0, 0, 1, 0, 3, 0},
+        {4096, 128, 0, 1, 1, 0, 3, 0},
+    };
+    for (size_t i = 0; i < sizeof forced / sizeof forced[0]; i++) {
+        tc_attention_plan p;
+        rt_attention_plan(TC_DTYPE_F16, 2, 8, 1000, forced[i].keys, forced[i].head_dim, forced[i].causal,
+                          forced[i].varlen, "sm_90a", -1, forced[i].pers, &p);
+        CHECK_EQ_INT(p.persistent, forced[i].persistent);
+        CHECK_EQ_INT(p.num_stages, forced[i].stages);
+        CHECK_EQ_INT(p.min_programs_per_sm, forced[i].two ? 2 : 0);
     }
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_attention_plan p;
