@@ -312,6 +312,10 @@ int main(int argc, char **argv) {
         /* causal with whole key blocks (EVEN_N: the diagonal blocks skip the sequence-end mask) */
         {BF16, 1, 2, 2, 320, 512, 64, 1, 1, 0, false, 0},
         {F16, 1, 2, 2, 512, 256, 128, 1, 0, 0, false, 0}, /* 256 rows see no key */
+        /* more tiles than an H200 holds programs (132 at head dim 128): persistent programs' later rounds,
+         * the full ones of odd index in the reverse order; 300 tiles of 128 rows */
+        {F16, 1, 150, 50, 129, 256, 128, 0, 0, 0, false, 0},
+        {BF16, 1, 150, 50, 129, 200, 128, 1, 1, 0, false, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         if (quick && cases[c].big)
