@@ -117,7 +117,8 @@ SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"][, "pers"][, "2
     # persistent programs (tc_options.persistent), "2/sm" two programs per SM (tc_options.min_programs_per_sm)
     64: [(64, 64, 4, 3), (64, 64, 4, 3, "even"), (64, 64, 4, 2, "even"), (64, 128, 4, 2, "even"),
          (128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
-         (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers")],
+         (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers"),
+         (128, 128, 8, 2, "ws", "even", "pers")],
     128: [(128, 64, 4, 3), (128, 64, 4, 3, "even"), (128, 128, 8, 3, "ws"), (128, 128, 8, 3, "ws", "even"),
           (64, 64, 4, 2, "ws", "even", "2/sm"),
           (128, 128, 8, 3, "ws", "pers"), (128, 128, 8, 3, "ws", "even", "pers"), (128, 128, 8, 2, "ws", "pers"),
