@@ -223,7 +223,7 @@ static int64_t buffer_align(const IrValue *buf) {
     const IrOp *def = ir_view_buffer(buf)->def;
     if (def && def->opc == IR_OP_MEMDESC_INDEX) {
         const IrType *stage = def->results[0]->type;
-        int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
+        int64_t bytes = ir_type_size_bytes(stage);
         a = (bytes & -bytes) < a ? bytes & -bytes : a;
         def = def->operands[0]->def;
     }
@@ -342,7 +342,7 @@ static bool smem_bytes(const IrValue *v, int64_t *lo, int64_t *hi) {
     if (!off || off->kind != IR_ATTR_INT)
         return false;
     *lo = off->i;
-    *hi = off->i + ir_type_numel(root->type) * ir_type_bytes(root->type->elem);
+    *hi = off->i + ir_type_size_bytes(root->type);
     return true;
 }
 
@@ -762,7 +762,7 @@ static bool alloc_range(const IrValue *buf, int64_t *lo, int64_t *hi) {
         return false;
     const IrType *t = def->results[0]->type;
     *lo = off->i;
-    *hi = off->i + ir_type_numel(t) * ir_type_bytes(t->elem);
+    *hi = off->i + ir_type_size_bytes(t);
     return true;
 }
 
@@ -845,7 +845,7 @@ static bool lower_load(Cg *cg, IrOp *op) {
 
 static bool lower_index(Cg *cg, IrOp *op) {
     const IrType *stage = op->results[0]->type;
-    int64_t bytes = ir_type_numel(stage) * ir_type_bytes(stage->elem);
+    int64_t bytes = ir_type_size_bytes(stage);
     LLVMValueRef base = cg_get(cg, op->operands[0])->v[0];
     LLVMValueRef i = cg_get(cg, op->operands[1])->v[0];
     i = LLVMBuildIntCast2(cg->b, i, cg->t_i32, 1, "");

@@ -231,6 +231,7 @@ int ir_type_bits(const IrType *t);        /* scalar width; ptr = 64 */
 int ir_type_bytes(const IrType *t);       /* bytes of one element in memory: bits / 8, 1 for i1; ptr = 8 */
 const IrType *ir_type_elem(const IrType *t); /* element of a tile/smem, or t itself */
 int64_t ir_type_numel(const IrType *t);   /* 1 for scalars */
+int64_t ir_type_size_bytes(const IrType *t); /* numel x element bytes: a tile's or buffer's bytes */
 const char *ir_scalar_name(IrTypeKind k); /* "i32", "bf16", ... */
 bool ir_scalar_from_name(const char *s, size_t n, IrTypeKind *out);
 /* Generic interning of a zero-padded struct (used for types and layouts). */

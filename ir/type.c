@@ -166,6 +166,8 @@ int64_t ir_type_numel(const IrType *t) {
     return n;
 }
 
+int64_t ir_type_size_bytes(const IrType *t) { return ir_type_numel(t) * ir_type_bytes(ir_type_elem(t)); }
+
 static const char *const scalar_names[] = {"i1",  "i8",  "i16", "i32",    "i64",   "f16",
                                            "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
 _Static_assert(sizeof scalar_names / sizeof scalar_names[0] == IR_F8E5M2 + 1, "a name for every scalar type");

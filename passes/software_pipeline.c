@@ -550,7 +550,7 @@ static void issue_copies(Pipe *p, IrBuilder *b, IrBlock *body, IrMap *clones, Ir
     for (int i = 0; i < p->num_cands; i++)
         if (p->cands[i].map && (group < 0 || p->cands[i].group == group)) {
             const IrType *t = p->cands[i].alloc->results[0]->type;
-            tma_bytes += ir_type_numel(t) * ir_type_bytes(t->elem);
+            tma_bytes += ir_type_size_bytes(t);
         }
     if (tma_bytes) {
         b->loc = body->parent_op->loc;
@@ -1079,6 +1079,18 @@ static void producer_loop(Pipe *p, IrOp *loop, const IrMap *after, IrValue *cons
     p->imports = NULL;
 }
 
+/* `n` mbarriers named `name` (a buffer of n i64), initialized at b to
+ * `count` arrivals each. */
+static IrValue *new_barriers(IrBuilder *b, int64_t n, const char *name, int64_t count) {
+    IrModule *m = b->m;
+    Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
+    const IrType *t = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &n, ir_layout_intern(m, &plain));
+    IrValue *bars = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &t)->results[0];
+    ir_value_set_name(m, bars, name);
+    ir_op_set_int(m, ir_build_op(b, IR_OP_MBARRIER_INIT, 1, &bars, 0, NULL), "count", count);
+    return bars;
+}
+
 /* ---- an operand loaded once, from the producer ---- */
 
 /* An operand that every iteration of a warp-specialized loop reads and that
@@ -1102,10 +1114,6 @@ static void scratch_max(IrOp *op, void *ctx) {
     s->bytes = n > s->bytes ? n : s->bytes;
 }
 
-static int64_t smem_bytes(const IrType *t) {
-    return ir_type_numel(t) * ir_type_bytes(t->elem);
-}
-
 /* Does the buffer of `alloc` (type bt), live from the split on (through
  * the whole tile loop in one), fit beside the rings of the loop's
  * candidates (`stages` each), the other buffers of its block and the
@@ -1113,9 +1121,9 @@ static int64_t smem_bytes(const IrType *t) {
  * bytes before: every op of a tile loop's body, else those from the split
  * to the loop? */
 static bool init_fits(Pipe *p, IrOp *loop, IrOp *split, IrOp *tile, const IrOp *alloc, int64_t stages) {
-    int64_t bytes = smem_bytes(alloc->results[0]->type) + 2048; /* barriers, alignment */
+    int64_t bytes = ir_type_size_bytes(alloc->results[0]->type) + 2048; /* barriers, alignment */
     for (int i = 0; i < p->num_cands; i++)
-        bytes += stages * smem_bytes(p->cands[i].alloc->results[0]->type);
+        bytes += stages * ir_type_size_bytes(p->cands[i].alloc->results[0]->type);
     ScratchMax sm = {p->num_warps, 0};
     IrBlock *blk = loop->parent;
     bool live = tile != NULL;
@@ -1127,7 +1135,7 @@ static bool init_fits(Pipe *p, IrOp *loop, IrOp *split, IrOp *tile, const IrOp *
         for (int i = 0; i < p->num_cands; i++)
             cand |= op == p->cands[i].alloc;
         if (op->opc == IR_OP_LOCAL_ALLOC && !cand)
-            bytes += smem_bytes(op->results[0]->type);
+            bytes += ir_type_size_bytes(op->results[0]->type);
         scratch_max(op, &sm);
         for (int r = 0; r < op->num_regions; r++)
             ir_walk_block(op->regions[r], scratch_max, &sm);
@@ -1213,18 +1221,10 @@ static void consume_init_tma(Pipe *p, IrBuilder *b, InitTma *q, IrValue *phase, 
     if (old->name)
         ir_value_set_name(m, buf->results[0], old->name);
     c->ring = buf->results[0];
-    int64_t one = 1;
-    Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
-    const IrType *bart = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &one, ir_layout_intern(m, &plain));
     const char *name = c->load->results[0]->name ? c->load->results[0]->name : "init";
-    q->full = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bart)->results[0];
-    ir_value_set_name(m, q->full, arena_printf(&m->arena, "%s_full", name));
-    ir_op_set_int(m, ir_build_op(b, IR_OP_MBARRIER_INIT, 1, &q->full, 0, NULL), "count", 1);
-    if (tiled) { /* the buffer goes back once per tile */
-        q->empty = ir_build_op(b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bart)->results[0];
-        ir_value_set_name(m, q->empty, arena_printf(&m->arena, "%s_empty", name));
-        ir_op_set_int(m, ir_build_op(b, IR_OP_MBARRIER_INIT, 1, &q->empty, 0, NULL), "count", p->num_warps);
-    }
+    q->full = new_barriers(b, 1, arena_printf(&m->arena, "%s_full", name), 1);
+    if (tiled) /* the buffer goes back once per tile */
+        q->empty = new_barriers(b, 1, arena_printf(&m->arena, "%s_empty", name), p->num_warps);
     IrOp *first = NULL, *last = NULL;
     for (IrOp *op = blk->first; op; op = op->next) {
         bool reads = false;
@@ -1291,8 +1291,7 @@ static void produce_init_tma(Pipe *p, const InitTma *q, const IrMap *after) {
     }
     IrValue *ops[3] = {q->full, zero, on};
     IrOp *e = ir_build_op(&b, IR_OP_MBARRIER_EXPECT, 3, ops, 0, NULL);
-    const IrType *bt = qc->ring->type;
-    ir_op_set_int(m, e, "bytes", ir_type_numel(bt) * ir_type_bytes(bt->elem));
+    ir_op_set_int(m, e, "bytes", ir_type_size_bytes(qc->ring->type));
     IrValue *cops[5 + IR_MAX_TMAP_RANK] = {qc->map, qc->ring, q->full, zero, on};
     for (int d = 0; d < qc->rank; d++)
         cops[5 + d] = coords[d];
@@ -1475,9 +1474,6 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
         memcpy(empties, p->prod.empties, sizeof empties);
     } else if (num_tma) {
         b.loc = loop->loc;
-        int64_t n = stages;
-        Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
-        const IrType *bt = ir_type_smem(m, ir_type_scalar(m, IR_I64), 1, &n, ir_layout_intern(m, &plain));
         for (int g = 0; g < groups; g++) {
             /* the first pair is %full / %empty; the others take the name
              * of their first operand's load: %v_full, %v_empty */
@@ -1486,17 +1482,9 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
                 if (p->cands[i].group == g)
                     name = p->cands[i].load->results[0]->name;
             const char *prefix = name ? arena_printf(&m->arena, "%s_", name) : g ? "g_" : "";
-            IrOp *alloc = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt);
-            fulls[g] = alloc->results[0];
-            ir_value_set_name(m, fulls[g], arena_printf(&m->arena, "%sfull", prefix));
-            IrOp *init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &fulls[g], 0, NULL);
-            ir_op_set_int(m, init, "count", 1);
-            if (ws) { /* every consumer warp releases a stage once */
-                empties[g] = ir_build_op(&b, IR_OP_LOCAL_ALLOC, 0, NULL, 1, &bt)->results[0];
-                ir_value_set_name(m, empties[g], arena_printf(&m->arena, "%sempty", prefix));
-                init = ir_build_op(&b, IR_OP_MBARRIER_INIT, 1, &empties[g], 0, NULL);
-                ir_op_set_int(m, init, "count", p->num_warps);
-            }
+            fulls[g] = new_barriers(&b, stages, arena_printf(&m->arena, "%sfull", prefix), 1);
+            if (ws) /* every consumer warp releases a stage once */
+                empties[g] = new_barriers(&b, stages, arena_printf(&m->arena, "%sempty", prefix), p->num_warps);
         }
         if (q_tma) { /* in a tile loop, each tile's copy is the next phase (the tile loop's first argument) */
             IrValue *qphase = ir_build_const_int(&b, i32, 0);

@@ -85,10 +85,6 @@ typedef struct {
     int num_warps;
 } Ts;
 
-static int64_t smem_bytes(const IrType *t) {
-    return ir_type_numel(t) * ir_type_bytes(t->elem);
-}
-
 /* Does the block hold a named barrier? */
 static bool has_named_barrier(const IrBlock *b) {
     for (const IrOp *op = b->first; op; op = op->next) {
@@ -105,7 +101,7 @@ static bool has_named_barrier(const IrBlock *b) {
  * and its largest reduction's, maxed into *scratch and *reduce. */
 static void inside(const Ts *s, const IrOp *op, int64_t *bytes, int64_t *scratch, int64_t *reduce) {
     if (op->opc == IR_OP_LOCAL_ALLOC)
-        *bytes += smem_bytes(op->results[0]->type);
+        *bytes += ir_type_size_bytes(op->results[0]->type);
     int64_t sc = tg_scratch_bytes(op, s->num_warps);
     if (sc > *scratch)
         *scratch = sc;
@@ -130,7 +126,7 @@ static int64_t peak_during(const Ts *s, const IrOp *top) {
             continue;
         for (const IrOp *later = top; later; later = later->next)
             if (pass_op_uses(later, op->results[0])) {
-                bytes += smem_bytes(op->results[0]->type);
+                bytes += ir_type_size_bytes(op->results[0]->type);
                 break;
             }
     }
@@ -203,7 +199,7 @@ static void rewrite(IrOp *op, void *ctx) {
         return;
     const IrType *t = op->operands[1]->type;
     int64_t peak = peak_during(s, top), limit = tg_shared_limit(&s->opts->target);
-    if (peak + smem_bytes(t) + TS_SLACK > limit)
+    if (peak + ir_type_size_bytes(t) + TS_SLACK > limit)
         return;
     /* the loops between the top level and the atomic, innermost first: two buffers when they are all
      * there is and both fit */
@@ -215,7 +211,7 @@ static void rewrite(IrOp *op, void *ctx) {
         if (only_loops)
             loops[nl++] = blk->parent_op;
     }
-    bool two = only_loops && nl > 0 && peak + 2 * smem_bytes(t) + TS_SLACK <= limit;
+    bool two = only_loops && nl > 0 && peak + 2 * ir_type_size_bytes(t) + TS_SLACK <= limit;
 
     /* before the top-level op: the buffer (or ring), the map, the predicate, the first turn */
     IrModule *m = s->m;

@@ -181,6 +181,8 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
     p->file = "attention.tile";
     p->kernel = "attention_fwd";
     p->head_dim = (int)head_dim;
+    p->causal = causal;
+    p->varlen = varlen; /* before attn_persistent_pays reads it */
     p->block_d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
     /* 32 query rows per warp up to head dim 128 (each K and V fragment read
      * from shared memory feeds two m16 tiles). At 128, Q is read from shared
@@ -210,7 +212,6 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
         p->block_n = wide ? 64 : 128;
         p->num_warps = 8;
         p->num_stages = wide ? 2 : 3;
-        p->varlen = varlen;
         if (causal && p->block_d == 128 && seqlen_k <= ATTN_TWO_PER_SM_MAX_KEYS &&
             !attn_persistent_pays(p, seqlen_k, pers)) {
             /* Causal head dim 128 on short sequences where persistent
@@ -233,8 +234,6 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
          * at 1024 keys, 21% with causal masking (bench/RESULTS.md). */
         p->block_m = 64;
     }
-    p->causal = causal;
-    p->varlen = varlen;
     p->grid = (tc_dim3){(unsigned)rt_stdlib_cdiv(seqlen_q, p->block_m), (unsigned)(batch * heads), 1};
     rt_attention_cx(p, "T", TC_CONSTEXPR_DTYPE, (int64_t)dtype);
     rt_attention_cx(p, "HEAD_DIM", TC_CONSTEXPR_INT, p->head_dim);

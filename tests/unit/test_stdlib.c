@@ -217,59 +217,45 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
     return TC_ERROR_UNSUPPORTED;
 }
 
-/* The softmax forward splits rows wider than 65536 columns over clusters of
- * 8 programs (the default target, sm_90a, has clusters): parts of up to
- * 16384 columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8,
- * 2048 on 4 where the part's last tile would be half empty; so does the
- * backward; not f32, realigned rows (an odd stride), narrower rows, nor
- * RMSNorm. */
+/* The softmax loops split rows wider than 65536 columns over clusters of 8
+ * programs (the default target, sm_90a, has clusters): parts of up to 16384
+ * columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8, 2048 on
+ * 4 where the part's last tile would be half empty; not f32 (the forward's
+ * log-sum-exps' rounding; one program a row on a 16384 tile of 16 warps,
+ * its last one mostly full), realigned rows (an odd stride), narrower rows,
+ * nor RMSNorm (32 warps on 16384). */
 TEST(test_row_clusters) {
     const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000;
+    enum { FWD, BWD, RMS };
     rt_stdlib_launch_hook = split_hook;
     static const struct {
+        int kernel;
+        tc_dtype dtype;
         int64_t cols, stride;
         unsigned grid_x;
         int64_t block, cluster;
         int warps;
     } want[] = {
-        {131072, 131072, 40, 4096, 8, 4}, {100003, 100008, 40, 2048, 8, 4}, {262144, 262144, 40, 8192, 8, 8},
-        {128256, 128256, 40, 4096, 8, 4}, {131072, 131073, 5, 4096, 1, 8},  {65536, 65536, 5, 8192, 1, 8},
-        {65537, 65544, 40, 2048, 8, 4},
+        {FWD, TC_DTYPE_F16, 131072, 131072, 40, 4096, 8, 4},  {FWD, TC_DTYPE_F16, 100003, 100008, 40, 2048, 8, 4},
+        {FWD, TC_DTYPE_F16, 262144, 262144, 40, 8192, 8, 8},  {FWD, TC_DTYPE_F16, 128256, 128256, 40, 4096, 8, 4},
+        {FWD, TC_DTYPE_F16, 131072, 131073, 5, 4096, 1, 8},   {FWD, TC_DTYPE_F16, 65536, 65536, 5, 8192, 1, 8},
+        {FWD, TC_DTYPE_F16, 65537, 65544, 40, 2048, 8, 4},    {FWD, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 16},
+        {BWD, TC_DTYPE_F16, 131072, 131072, 40, 4096, 8, 4},  {BWD, TC_DTYPE_BF16, 100003, 100008, 40, 2048, 8, 4},
+        {BWD, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 16}, {RMS, TC_DTYPE_F16, 131072, 131072, 5, 16384, 1, 32},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         memset(&seen_split, 0, sizeof seen_split);
-        CHECK_EQ_INT(
-            tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, 5, want[i].cols, want[i].stride, want[i].stride),
-            TC_ERROR_UNSUPPORTED);
+        int64_t n = want[i].cols, st = want[i].stride;
+        tc_dtype t = want[i].dtype;
+        tc_status got = want[i].kernel == FWD   ? tc_softmax_fwd(FAKE_CTX, NULL, t, a, b, 5, n, st, st)
+                        : want[i].kernel == BWD ? tc_softmax_bwd(FAKE_CTX, NULL, t, a, b, c, 5, n, st, st, st)
+                                                : tc_rmsnorm_fwd(FAKE_CTX, NULL, t, a, c, b, c, 5, n, st, st, 1e-6f);
+        CHECK_EQ_INT(got, TC_ERROR_UNSUPPORTED);
         CHECK_EQ_INT(seen_split.grid_x, want[i].grid_x);
         CHECK_EQ_INT(seen_split.block, want[i].block);
         CHECK_EQ_INT(seen_split.cluster, want[i].cluster);
         CHECK_EQ_INT(seen_split.warps, want[i].warps);
     }
-    /* f32 keeps one program a row (the log-sum-exps' rounding), on a 16384 tile: its last one is mostly full */
-    CHECK_EQ_INT(tc_softmax_fwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, 5, 131072, 131072, 131072), TC_ERROR_UNSUPPORTED);
-    CHECK_EQ_INT(seen_split.grid_x, 5);
-    CHECK_EQ_INT(seen_split.cluster, 1);
-    CHECK_EQ_INT(seen_split.block, 16384);
-    /* the backward pass splits the same way (f16: 4096 on 4 warps); f32 and RMSNorm keep one program a row */
-    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, b, c, 5, 131072, 131072, 131072, 131072),
-                 TC_ERROR_UNSUPPORTED);
-    CHECK_EQ_INT(seen_split.grid_x, 40);
-    CHECK_EQ_INT(seen_split.cluster, 8);
-    CHECK_EQ_INT(seen_split.block, 4096);
-    CHECK_EQ_INT(seen_split.warps, 4);
-    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_BF16, a, b, c, 5, 100003, 100008, 100008, 100008),
-                 TC_ERROR_UNSUPPORTED);
-    CHECK_EQ_INT(seen_split.grid_x, 40);
-    CHECK_EQ_INT(seen_split.block, 2048);
-    CHECK_EQ_INT(tc_softmax_bwd(FAKE_CTX, NULL, TC_DTYPE_F32, a, b, c, 5, 131072, 131072, 131072, 131072),
-                 TC_ERROR_UNSUPPORTED);
-    CHECK_EQ_INT(seen_split.grid_x, 5);
-    CHECK_EQ_INT(seen_split.cluster, 1);
-    CHECK_EQ_INT(tc_rmsnorm_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, a, c, b, c, 5, 131072, 131072, 131072, 1e-6f),
-                 TC_ERROR_UNSUPPORTED);
-    CHECK_EQ_INT(seen_split.grid_x, 5);
-    CHECK_EQ_INT(seen_split.cluster, 1);
     rt_stdlib_launch_hook = NULL;
 }
 
