@@ -45,8 +45,10 @@
  *
  * The backward's loop becomes: the next stage's copies, S^T and dP^T issued
  * back to back; wait for S^T (pending 1) and compute P^T under dP^T; dV
- * issued; wait for dP^T (pending 1) and compute dS^T under dV; dK and dQ
- * issued; wait for all before dQ is stored.
+ * issued; wait for dP^T (pending 1) and compute dS^T under dV; dQ and dK
+ * issued (dK, carried to the next iteration, after dQ, which this one
+ * stores); wait for dQ (pending 1) and store it under dK; wait for dK
+ * before the barrier that hands dQ's buffer to the TMA reduction.
  *
  * Shared memory a dot in flight reads stays live until its wait
  * (allocate-shared), so no scratch in between takes its bytes. The wgmma A
@@ -137,14 +139,28 @@ static bool may_stay_in_flight(const IrOp *op, IrOp *const *fl, int n) {
     }
 }
 
+/* Is the dot's result read in its block only by the terminator (an
+ * accumulator that the next iteration goes on with)? */
+static bool only_carried(const IrOp *dot) {
+    const IrValue *r = dot->results[0];
+    for (const IrOp *op = dot->next; op; op = op->next)
+        if (op->opc != IR_OP_YIELD && pass_op_uses(op, r))
+            return false;
+    return true;
+}
+
 /* May dot go above `at`? Only if at is no dot, or if dot could also go
  * above what stops the run of dots that ends at `at` (dots already hoisted
  * as far as they go): dots ready at the same point keep their order, and a
  * dot that waits for a result (attention's dV for P) lets the ones that do
- * not go first. */
+ * not go first. A dot whose result only the next iteration reads stays
+ * after one whose result this iteration reads (attention's dK after dQ,
+ * which the iteration stores: it completes first and dK runs under the
+ * store). */
 static bool passes_dots(const IrOp *at, const IrOp *dot) {
+    bool carried = only_carried(dot);
     for (; at && at->opc == IR_OP_WARP_GROUP_DOT; at = at->prev)
-        if (defines_operand(at, dot))
+        if (defines_operand(at, dot) || (carried && !only_carried(at)))
             return false;
     return at && !defines_operand(at, dot) && dot_may_pass(at);
 }

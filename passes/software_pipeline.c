@@ -996,7 +996,8 @@ static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const 
         const IrType *types[2] = {i32, i32};
         IrOp *pt = ir_op_create(m, IR_OP_FOR, 5, ops, 2, types);
         pt->loc = tile->loc;
-        ir_op_set_int(m, pt, "persistent", 1);
+        if (ir_op_get_int(tile, "persistent", 0))
+            ir_op_set_int(m, pt, "persistent", 1);
         ir_block_append(ws->regions[0], pt);
         IrBlock *tb = pt->regions[0];
         c->prod_tile_iv = ir_block_add_arg(m, tb, i32, tile->regions[0]->args[0]->name);
@@ -1366,11 +1367,13 @@ static bool chains(Pipe *p, IrOp *loop, IrOp *tile, bool async_dot, IrOp *first_
     return producer_can_run(p, loop, tile, c->ws->next, after);
 }
 
-/* The persistent pass's tile loop (in the kernel's body) whose body holds
- * loop, or NULL. */
+/* The loop of the kernel's body whose body holds loop (the persistent
+ * pass's tile loop, or a loop of the kernel's own: the backward's GQA
+ * group), or NULL: a producer runs across it, its rings outliving each
+ * of its iterations. */
 static IrOp *tile_loop_of(const Pipe *p, const IrOp *loop) {
     IrOp *t = loop->parent->parent_op;
-    return t && t->opc == IR_OP_FOR && ir_op_get_int(t, "persistent", 0) && t->parent == p->f->body ? t : NULL;
+    return t && t->opc == IR_OP_FOR && t->parent == p->f->body ? t : NULL;
 }
 
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {

@@ -562,7 +562,10 @@ static size_t attn_align(size_t n) {
  *    shared memory (BN D 2 bytes each: 64 KB at D 128); Q and dO stream through 3-stage TMA rings of BM D (2 at D 256),
  *    each staged once and read by S^T = K Q^T and dP^T = V dO^T through a
  *    transposed view (memdesc_trans). bench/RESULTS.md has the measurements
- *    (BM 32 / 64 / 128).
+ *    (BM 32 / 64 / 128). A producer warpgroup for dkdv (the pipeline
+ *    runs one across the GQA group loop; TILEC_WARP_SPECIALIZE=1 forces
+ *    it) measured 7-17% slower (2026-11-29): the consumers drop to 232
+ *    registers and the loop was not waiting on its copies.
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
  *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
  *    masking at D 64, there with a producer warpgroup issuing the K and V
@@ -622,7 +625,7 @@ static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q,
 
 void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                            int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
-                           const char *arch, int dq_atomic, tc_attention_bwd_plan *p) {
+                           const char *arch, int dq_atomic, int ws, tc_attention_bwd_plan *p) {
     memset(p, 0, sizeof *p);
     bool wgmma = rt_stdlib_wgmma(arch);
     int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM), hd = (int)head_dim;
@@ -641,6 +644,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
                     (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
     rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
+    p->dkdv.warp_specialize = wgmma && ws == 1;
     if (p->dq_atomic) {
         attn_bwd_kernel(&p->dq, "attention_bwd_dq_convert", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
     } else {
@@ -648,12 +652,13 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
             bm = d <= 128 ? 128 : 64, bn = d <= 128 && (causal || d > 64) ? 128 : 64, warps = 8, stages = 3;
         } else
             bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
-        bool ws = wgmma && d <= 128 && bn == 128; /* a producer warpgroup; K and V rings of 2 stages */
-        if (ws)
+        /* a producer warpgroup; K and V rings of 2 stages */
+        bool dq_ws = wgmma && (ws == 1 || (ws < 0 && d <= 128 && bn == 128));
+        if (dq_ws)
             stages = 2;
         attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,
                         (unsigned)rt_stdlib_cdiv(seqlen_q, bm), bh, causal, varlen);
-        p->dq.warp_specialize = ws;
+        p->dq.warp_specialize = dq_ws;
     }
     p->delta_offset = 0;
     size_t acc;
@@ -673,7 +678,7 @@ tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_t heads
     if ((st = attn_check_sizes(entry, dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim)) != TC_OK)
         return st;
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0,
-                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), out);
+                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), -1, out);
     return TC_OK;
 }
 
@@ -689,7 +694,7 @@ tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t
         return st;
     tc_attention_bwd_plan p;
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen != 0,
-                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), &p);
+                          deterministic != 0, TC_DEFAULT_ARCH, attn_forced_dq_atomic(false), -1, &p);
     *bytes = p.workspace_bytes;
     return TC_OK;
 }
@@ -770,7 +775,8 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
                        a.entry, workspace_bytes, need);
     tc_attention_bwd_plan plan;
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
-                          deterministic != 0, rt_stdlib_target(ctx, hooked), forced, &plan);
+                          deterministic != 0, rt_stdlib_target(ctx, hooked), forced,
+                          rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
     CUdeviceptr delta = workspace + plan.delta_offset;
     CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
     CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */

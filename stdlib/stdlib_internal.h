@@ -405,9 +405,11 @@ void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seq
 
 /* attention.c: the plan of tc_attention_bwd for a target; dq_atomic: -1 the
  * plan decides how dQ is computed, 0 or 1 forces a kernel of its own or
- * atomics (TILEC_ATTENTION_BWD_DQ); deterministic excludes atomics. */
+ * atomics (TILEC_ATTENTION_BWD_DQ); deterministic excludes atomics; ws: -1
+ * the plan decides which kernels get a producer warpgroup, 0 or 1 forces
+ * none or all of dK/dV and dQ (TILEC_WARP_SPECIALIZE, on wgmma targets). */
 void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t seqlen_q,
                            int64_t seqlen_k, int64_t head_dim, bool causal, bool varlen, bool deterministic,
-                           const char *arch, int dq_atomic, tc_attention_bwd_plan *p);
+                           const char *arch, int dq_atomic, int ws, tc_attention_bwd_plan *p);
 
 #endif

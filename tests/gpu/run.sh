@@ -21,7 +21,7 @@
 #               bench_decode: bench/decode.py and bench/prefill.py alone)
 # On a Hopper GPU each test runs twice: as the runtime picks (sm_90a: wgmma) and with
 # TILEC_ARCH=sm_90 (the mma.sync path); test_fp8 a third time with TILEC_ARCH=sm_80 (fp8 conversions
-# in software), test_matmul and test_attention a third time with
+# in software), test_matmul, test_attention and test_attention_bwd a third time with
 # TILEC_WARP_SPECIALIZE=1 (a producer warpgroup issues the TMA copies), and test_attention a fourth with
 # TILEC_PERSISTENT=1 too (persistent programs); test_lineinfo (compute-sanitizer must report a bad
 # store at its .tile line) runs once. A program whose log has a "tilec: ptxas:" line
@@ -173,7 +173,7 @@ for t in test_features test_fp8 test_scan test_softmax test_rmsnorm test_layerno
         TILEC_ARCH=sm_80 run_one "$t sm_80" "$log" "$prog" "${args[@]}"
     fi
     # and the dot kernels with a producer warpgroup (warp specialization), whatever the library picks
-    if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ]; }; then
+    if [ "$hopper" = 1 ] && { [ "$t" = test_matmul ] || [ "$t" = test_attention ] || [ "$t" = test_attention_bwd ]; }; then
         echo "== $t ${args[*]:-} (TILEC_WARP_SPECIALIZE=1)"
         TILEC_WARP_SPECIALIZE=1 run_one "$t ws" "$log" "$prog" "${args[@]}"
     fi

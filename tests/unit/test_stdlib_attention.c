@@ -389,7 +389,8 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(bytes, p.workspace_bytes);
         CHECK_EQ_INT(bytes, atomic ? delta + (2 * 8 * 1000 * (size_t)want[i].d * 4 + 255) / 256 * 256 : delta);
         /* the dQ kernel's tiles, as TILEC_ATTENTION_BWD_DQ=kernel gives them */
-        rt_attention_bwd_plan(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, true, false, false, "sm_90a", 0, &p);
+        rt_attention_bwd_plan(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, true, false, false, "sm_90a", 0, -1,
+                              &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
         CHECK_EQ_STR(p.preprocess.file, "attention_bwd.tile");
         CHECK_EQ_STR(p.preprocess.kernel, "attention_bwd_preprocess");
@@ -424,7 +425,7 @@ TEST(test_attention_bwd_plans) {
         tc_attention_bwd_plan p;
         bool varlen = c == 0, det = c == 1;
         const char *arch = c == 2 ? "sm_90" : c == 3 ? "sm_80" : "sm_90a";
-        rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 4, 500, 500, 64, true, varlen, det, arch, -1, &p);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 4, 500, 500, 64, true, varlen, det, arch, -1, -1, &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
         CHECK_EQ_STR(p.dq.kernel, "attention_bwd_dq");
         size_t delta = (2 * 4 * 500 * 4 + 255) / 256 * 256;
@@ -433,7 +434,7 @@ TEST(test_attention_bwd_plans) {
     /* atomics: the dQ accumulator after Delta, f32 rows of the head dim's tile; deterministic excludes them */
     for (int det = 0; det < 2; det++) {
         tc_attention_bwd_plan p;
-        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 1, &p);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 1, -1, &p);
         CHECK_EQ_INT(p.dq_atomic, !det);
         CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), !det);
         CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), !det);
@@ -443,20 +444,20 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.workspace_bytes, det ? delta : delta + (3 * 4 * 777 * 128 * 4 + 255) / 256 * 256);
         if (!det)
             CHECK_EQ_INT(p.dq_acc_offset, delta);
-        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 0, &p);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 3, 4, 1, 777, 500, 80, false, false, det, "sm_90a", 0, -1, &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
     }
     /* without causal masking dq keeps BN 64 at head dim 64 (BN 128 from 128 on) */
     for (int hd = 64; hd <= 128; hd += 64) {
         tc_attention_bwd_plan p;
-        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", 0, &p);
+        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, hd, false, false, false, "sm_90a", 0, -1, &p);
         CHECK_EQ_INT(cx(&p.dq, "BN"), hd == 64 ? 64 : 128);
         CHECK_EQ_INT(p.dq.warp_specialize, hd == 128);
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
-    rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 128, true, true, false, "sm_80", -1, &p);
+    rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 128, true, true, false, "sm_80", -1, -1, &p);
     CHECK_EQ_INT(p.dkdv.block_m, 16);
     CHECK_EQ_INT(p.dkdv.block_n, 64);
     CHECK_EQ_INT(p.dkdv.num_warps, 4);
