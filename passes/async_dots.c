@@ -11,10 +11,10 @@
  * computes S^T = K Q^T, then P^T = exp2(S^T - LSE) on the CUDA cores, then
  * dV += P^T dO, and only then dP^T = V dO^T, which needs none of that.
  *
- * In each block of a kernel without a producer warpgroup (where overlap-dots
- * and pingpong schedule the dots) and without asynchronous dots already
- * (their waits count the groups in flight: one more would change what they
- * wait for), the pass
+ * In each block of a kernel without asynchronous dots already (their waits
+ * count the groups in flight: one more would change what they wait for;
+ * in a kernel with a producer warpgroup, without any anywhere: those of
+ * overlap-dots and pingpong are theirs to schedule), the pass
  *
  *  1. hoists each synchronous warp_group_dot, and the shared-memory views
  *     and constants it reads, above the ops before it that it may pass:
@@ -139,6 +139,10 @@ static bool may_stay_in_flight(const IrOp *op, IrOp *const *fl, int n) {
     }
 }
 
+static bool is_view(const IrOp *op) {
+    return op->opc == IR_OP_MEMDESC_TRANS || op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_CONSTANT;
+}
+
 /* Is the dot's result read in its block only by the terminator (an
  * accumulator that the next iteration goes on with)? */
 static bool only_carried(const IrOp *dot) {
@@ -163,10 +167,6 @@ static bool passes_dots(const IrOp *at, const IrOp *dot) {
         if (defines_operand(at, dot) || (carried && !only_carried(at)))
             return false;
     return at && !defines_operand(at, dot) && dot_may_pass(at);
-}
-
-static bool is_view(const IrOp *op) {
-    return op->opc == IR_OP_MEMDESC_TRANS || op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_CONSTANT;
 }
 
 /* Moves a dot up its block past the ops it may pass (dot_may_pass),
@@ -232,8 +232,7 @@ static void undo_trivial(IrBlock *b, IrOp *w) {
 
 static bool has_async(const IrBlock *b) {
     for (const IrOp *op = b->first; op; op = op->next)
-        if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT ||
-            (op->opc == IR_OP_WARP_GROUP_DOT && ir_op_get_int(op, "async", 0)))
+        if (op->opc == IR_OP_WARP_GROUP_DOT_WAIT || (op->opc == IR_OP_WARP_GROUP_DOT && ir_op_get_int(op, "async", 0)))
             return true;
     return false;
 }
@@ -247,15 +246,52 @@ static int64_t fresh_registers(const IrOp *dot, int num_warps) {
     return ir_type_numel(dot->results[0]->type) / (32 * (int64_t)num_warps);
 }
 
-static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
+/* In a warp-specialized kernel, moves an mbarrier_wait (a stage of a
+ * ring, filled by the producer) up its block past ops that compute in
+ * registers, views, loads and dots, to the op that defines an operand or
+ * the wait before it (the waits keep their order): waiting earlier is
+ * always correct, and the dots
+ * after it may then be issued together (the backward's S^T and dP^T, whose
+ * stages the pipeline waits for right before each; the producer fills
+ * them together). Never above an arrival (the producer may need it to fill
+ * the stage), a barrier or a store. */
+static void hoist_wait(IrOp *w) {
+    IrOp *at = w->prev;
+    while (at && !defines_operand(at, w) &&
+           (at->opc == IR_OP_WARP_GROUP_DOT || at->opc == IR_OP_LOAD || at->opc == IR_OP_LOCAL_LOAD || is_view(at) ||
+            pure_tree(at)))
+        at = at->prev;
+    if (at == w->prev)
+        return;
+    IrBlock *b = w->parent;
+    ir_op_unlink(w);
+    if (at)
+        ir_op_insert_after(at, w);
+    else
+        ir_op_insert_before(b->first, w);
+}
+
+/* An arrival (a ring's stage given back to the producer) that dots in
+ * flight may still read, put off until they complete. */
+typedef struct {
+    IrOp *op;
+    IrOp *last; /* the last dot in flight when it came */
+} Deferred;
+
+static void schedule_block(IrModule *m, IrBlock *b, int num_warps, bool producer) {
     for (IrOp *op = b->first; op; op = op->next)
         for (int r = 0; r < op->num_regions; r++)
-            schedule_block(m, op->regions[r], num_warps);
+            schedule_block(m, op->regions[r], num_warps, producer);
     int dots = 0;
     for (IrOp *op = b->first; op; op = op->next)
         dots += op->opc == IR_OP_WARP_GROUP_DOT;
     if (!dots || has_async(b))
         return;
+    for (IrOp *op = b->first, *next; op && producer; op = next) {
+        next = op->next;
+        if (op->opc == IR_OP_MBARRIER_WAIT)
+            hoist_wait(op);
+    }
     for (IrOp *op = b->first, *next; op; op = next) {
         next = op->next;
         if (op->opc == IR_OP_WARP_GROUP_DOT)
@@ -263,7 +299,17 @@ static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
     }
     IrOp *fl[MAX_IN_FLIGHT];
     int n = 0;
-    for (IrOp *op = b->first; op; op = op->next) {
+    Deferred deferred[16];
+    int num_deferred = 0;
+    for (IrOp *op = b->first, *next; op; op = next) {
+        next = op->next;
+        if (op->opc == IR_OP_MBARRIER_ARRIVE && n > 0 && num_deferred < 16) {
+            /* the consumers give the stage back once the dots that may read
+             * it have completed: after the wait that completes them */
+            deferred[num_deferred++] = (Deferred){op, fl[n - 1]};
+            ir_op_unlink(op);
+            continue;
+        }
         int need = -1;
         if (!may_stay_in_flight(op, fl, n) || (op->opc == IR_OP_WARP_GROUP_DOT && n == MAX_IN_FLIGHT))
             need = n - 1;
@@ -283,8 +329,22 @@ static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
             if (regs > FRESH_BUDGET && last > need)
                 need = last;
         }
-        if (need >= 0)
+        if (need >= 0) {
+            bool done[16] = {false};
+            for (int k = 0; k <= need; k++)
+                for (int i = 0; i < num_deferred; i++)
+                    done[i] |= deferred[i].last == fl[k];
             n = wait_for(m, b, op, fl, n, need);
+            /* the arrivals whose dots this wait completes, in their order */
+            int kept = 0;
+            for (int i = 0; i < num_deferred; i++) {
+                if (done[i])
+                    ir_op_insert_before(op, deferred[i].op);
+                else
+                    deferred[kept++] = deferred[i];
+            }
+            num_deferred = kept;
+        }
         if (op->opc == IR_OP_WARP_GROUP_DOT) {
             ir_op_set_int(m, op, "async", 1);
             fl[n++] = op;
@@ -297,9 +357,27 @@ static void schedule_block(IrModule *m, IrBlock *b, int num_warps) {
     }
 }
 
+/* Has any block under b dots in flight already? */
+static bool any_async(const IrBlock *b) {
+    if (has_async(b))
+        return true;
+    for (const IrOp *op = b->first; op; op = op->next)
+        for (int r = 0; r < op->num_regions; r++)
+            if (any_async(op->regions[r]))
+                return true;
+    return false;
+}
+
 bool pass_async_dots(IrModule *m, const PassOptions *opts) {
-    for (IrFunc *f = m->first; f; f = f->next)
-        if (f->kind == IR_FUNC_KERNEL && !ir_func_get_int(f, "producer_warps", 0))
-            schedule_block(m, f->body, pass_func_num_warps(f, opts));
+    for (IrFunc *f = m->first; f; f = f->next) {
+        if (f->kind != IR_FUNC_KERNEL)
+            continue;
+        /* a warp-specialized kernel whose dots overlap-dots, pingpong or
+         * the pipeline scheduled is theirs (the forward's peeled first
+         * iteration and masked loop keep their synchronous dots) */
+        bool producer = ir_func_get_int(f, "producer_warps", 0) != 0;
+        if (!producer || !any_async(f->body))
+            schedule_block(m, f->body, pass_func_num_warps(f, opts), producer);
+    }
     return true;
 }

@@ -940,6 +940,28 @@ static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
     return producer_can_run(p, loop, tile, split, after) ? split : NULL;
 }
 
+/* Registers a consumer thread needs for the tiles of the loop's dots: the
+ * accumulators the loop carries, the ones its dots start from zeros, and
+ * their operands in registers (32-bit registers, over the consumer
+ * threads). A rough count of what stays live across the loop's dots. */
+static int64_t dot_registers(const IrOp *loop, int num_warps) {
+    int64_t bytes = 0;
+    const IrBlock *body = loop->regions[0];
+    for (int i = 0; i < loop->num_results; i++)
+        if (loop->results[i]->type->kind == IR_TILE)
+            bytes += ir_type_size_bytes(loop->results[i]->type);
+    for (const IrOp *op = body->first; op; op = op->next) {
+        if (op->opc != IR_OP_WARP_GROUP_DOT)
+            continue;
+        const IrOp *acc = op->operands[2]->def;
+        if (acc && acc->opc == IR_OP_CONSTANT)
+            bytes += ir_type_size_bytes(op->results[0]->type);
+        if (op->operands[0]->type->kind == IR_TILE)
+            bytes += ir_type_size_bytes(op->operands[0]->type);
+    }
+    return bytes / 4 / (num_warps * 32);
+}
+
 /* The producer region: `warp_specialize` before the split, with the
  * registers moved to the consumers; in a tile loop, a producer tile loop
  * over the same tiles that carries the ring's stage and phase from one
@@ -965,8 +987,14 @@ static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const 
          * counts must fit in those, not in the SM's 64K (else the consumers
          * wait forever). One program: 8 consumer warps R 168, 40 and 232;
          * 16: R 96, 40 and 104. Two programs of 4 consumer warps: R 128, 40
-         * and 216. */
-        int launch = (int)(65536 / threads / programs / 8 * 8), producer = 40;
+         * and 216. Consumers whose dots' tiles take more than 224 of their
+         * registers (the backward's dK/dV loop: dK, dV, S^T, dP^T, dQ and
+         * the P^T and dS^T operands, 256 at head dim 128) get 8 more, the
+         * producer keeping 24 (as FlashAttention-3's): at 232 ptxas
+         * serialized their wgmmas. Elsewhere 40: the forward at head dim 256
+         * measured 1-2% slower with 24 (bench/RESULTS.md). */
+        int launch = (int)(65536 / threads / programs / 8 * 8);
+        int producer = dot_registers(loop, p->num_warps) > 224 ? 24 : 40;
         int consumer = (threads * launch - 4 * 32 * producer) / (p->num_warps * 32) / 8 * 8;
         if (consumer > 256)
             consumer = 256;

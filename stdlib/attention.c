@@ -562,10 +562,11 @@ static size_t attn_align(size_t n) {
  *    shared memory (BN D 2 bytes each: 64 KB at D 128); Q and dO stream through 3-stage TMA rings of BM D (2 at D 256),
  *    each staged once and read by S^T = K Q^T and dP^T = V dO^T through a
  *    transposed view (memdesc_trans). bench/RESULTS.md has the measurements
- *    (BM 32 / 64 / 128). A producer warpgroup for dkdv (the pipeline
- *    runs one across the GQA group loop; TILEC_WARP_SPECIALIZE=1 forces
- *    it) measured 7-17% slower (2026-11-29): the consumers drop to 232
- *    registers and the loop was not waiting on its copies.
+ *    (BM 32 / 64 / 128). With dQ added by TMA reductions and no causal
+ *    masking, a producer warpgroup issues dkdv's copies (across the GQA
+ *    group loop too), on rings of 2 stages, the consumers at 240
+ *    registers: 3-5% faster at head dim 128, 6-9% at 64; with causal
+ *    masking 2-8% slower (bench/attention.py --bwd, H200, 2026-11-29).
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
  *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
  *    masking at D 64, there with a producer warpgroup issuing the K and V
@@ -644,7 +645,11 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
                     (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
     rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
-    p->dkdv.warp_specialize = wgmma && ws == 1;
+    /* a producer warpgroup for dkdv with TMA-reduced dQ, without causal
+     * masking: rings of 2 stages (room for dQ's two TMA buffers) */
+    p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && p->dq_atomic && !causal && !varlen));
+    if (p->dkdv.warp_specialize)
+        p->dkdv.num_stages = 2;
     if (p->dq_atomic) {
         attn_bwd_kernel(&p->dq, "attention_bwd_dq_convert", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
     } else {

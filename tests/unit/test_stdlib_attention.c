@@ -455,6 +455,25 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dq.warp_specialize, hd == 128);
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
+    /* a producer for dK/dV where dQ is TMA-reduced and nothing is masked (2 stages), not with causal masking,
+     * packed sequences, deterministic calls or on mma.sync; TILEC_WARP_SPECIALIZE forces both kernels' either way */
+    for (int c = 0; c < 8; c++) {
+        tc_attention_bwd_plan p;
+        bool causal = c == 1, varlen = c == 2, det = c == 3, sm90 = c == 4;
+        int ws = c == 5 ? 1 : c == 6 ? 0 : -1, hd = c == 7 ? 64 : 128;
+        rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 2, 300, 300, hd, causal, varlen, det, sm90 ? "sm_90" : "sm_90a", -1,
+                              ws, &p);
+        bool want = c == 0 || c == 5 || c == 7;
+        CHECK_EQ_INT(p.dq_atomic, !(varlen || det || sm90));
+        CHECK_EQ_INT(p.dkdv.warp_specialize, want);
+        CHECK_EQ_INT(p.dkdv.num_stages, want ? 2 : 3);
+        if (ws == 0 || ws == 1) { /* forced: dQ's own kernel follows too */
+            rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 2, 300, 300, hd, causal, varlen, true, "sm_90a", -1, ws, &p);
+            CHECK_EQ_INT(p.dkdv.warp_specialize, ws);
+            CHECK_EQ_INT(p.dq.warp_specialize, ws);
+            CHECK_EQ_INT(p.dq.num_stages, ws ? 2 : 3);
+        }
+    }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
     rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 128, true, true, false, "sm_80", -1, -1, &p);
