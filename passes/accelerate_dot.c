@@ -36,7 +36,9 @@
  * Warps (docs/passes.md "Tensor cores", Triton's warpsPerTileV2):
  *   - chained dots: when a dot's result reaches another dot's A operand
  *     through elementwise ops (casts, select), broadcasts, expand_dims,
- *     reductions and conversions — attention's S = Q K^T feeding P V —
+ *     reductions, conversions and `if`s that yield it (of at most 32
+ *     registers a thread: see find_chains) — attention's S = Q K^T feeding
+ *     P V —
  *     both get all warps along M, wpc = [num_warps, 1]. Each warp then owns
  *     whole rows: the row max and sum of the softmax are shuffles within a
  *     warp, and the accumulator of S, rounded to f16, is already the A
@@ -134,6 +136,30 @@ static void find_chains(Accel *a, IrBlock *b) {
                         a->chained[j] = true;
             }
             ir_map_put(&a->taint, op->results[0], (void *)(uintptr_t)((uint64_t)1 << (i % 64)));
+            continue;
+        }
+        if (op->opc == IR_OP_IF) {
+            /* a result is what either branch yields (the backward's P^T,
+             * masked in the blocks that cross the diagonal only), when it
+             * holds at most 32 registers a thread: the dot reads it as a
+             * register fragment with the f32 tile and its masked copy live
+             * around the `if`, which at the dK/dV kernel's head dim 128
+             * (32 registers) ran 1-3% faster than staging it in shared
+             * memory and at 64 (64 registers: ptxas spilled 76 bytes instead
+             * of 44) 9-10% slower (H200, bench/RESULTS.md) */
+            for (int k = 0; k < op->num_results; k++) {
+                const IrType *rt = op->results[k]->type;
+                if (rt->kind != IR_TILE || ir_type_size_bytes(rt) / 4 > 32 * 32 * (int64_t)a->num_warps)
+                    continue;
+                uint64_t t = 0;
+                for (int r = 0; r < op->num_regions; r++) {
+                    const IrOp *y = op->regions[r]->last;
+                    if (y && y->opc == IR_OP_YIELD && k < y->num_operands)
+                        t |= taint_of(a, y->operands[k]);
+                }
+                if (t)
+                    ir_map_put(&a->taint, op->results[k], (void *)(uintptr_t)t);
+            }
             continue;
         }
         if (!carries_rows(op) || op->num_results != 1)
