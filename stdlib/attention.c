@@ -567,13 +567,16 @@ static size_t attn_align(size_t n) {
  *    group loop too), on rings of 2 stages, the consumers at 240
  *    registers: 3-5% faster at head dim 128, 6-9% at 64; with causal
  *    masking 2-8% slower (bench/attention.py --bwd, H200, 2026-11-29).
+ *    At head dim 256 both dkdv and dq get a producer (2 stages), causal
+ *    or not: 2-10% faster than neither.
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
  *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
  *    masking at D 64, there with a producer warpgroup issuing the K and V
  *    copies (TMA, rings of 2 stages: 3 do not fit with Q and dO at D 128)
  *    and the consumers' registers raised to 232 (1-4% faster than without);
  *    else BN 64, 3 stages, no producer (faster at D 64 without masking,
- *    where the producer loses 5-8%); D 256: BM 64, BN 64 (211).
+ *    where the producer loses 5-8%); D 256: BM 64, BN 64 (211), with a
+ *    producer on 2 stages.
  *  - preprocess and dq_convert: rows of D, 8192 / D rows on 4 warps (64
  *    values per thread).
  *
@@ -645,9 +648,11 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
                     (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
     rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
-    /* a producer warpgroup for dkdv with TMA-reduced dQ, without causal
-     * masking: rings of 2 stages (room for dQ's two TMA buffers) */
-    p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && p->dq_atomic && !causal && !varlen));
+    /* a producer warpgroup for dkdv with TMA-reduced dQ without causal
+     * masking, and at head dim 256: rings of 2 stages (room for dQ's two
+     * TMA buffers) */
+    bool wide = d > 128;
+    p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && (wide || (p->dq_atomic && !causal && !varlen))));
     if (p->dkdv.warp_specialize)
         p->dkdv.num_stages = 2;
     if (p->dq_atomic) {
@@ -658,7 +663,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
         } else
             bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 32 : 16, warps = d <= 64 ? 8 : 4, stages = 3;
         /* a producer warpgroup; K and V rings of 2 stages */
-        bool dq_ws = wgmma && (ws == 1 || (ws < 0 && d <= 128 && bn == 128));
+        bool dq_ws = wgmma && (ws == 1 || (ws < 0 && ((d <= 128 && bn == 128) || wide)));
         if (dq_ws)
             stages = 2;
         attn_bwd_kernel(&p->dq, "attention_bwd_dq", dtype, hd, d, bm, bn, warps, stages,

@@ -410,9 +410,10 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dkdv.grid.y, 2 * 2); /* batch * kv_heads: a program sums its KV head's group */
         CHECK_EQ_INT(cx(&p.dq, "BM"), want[i].dq_bm);
         CHECK_EQ_INT(cx(&p.dq, "BN"), want[i].dq_bn);
-        CHECK_EQ_INT(p.dq.warp_specialize, want[i].dq_bn == 128); /* a producer with BN 128, on 2 stages */
-        CHECK_EQ_INT(p.dq.num_stages, want[i].dq_bn == 128 ? 2 : 3);
-        CHECK_EQ_INT(p.dkdv.warp_specialize, 0);
+        /* a producer with BN 128, and at head dim 256, on 2 stages; dK/dV's at 256 (causal here) */
+        CHECK_EQ_INT(p.dq.warp_specialize, want[i].dq_bn == 128 || want[i].d == 256);
+        CHECK_EQ_INT(p.dq.num_stages, want[i].dq_bn == 128 || want[i].d == 256 ? 2 : 3);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, want[i].d == 256);
         CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
@@ -456,23 +457,34 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
     /* a producer for dK/dV where dQ is TMA-reduced and nothing is masked (2 stages), not with causal masking,
-     * packed sequences, deterministic calls or on mma.sync; TILEC_WARP_SPECIALIZE forces both kernels' either way */
-    for (int c = 0; c < 8; c++) {
+     * packed sequences, deterministic calls or on mma.sync; at head dim 256 for dK/dV and dQ both;
+     * TILEC_WARP_SPECIALIZE forces both kernels' either way */
+    for (int c = 0; c < 10; c++) {
         tc_attention_bwd_plan p;
         bool causal = c == 1, varlen = c == 2, det = c == 3, sm90 = c == 4;
-        int ws = c == 5 ? 1 : c == 6 ? 0 : -1, hd = c == 7 ? 64 : 128;
+        int ws = c == 5 || c == 8 ? 1 : c == 6 || c == 9 ? 0 : -1, hd = c == 7 ? 64 : c >= 8 ? 256 : 128;
         rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 2, 300, 300, hd, causal, varlen, det, sm90 ? "sm_90" : "sm_90a", -1,
                               ws, &p);
-        bool want = c == 0 || c == 5 || c == 7;
-        CHECK_EQ_INT(p.dq_atomic, !(varlen || det || sm90));
+        bool want = c == 0 || c == 5 || c == 7 || c == 8;
+        CHECK_EQ_INT(p.dq_atomic, !(varlen || det || sm90 || hd == 256));
         CHECK_EQ_INT(p.dkdv.warp_specialize, want);
-        CHECK_EQ_INT(p.dkdv.num_stages, want ? 2 : 3);
+        CHECK_EQ_INT(p.dkdv.num_stages, want || hd == 256 ? 2 : 3);
+        if (hd == 256)
+            CHECK_EQ_INT(p.dq.warp_specialize, want);
         if (ws == 0 || ws == 1) { /* forced: dQ's own kernel follows too */
             rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 2, 300, 300, hd, causal, varlen, true, "sm_90a", -1, ws, &p);
             CHECK_EQ_INT(p.dkdv.warp_specialize, ws);
             CHECK_EQ_INT(p.dq.warp_specialize, ws);
             CHECK_EQ_INT(p.dq.num_stages, ws ? 2 : 3);
         }
+    }
+    /* head dim 256, causal or not: producers in both kernels */
+    for (int causal = 0; causal < 2; causal++) {
+        tc_attention_bwd_plan p;
+        rt_attention_bwd_plan(TC_DTYPE_BF16, 1, 2, 2, 77, 99, 200, causal, false, false, "sm_90a", -1, -1, &p);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, 1);
+        CHECK_EQ_INT(p.dq.warp_specialize, 1);
+        CHECK_EQ_INT(p.dq.num_stages, 2);
     }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
