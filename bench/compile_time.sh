@@ -49,14 +49,18 @@ for spec in "64 64 64 false true 4 3 no" "64 64 64 false false 4 3 no" "64 64 64
         -D CAUSAL=$4 -D EVEN_N=$5 --num-warps $6 --num-stages $7 $ws --kernel attention_fwd
 done
 # tc_attention_bwd's kernels on sm_90a (rt_attention_bwd_plan): dK and dV over key blocks, adding
-# dQ by TMA reductions up to head dim 128 ("atomic"); dQ over query blocks (with a producer where BN
-# is 128 up to head dim 128: the plan's kernel at 256, and without atomics)
-for spec in "dkdv 64 128 128 false 3 atomic" "dkdv 128 64 128 true 3 atomic" "dkdv 256 64 64 false 2 no" \
-    "dq 64 128 64 false 3 no" "dq 128 128 128 true 2 ws" "dq 256 64 64 false 3 no"; do
+# dQ by TMA reductions up to head dim 128 ("atomic"; with a producer without causal masking:
+# "atomic-ws"); dQ over query blocks (with a producer where BN is 128 up to head dim 128, and at
+# 256: the plan's kernel at 256, and without atomics); dK/dV with a producer at 256
+for spec in "dkdv 64 128 128 false 2 atomic-ws" "dkdv 128 64 128 false 2 atomic-ws" \
+    "dkdv 128 64 128 true 3 atomic" "dkdv 256 64 64 false 2 ws" \
+    "dq 64 128 64 false 3 no" "dq 128 128 128 true 2 ws" "dq 256 64 64 false 2 ws"; do
     set -- $spec
     ws=""; [ "$7" = ws ] && ws=--warp-specialize
-    tag=""; [ "$7" = atomic ] && tag=" +dQ"
+    tag=""; [ "$7" != no ] && [ "$7" != ws ] && tag=" +dQ"
+    case $7 in *ws) tag="$tag WS" ;; esac
     [ "$7" = atomic ] && ws="-D ATOMIC_DQ=true --divisible DQ_ACC=16"
+    [ "$7" = atomic-ws ] && ws="-D ATOMIC_DQ=true --divisible DQ_ACC=16 --warp-specialize"
     facts=$dkdv_facts; [ "$1" = dq ] && facts=$dq_facts
     # shellcheck disable=SC2086
     run "attention_bwd $1 D$2 BM$3 BN$4$tag" "$lib/attention_bwd.tile" $facts -D HEAD_DIM=$2 -D D=$2 \
