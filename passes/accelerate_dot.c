@@ -138,7 +138,7 @@ static void find_chains(Accel *a, IrBlock *b) {
             ir_map_put(&a->taint, op->results[0], (void *)(uintptr_t)((uint64_t)1 << (i % 64)));
             continue;
         }
-        if (op->opc == IR_OP_IF) {
+        if (op->opc == IR_OP_IF && a->opts->target.arch_a) {
             /* a result is what either branch yields (the backward's P^T,
              * masked in the blocks that cross the diagonal only), when it
              * holds at most 32 registers a thread: the dot reads it as a
@@ -146,7 +146,9 @@ static void find_chains(Accel *a, IrBlock *b) {
              * around the `if`, which at the dK/dV kernel's head dim 128
              * (32 registers) ran 1-3% faster than staging it in shared
              * memory and at 64 (64 registers: ptxas spilled 76 bytes instead
-             * of 44) 9-10% slower (H200, bench/RESULTS.md) */
+             * of 44) 9-10% slower (H200, bench/RESULTS.md). On wgmma
+             * targets: on mma.sync it would change the warps' layout of
+             * both dots, which nothing measured */
             for (int k = 0; k < op->num_results; k++) {
                 const IrType *rt = op->results[k]->type;
                 if (rt->kind != IR_TILE || ir_type_size_bytes(rt) / 4 > 32 * 32 * (int64_t)a->num_warps)

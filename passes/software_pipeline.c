@@ -844,7 +844,9 @@ static bool before_split(const IrOp *op) {
  * value defined before the split, or a scalar op after it (pure, or a
  * scalar load) over such values? */
 static bool importable(const IrValue *v, const IrMap *after, int depth) {
-    if (!v->def || !ir_map_get(after, v->def))
+    if (!v->def) /* a parameter or the tile loop's induction variable; not a value a loop carries */
+        return !v->block || !v->block->parent_op || (v->block->parent_op->opc == IR_OP_FOR && v->index == 0);
+    if (!ir_map_get(after, v->def))
         return true;
     const IrOp *op = v->def;
     if (depth > 64 || op->num_results != 1 || !before_split(op) || op->opc == IR_OP_BARRIER ||
@@ -861,8 +863,10 @@ static bool importable(const IrValue *v, const IrMap *after, int depth) {
 static bool copies_importable(const IrValue *v, const IrBlock *body, const IrMap *after, int depth) {
     if (!defined_in(v, body))
         return importable(v, after, 0);
-    if (!v->def || depth > 64)
-        return true; /* the induction variable */
+    if (!v->def) /* the induction variable; not a value the loop carries */
+        return v == body->args[0];
+    if (depth > 64)
+        return true;
     for (int i = 0; i < v->def->num_operands; i++)
         if (!copies_importable(v->def->operands[i], body, after, depth + 1))
             return false;
@@ -1028,7 +1032,7 @@ static void producer_region(Pipe *p, IrOp *loop, IrOp *tile, IrOp *split, const 
             ir_op_set_int(m, pt, "persistent", 1);
         ir_block_append(ws->regions[0], pt);
         IrBlock *tb = pt->regions[0];
-        c->prod_tile_iv = ir_block_add_arg(m, tb, i32, tile->regions[0]->args[0]->name);
+        c->prod_tile_iv = ir_block_add_arg(m, tb, tile->regions[0]->args[0]->type, tile->regions[0]->args[0]->name);
         c->prod[0] = ir_block_add_arg(m, tb, i32, "stage");
         c->prod[1] = ir_block_add_arg(m, tb, i32, "phase");
         ir_builder_at_end(&b, m, tb);

@@ -650,8 +650,10 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     /* a producer warpgroup for dkdv with TMA-reduced dQ without causal
      * masking, and at head dim 256: rings of 2 stages (room for dQ's two
-     * TMA buffers) */
-    bool wide = d > 128;
+     * TMA buffers). Not with packed sequences: their rows' bounds are
+     * loads, no TMA boxes, so no producer (and the plain pipeline keeps
+     * its stages) */
+    bool wide = d > 128 && !varlen;
     p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && (wide || (p->dq_atomic && !causal && !varlen))));
     if (p->dkdv.warp_specialize)
         p->dkdv.num_stages = 2;

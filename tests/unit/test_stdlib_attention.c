@@ -410,9 +410,10 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dkdv.grid.y, 2 * 2); /* batch * kv_heads: a program sums its KV head's group */
         CHECK_EQ_INT(cx(&p.dq, "BM"), want[i].dq_bm);
         CHECK_EQ_INT(cx(&p.dq, "BN"), want[i].dq_bn);
-        /* a producer with BN 128, and at head dim 256, on 2 stages; dK/dV's at 256 (causal here) */
-        CHECK_EQ_INT(p.dq.warp_specialize, want[i].dq_bn == 128 || want[i].d == 256);
-        CHECK_EQ_INT(p.dq.num_stages, want[i].dq_bn == 128 || want[i].d == 256 ? 2 : 3);
+        /* a producer with BN 128 (every head dim up to 128 here: causal), and at head dim 256, on 2 stages;
+         * dK/dV's at 256 */
+        CHECK_EQ_INT(p.dq.warp_specialize, 1);
+        CHECK_EQ_INT(p.dq.num_stages, 2);
         CHECK_EQ_INT(p.dkdv.warp_specialize, want[i].d == 256);
         CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
@@ -478,13 +479,25 @@ TEST(test_attention_bwd_plans) {
             CHECK_EQ_INT(p.dq.num_stages, ws ? 2 : 3);
         }
     }
-    /* head dim 256, causal or not: producers in both kernels */
-    for (int causal = 0; causal < 2; causal++) {
+    /* head dim 256, causal or not: producers in both kernels; not with packed sequences (no TMA: the plain
+     * pipeline keeps its 3 stages in dQ's kernel), nor on mma.sync even when forced */
+    for (int c = 0; c < 5; c++) {
         tc_attention_bwd_plan p;
-        rt_attention_bwd_plan(TC_DTYPE_BF16, 1, 2, 2, 77, 99, 200, causal, false, false, "sm_90a", -1, -1, &p);
-        CHECK_EQ_INT(p.dkdv.warp_specialize, 1);
-        CHECK_EQ_INT(p.dq.warp_specialize, 1);
-        CHECK_EQ_INT(p.dq.num_stages, 2);
+        bool varlen = c == 2, sm90 = c >= 3;
+        int ws = c == 4 ? 1 : -1;
+        rt_attention_bwd_plan(TC_DTYPE_BF16, 1, 2, 2, 77, 99, 200, c == 1, varlen, false, sm90 ? "sm_90" : "sm_90a", -1,
+                              ws, &p);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, !varlen && !sm90);
+        CHECK_EQ_INT(p.dq.warp_specialize, !varlen && !sm90);
+        CHECK_EQ_INT(p.dq.num_stages, !varlen && !sm90 ? 2 : 3);
+    }
+    /* without causal masking dq keeps BN 64 and 3 stages at head dim 64, no producer */
+    {
+        tc_attention_bwd_plan p;
+        rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 64, false, false, true, "sm_90a", -1, -1, &p);
+        CHECK_EQ_INT(p.dq.warp_specialize, 0);
+        CHECK_EQ_INT(p.dq.num_stages, 3);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, 0); /* deterministic: no TMA-reduced dQ */
     }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
