@@ -406,6 +406,11 @@ int main(int argc, char **argv) {
         {BF16, 1, 2, 1, 200, 300, 256, 1, NULL, 0, false, 0, 0},
         {F16, 1, 2, 2, 150, 150, 256, 0, "hhhhhhhh", 0, false, 0, 0},
         {F16, 1, 2, 1, 1, 512, 40, 0, NULL, 0, false, -0.3, 0},
+        /* head dim 256 with producers in dK/dV (over a GQA group) and dQ; without them (packed
+         * sequences, rows off 16 bytes) */
+        {F16, 1, 6, 2, 257, 300, 256, 1, "hhhhhhhh", 0, false, 0, 0},
+        {BF16, 2, 4, 1, 333, 257, 256, 0, "shspuhph", 0, false, 0, 0},
+        {F16, 3, 4, 2, 0, 0, 256, 0, NULL, 1, false, 0, 0},
         /* each tensor its own layout and strides (padded rows on and off 16 bytes) */
         {F16, 2, 4, 2, 200, 300, 64, 1, "shspuhph", 0, false, 0, 0},
         {BF16, 1, 4, 4, 177, 177, 128, 0, "hsuphsup", 0, false, 0, 0},
