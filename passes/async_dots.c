@@ -250,11 +250,10 @@ static int64_t fresh_registers(const IrOp *dot, int num_warps) {
  * ring, filled by the producer) up its block past ops that compute in
  * registers, views, loads and dots, to the op that defines an operand or
  * the wait before it (the waits keep their order): waiting earlier is
- * always correct, and the dots
- * after it may then be issued together (the backward's S^T and dP^T, whose
- * stages the pipeline waits for right before each; the producer fills
- * them together). Never above an arrival (the producer may need it to fill
- * the stage), a barrier or a store. */
+ * always correct, and the dots after it may then be issued together (the
+ * backward's S^T and dP^T, whose stages the pipeline waits for right
+ * before each; the producer fills them together). Never above an arrival
+ * (the producer may need it to fill the stage), a barrier or a store. */
 static void hoist_wait(IrOp *w) {
     IrOp *at = w->prev;
     while (at && !defines_operand(at, w) &&
