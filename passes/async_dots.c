@@ -271,7 +271,10 @@ static void hoist_wait(IrOp *w) {
 }
 
 /* An arrival (a ring's stage given back to the producer) that dots in
- * flight may still read, put off until they complete. */
+ * flight may still read, put off until they complete (in kernels with a
+ * producer, whose rings the pipeline gives back once per stage an
+ * iteration: a stage filled in iteration i needs the arrivals of
+ * iteration i - stages, made by then). */
 typedef struct {
     IrOp *op;
     IrOp *last; /* the last dot in flight when it came */
@@ -302,7 +305,7 @@ static void schedule_block(IrModule *m, IrBlock *b, int num_warps, bool producer
     int num_deferred = 0;
     for (IrOp *op = b->first, *next; op; op = next) {
         next = op->next;
-        if (op->opc == IR_OP_MBARRIER_ARRIVE && n > 0 && num_deferred < 16) {
+        if (producer && op->opc == IR_OP_MBARRIER_ARRIVE && n > 0 && num_deferred < 16) {
             /* the consumers give the stage back once the dots that may read
              * it have completed: after the wait that completes them */
             deferred[num_deferred++] = (Deferred){op, fl[n - 1]};
