@@ -1136,17 +1136,6 @@ typedef struct InitTma {
     IrValue *full, *empty;
 } InitTma;
 
-typedef struct ScratchMax {
-    int num_warps;
-    int64_t bytes;
-} ScratchMax;
-
-static void scratch_max(IrOp *op, void *ctx) {
-    ScratchMax *s = ctx;
-    int64_t n = tg_scratch_bytes(op, s->num_warps);
-    s->bytes = n > s->bytes ? n : s->bytes;
-}
-
 /* Does the buffer of `alloc` (type bt), live from the split on (through
  * the whole tile loop in one), fit beside the rings of the loop's
  * candidates (`stages` each), the other buffers of its block and the
@@ -1157,7 +1146,7 @@ static bool init_fits(Pipe *p, IrOp *loop, IrOp *split, IrOp *tile, const IrOp *
     int64_t bytes = ir_type_size_bytes(alloc->results[0]->type) + 2048; /* barriers, alignment */
     for (int i = 0; i < p->num_cands; i++)
         bytes += stages * ir_type_size_bytes(p->cands[i].alloc->results[0]->type);
-    ScratchMax sm = {p->num_warps, 0};
+    int64_t scratch = 0;
     IrBlock *blk = loop->parent;
     bool live = tile != NULL;
     for (IrOp *op = blk->first; op; op = op->next) {
@@ -1169,14 +1158,13 @@ static bool init_fits(Pipe *p, IrOp *loop, IrOp *split, IrOp *tile, const IrOp *
             cand |= op == p->cands[i].alloc;
         if (op->opc == IR_OP_LOCAL_ALLOC && !cand)
             bytes += ir_type_size_bytes(op->results[0]->type);
-        scratch_max(op, &sm);
-        for (int r = 0; r < op->num_regions; r++)
-            ir_walk_block(op->regions[r], scratch_max, &sm);
+        int64_t s = tg_largest_scratch(op, p->num_warps);
+        scratch = s > scratch ? s : scratch;
         if (op == loop && !tile)
             break;
     }
     int64_t programs = p->min_programs > 1 ? p->min_programs : 1;
-    return bytes + sm.bytes <= p->smem_limit / programs;
+    return bytes + scratch <= p->smem_limit / programs;
 }
 
 /* Is every top-level use of buf in blk an op that reads it (not a view

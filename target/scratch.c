@@ -454,6 +454,14 @@ int64_t tg_scratch_bytes(const IrOp *op, int num_warps) {
     }
 }
 
+int64_t tg_largest_scratch(const IrOp *op, int num_warps) {
+    int64_t m = tg_scratch_bytes(op, num_warps);
+    for (int r = 0; r < op->num_regions; r++)
+        for (const IrOp *o = op->regions[r]->first; o; o = o->next)
+            m = max64(m, tg_largest_scratch(o, num_warps));
+    return m;
+}
+
 typedef struct {
     int num_warps;
     int64_t max;

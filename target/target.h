@@ -69,6 +69,8 @@ void tg_target_set_options(TgTarget *t, int num_warps, int num_stages, bool llvm
  * max(128, row bytes) and pad = max(4, T) (tg_scratch_padding).
  */
 int64_t tg_scratch_bytes(const IrOp *op, int num_warps);
+/* The largest scratch of op and of the ops nested in its regions. */
+int64_t tg_largest_scratch(const IrOp *op, int num_warps);
 /* In a reduce's scratch across warps, where an argmax / argmin keeps its
  * i32 indices: after the `partials` values of `value_bytes` each, rounded
  * up to 16 bytes. */
