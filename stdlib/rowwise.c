@@ -35,8 +35,8 @@
  *     (tc_jit itself only knows "divisible by 16", which an f16 row of 1000
  *     columns is not). tc_jit compiles once per specialization and process
  *     and caches on disk; one program per row is launched on the stream
- *     (8 for the softmax loops' f16 and bf16 rows wider than LONG_ROW on
- *     sm_90 and later: row_cluster()).
+ *     (8 for the softmax and RMSNorm loops' f16 and bf16 rows wider than LONG_ROW
+ *     or RMS_LONG_ROW on sm_90 and later: row_cluster()).
  *
  * The sources come from rt_stdlib_sources (built from the .tile files of
  * lib/ at build time), so a program linked with libtilec needs no library
@@ -70,6 +70,11 @@ enum {
                                  0.378 / 0.342, f16 512x262144 0.212 / 0.201; RMSNorm fwd 0.192 / 0.176 (32 warps),
                                  0.372 / 0.341, 0.203 / 0.200; softmax bwd 0.31 or more / 0.300 (16 warps) at
                                  131072, 0.58 or more / 0.569 at 128256 (bench/RESULTS.md) */
+    RMS_LONG_ROW = 98304,     /* RMSNorm's rows wider than this split over clusters too (row_cluster()): on the H200
+                                 (bench/rowsplit.sh, ms, one program a row / 8) the forward at bf16 2048x128256
+                                 0.3379 / 0.3032, f16 1024x131072 0.1746 / 0.1564, 512x262144 0.1960 / 0.1673, the
+                                 backward 0.8588 / 0.7228, 0.4420 / 0.3773, 0.4415 / 0.3928; at bf16 4096x65544 one
+                                 program a row is faster (0.2981 / 0.3407, 0.7752 / 0.8076) */
     ROW_CLUSTER = 8,          /* the softmax loops' programs of one row wider than LONG_ROW on sm_90 and later
                                  (row_cluster()): on the H200 (tilec tune, ms) the forward at 1024x131072 0.1669
                                  against 0.1805 for one program a row, 512x262144 0.1868 / 0.2017, bf16 2048x128256
@@ -370,24 +375,41 @@ static bool realign(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan,
     return stride % vector != 0;
 }
 
-/* The programs that share a row of the softmax loops (their CLUSTER):
- * ROW_CLUSTER for f16 and bf16 rows wider than LONG_ROW on a GPU with
- * thread-block clusters (sm_90 and later), where a row does not stay in L2
- * between the loop's two passes but each program's part does; 1 otherwise:
- * for f32 (the forward's parts combine through their log-sum-exps, whose
- * rounding at large logits, 1e-4 relative at 1000, an f32 output would
- * show; the backward's f32 rows are unmeasured), realigned rows (unmeasured
- * there) and grids that would pass the launch's limit on grid.x. RMSNorm and
- * cross-entropy take CLUSTER too but stay one program a row: split, they
- * measured slower on the H200 (bench/rowsplit.sh: RMSNorm forward 1.13-1.27x
- * the time, its backward within 3% either way, cross-entropy 1.35-1.62x;
- * bench/RESULTS.md). */
+/* The programs that share a row of the softmax and RMSNorm loops (their
+ * CLUSTER): ROW_CLUSTER for f16 and bf16 rows wider than LONG_ROW (RMSNorm:
+ * RMS_LONG_ROW) on a GPU with thread-block clusters (sm_90 and later),
+ * where a row does not stay in L2 between the loop's two passes but each
+ * program's part does; 1 otherwise: for f32 (the softmax forward's parts
+ * combine through their log-sum-exps, whose rounding at large logits, 1e-4
+ * relative at 1000, an f32 output would show; the other f32 rows are
+ * unmeasured), realigned rows (unmeasured there) and grids that would pass
+ * the launch's limit on grid.x. Cross-entropy takes CLUSTER too but stays
+ * one program a row: split, it measured 1.1-2.3x the time on the H200
+ * (bench/rowsplit.sh; bench/RESULTS.md). */
 static int row_cluster(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *plan, int64_t rows, int64_t cols,
                        bool realigned, const char *arch) {
-    if ((op != TC_STDLIB_SOFTMAX_FWD && op != TC_STDLIB_SOFTMAX_BWD) || dtype == TC_DTYPE_F32 || plan->single_tile ||
-        realigned || cols <= LONG_ROW || !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
+    bool softmax = op == TC_STDLIB_SOFTMAX_FWD || op == TC_STDLIB_SOFTMAX_BWD;
+    bool rms = op == TC_STDLIB_RMSNORM_FWD || op == TC_STDLIB_RMSNORM_BWD;
+    if (!(softmax || (rms && cols > RMS_LONG_ROW)) || dtype == TC_DTYPE_F32 || plan->single_tile || realigned ||
+        cols <= LONG_ROW || !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
         return 1;
     return ROW_CLUSTER;
+}
+
+/* The tile and warps of each program's part of a row split over a cluster
+ * (bench/rowsplit.sh on the H200, bench/RESULTS.md): for the softmax
+ * loops 4096 on 4 warps for parts of up to 16384 columns, else 8192 on 8;
+ * RMSNorm's forward loop 2048 on 8, else 4096 on 16; its backward 4096 on
+ * 4, else 8192 on 8; a tile half as wide (not under 2048) where the part's
+ * last tile would be half empty. */
+static void cluster_tile(tc_stdlib_op op, int64_t part, int64_t *block, int *warps) {
+    int64_t b = op == TC_STDLIB_RMSNORM_FWD ? 2048 : 4096;
+    if (part > 16384)
+        b *= 2;
+    while (b > 2048 && !mostly_full(part, b))
+        b /= 2;
+    *block = b;
+    *warps = op == TC_STDLIB_RMSNORM_FWD ? (int)(b / 256) : b >= 8192 ? 8 : 4;
 }
 
 /* A row loop's tile and warps from the tuning table, when it has them for
@@ -464,13 +486,11 @@ static tc_status prepare(tc_stdlib_op op, tc_context *ctx, CUstream stream, tc_d
     }
     int cluster =
         row_cluster(op, dtype, &l->plan, rows, cols, realigned, rt_stdlib_target(ctx, rt_stdlib_launch_hook != NULL));
-    if (cluster > 1) { /* each program's part: 4096 on 4 warps up to 16384 columns, else 8192 on 8; a tile half as
-                          wide, or 2048 on 4 warps, where the part's last tile would be half empty */
-        int64_t part = (cols + cluster * 8 - 1) / (cluster * 8) * 8;
-        int64_t block = part <= 16384 ? 4096 : 8192;
-        while (block > 2048 && !mostly_full(part, block))
-            block /= 2;
-        set_tile(l, block, block == 8192 ? 8 : 4);
+    if (cluster > 1) {
+        int64_t part = (cols + cluster * 8 - 1) / (cluster * 8) * 8, block;
+        int warps;
+        cluster_tile(op, part, &block, &warps);
+        set_tile(l, block, warps);
         l->cx[l->num_cx++] = (tc_constexpr){"CLUSTER", TC_CONSTEXPR_INT, cluster, 0};
         l->grid.x = (unsigned)(rows * cluster);
     }

@@ -266,6 +266,9 @@ static void tune_usage(FILE *out) {
           "                      parameter needs one\n"
           "  --grid X[,Y[,Z]]    the launch's programs: integer expressions of the scalar --args and\n"
           "                      the constexprs (+ - * / %, cdiv(a, b), min, max, parentheses)\n"
+          "  --divisible NAME=N  parameter NAME is a multiple of N (a power of two), a fact every\n"
+          "                      configuration is compiled with, as the library passes them: an\n"
+          "                      integer's --arg must be one; buffers are 256-byte aligned\n"
           "  --top-k N           time only the cost model's N best (every one while the model has\n"
           "                      too little data); default: time every configuration\n"
           "  --reps N            timed launches per configuration (the median counts); default 10\n"
@@ -311,6 +314,9 @@ int tune_main(int argc, char **argv) {
     size_t num_given = 0;
     Grid grid = {0};
     tc_autotune_request ar = {0};
+    tc_param_spec facts[MAX_DEFINES];
+    char fact_names[MAX_DEFINES][128];
+    size_t num_facts = 0;
     bool verbose = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -330,6 +336,21 @@ int tune_main(int argc, char **argv) {
                 return 2;
             }
             num_cx++;
+        } else if (strcmp(a, "--divisible") == 0 && v) {
+            const char *eq = strchr(v, '=');
+            char *end = NULL;
+            long long n = eq ? strtoll(eq + 1, &end, 10) : 0;
+            if (!eq || eq == v || *end || n < 1 || n > 256 || (n & (n - 1)) || num_facts == MAX_DEFINES ||
+                (size_t)(eq - v) >= sizeof fact_names[0]) {
+                fprintf(stderr, "tilec tune: bad --divisible '%s': expected NAME=N with N a power of two up to 256\n",
+                        v);
+                return 2;
+            }
+            memcpy(fact_names[num_facts], v, (size_t)(eq - v));
+            fact_names[num_facts][eq - v] = 0;
+            facts[num_facts] = (tc_param_spec){fact_names[num_facts], n};
+            num_facts++;
+            i++;
         } else if (strcmp(a, "--arg") == 0 && v) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v || num_given == MAX_ARGS) {
@@ -501,6 +522,25 @@ int tune_main(int argc, char **argv) {
         g->ptr = ordered[q].ptr;
         g->bytes = ordered[q].bytes;
     }
+    /* the facts: each a parameter's, true of its --arg */
+    for (size_t f = 0; f < num_facts; f++) {
+        size_t p = 0;
+        while (p < np && strcmp(ordered[p].name, facts[f].name) != 0)
+            p++;
+        if (p == np) {
+            fprintf(stderr, "tilec tune: --divisible %s: the kernel has no such parameter\n", facts[f].name);
+            goto done;
+        }
+        if (!ordered[p].is_buffer && ordered[p].ival % facts[f].divisibility != 0) {
+            fprintf(stderr, "tilec tune: --divisible %s=%lld: --arg %s=%s is not a multiple of it\n", facts[f].name,
+                    (long long)facts[f].divisibility, ordered[p].name, ordered[p].value);
+            goto done;
+        }
+    }
+    tc_options jit_opt;
+    tc_options_init(&jit_opt);
+    jit_opt.params = num_facts ? facts : NULL;
+    jit_opt.num_params = num_facts;
     grid.args = ordered;
     grid.num_args = np;
     tc_jit_request req;
@@ -512,6 +552,7 @@ int tune_main(int argc, char **argv) {
     req.constexprs = cx;
     req.num_constexprs = num_cx;
     req.arch = arch;
+    req.options = &jit_opt;
     req.args = argv_ptrs;
     req.num_args = np;
     req.diags = diags;

@@ -222,11 +222,14 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
  * columns on 4096-wide tiles of 4 warps, wider parts on 8192 of 8, 2048 on
  * 4 where the part's last tile would be half empty; not f32 (the forward's
  * log-sum-exps' rounding; one program a row on a 16384 tile of 16 warps,
- * its last one mostly full), realigned rows (an odd stride), narrower rows,
- * nor RMSNorm (32 warps on 16384). */
+ * its last one mostly full), realigned rows (an odd stride), narrower rows.
+ * RMSNorm's loops split rows wider than 98304: the forward's parts on 2048
+ * of 8 warps up to 16384 columns, 4096 of 16 above, the backward's on 4096
+ * of 4 and 8192 of 8; up to 98304 one program a row (the forward's 32 warps
+ * on 16384), and for f32. */
 TEST(test_row_clusters) {
-    const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000;
-    enum { FWD, BWD, RMS };
+    const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000, d = 0x400000;
+    enum { FWD, BWD, RMS, RMSB };
     rt_stdlib_launch_hook = split_hook;
     static const struct {
         int kernel;
@@ -241,7 +244,11 @@ TEST(test_row_clusters) {
         {FWD, TC_DTYPE_F16, 131072, 131073, 5, 4096, 1, 8},   {FWD, TC_DTYPE_F16, 65536, 65536, 5, 8192, 1, 8},
         {FWD, TC_DTYPE_F16, 65537, 65544, 40, 2048, 8, 4},    {FWD, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 16},
         {BWD, TC_DTYPE_F16, 131072, 131072, 40, 4096, 8, 4},  {BWD, TC_DTYPE_BF16, 100003, 100008, 40, 2048, 8, 4},
-        {BWD, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 16}, {RMS, TC_DTYPE_F16, 131072, 131072, 5, 16384, 1, 32},
+        {BWD, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 16}, {RMS, TC_DTYPE_F16, 131072, 131072, 40, 2048, 8, 8},
+        {RMS, TC_DTYPE_BF16, 128256, 128256, 40, 2048, 8, 8}, {RMS, TC_DTYPE_F16, 262144, 262144, 40, 4096, 8, 16},
+        {RMS, TC_DTYPE_F16, 98304, 98304, 5, 16384, 1, 32},   {RMS, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 32},
+        {RMSB, TC_DTYPE_F16, 131072, 131072, 40, 4096, 8, 4}, {RMSB, TC_DTYPE_BF16, 262144, 262144, 40, 8192, 8, 8},
+        {RMSB, TC_DTYPE_F16, 98304, 98304, 5, 8192, 1, 8},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         memset(&seen_split, 0, sizeof seen_split);
@@ -249,7 +256,8 @@ TEST(test_row_clusters) {
         tc_dtype t = want[i].dtype;
         tc_status got = want[i].kernel == FWD   ? tc_softmax_fwd(FAKE_CTX, NULL, t, a, b, 5, n, st, st)
                         : want[i].kernel == BWD ? tc_softmax_bwd(FAKE_CTX, NULL, t, a, b, c, 5, n, st, st, st)
-                                                : tc_rmsnorm_fwd(FAKE_CTX, NULL, t, a, c, b, c, 5, n, st, st, 1e-6f);
+                        : want[i].kernel == RMS ? tc_rmsnorm_fwd(FAKE_CTX, NULL, t, a, c, b, c, 5, n, st, st, 1e-6f)
+                                                : tc_rmsnorm_bwd(FAKE_CTX, NULL, t, a, d, b, c, c, d, 5, n, st, st, st);
         CHECK_EQ_INT(got, TC_ERROR_UNSUPPORTED);
         CHECK_EQ_INT(seen_split.grid_x, want[i].grid_x);
         CHECK_EQ_INT(seen_split.block, want[i].block);
