@@ -33,7 +33,14 @@
  * consecutive registers hold consecutive elements of the fastest dimension
  * inside one swizzle unit (the swizzle moves whole units, so such a group
  * stays contiguous): st.shared.v4.b32 for 8 f16 of a row. Copies (lanes or
- * warps holding the same elements) store identical values, harmlessly.
+ * warps holding the same elements) store identical values, harmlessly. On
+ * sm_90 a 16-bit tile in a layout ldmatrix could load (below: the #mma
+ * accumulator rounded to f16 or bf16, where each thread holds pairs of
+ * elements and st.shared moves 4 bytes at a time) is stored with its
+ * mirror, stmatrix.sync.aligned.m8n8.{x4,x2,x1}[.trans].shared.b16: up to
+ * four 8x8 matrices an instruction, each lane giving one row address
+ * (store_stmatrix), that row address computed where the store stands and
+ * XORed per instruction, so that no address register lives across a loop.
  *
  * local_load into a layout whose lanes hold what ldmatrix delivers (the
  * #dot_op fragments of mma.sync, the #mma accumulator) is
@@ -265,18 +272,7 @@ static int vector_group(const Swizzle *s, const LinearLayout *ll, const IrType *
     return g;
 }
 
-static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType *buf, LLVMValueRef base) {
-    Swizzle s;
-    const LinearLayout *ll = cg_ll(cg, tile->type, op);
-    if (!ll || !swizzle_of(cg, op, buf, &s))
-        return false;
-    CgVal *v = cg_get(cg, tile);
-    ThreadOffset t = thread_offset(cg, &s, ll);
-    int g = vector_group(&s, ll, buf->elem);
-    for (int r = 0; r < v->n; r += g)
-        cg_smem_store_vec(cg, v->v + r, g, buf->elem, reg_address(cg, &s, t, ll, r, base));
-    return true;
-}
+static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType *buf, LLVMValueRef base);
 
 /* ---- barriers around local_alloc with a value ---- */
 
@@ -747,6 +743,79 @@ void cg_deferred_need(Cg *cg, CgDeferred *d, int reg) {
 
 CgVal *cg_deferred_val(CgDeferred *d) {
     return d->val;
+}
+
+/* A b32 word of two 16-bit registers, lo in the low half: one cvt where
+ * both are rounded from f32. */
+static LLVMValueRef pack_pair(Cg *cg, LLVMValueRef lo, LLVMValueRef hi, const IrType *elem) {
+    LLVMValueRef w = cg_convert_pair(cg, lo, hi);
+    if (w)
+        return w;
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_type(cg, elem), 2));
+    v = LLVMBuildInsertElement(cg->b, v, lo, cg_i32(cg, 0), "");
+    v = LLVMBuildInsertElement(cg->b, v, hi, cg_i32(cg, 1), "");
+    return LLVMBuildBitCast(cg->b, v, cg->t_i32, "");
+}
+
+/* stmatrix.sync.aligned.m8n8.{x4,x2,x1}[.trans].shared.b16 (sm_90): the
+ * mirror of ldmatrix, for the layouts ldmatrix_plan accepts with 16-bit
+ * elements (the #mma accumulator of mma.sync and wgmma rounded to f16 or
+ * bf16, stored into a buffer whose swizzle unit is at least 16 bytes):
+ * each instruction writes up to four 8x8 matrices from one b32 register
+ * per matrix, lane l giving the address of row l % 8 of matrix l / 8, so a
+ * thread issues a quarter as many stores as 4-byte st.shared (LLVM 19 has
+ * no intrinsic: inline asm). */
+static bool store_stmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, const IrType *elem, const CgVal *v,
+                           const IrValue *buf, LLVMValueRef base) {
+    CgDeferred d = {.s = *s, .ll = ll, .elem = elem, .base = base};
+    if (cg->target->sm < 90 || s->eb != 2 || !ldmatrix_plan(s, ll, elem, &d.p) || !d.p.word_bits)
+        return false;
+    LinearLayout rows;
+    ldmatrix_rows(s, ll, &d.p, &rows);
+    d.t = thread_offset(cg, s, &rows);
+    d.align = buffer_align(buf);
+    d.row = row_address(cg, s, d.t, base); /* the XOR form: no register held across loops for an address */
+    int num = 1 << d.p.sel_bits;
+    for (int r0 = 0; r0 < v->n; r0++) {
+        if (r0 & d.p.fixed)
+            continue;
+        int64_t imm;
+        LLVMValueRef args[5];
+        args[0] = cg_smem_ptr(cg, ldmatrix_address(cg, &d, r0, &imm));
+        for (int j = 0; j < num; j++) {
+            int r = ldmatrix_reg(&d.p, r0, j);
+            args[1 + j] = pack_pair(cg, v->v[r], v->v[r | 1], elem);
+        }
+        char text[160], off[32] = "", cons[64] = "r";
+        if (imm) /* the address operand [$0+imm] */
+            snprintf(off, sizeof off, "+%lld", (long long)imm);
+        int n = snprintf(text, sizeof text, "stmatrix.sync.aligned.m8n8.x%d%s.shared.b16 [$0%s], {", num,
+                         d.p.trans ? ".trans" : "", off);
+        for (int j = 0; j < num; j++) {
+            n += snprintf(text + n, sizeof text - (size_t)n, "%s$%d", j ? ", " : "", 1 + j);
+            strcat(cons, ",r");
+        }
+        snprintf(text + n, sizeof text - (size_t)n, "};");
+        strcat(cons, ",~{memory}");
+        cg_asm(cg, cg->t_void, text, cons, args, 1 + num, true);
+    }
+    return true;
+}
+
+static bool store_tile(Cg *cg, const IrOp *op, const IrValue *tile, const IrType *buf, LLVMValueRef base) {
+    Swizzle s;
+    const LinearLayout *ll = cg_ll(cg, tile->type, op);
+    if (!ll || !swizzle_of(cg, op, buf, &s))
+        return false;
+    CgVal *v = cg_get(cg, tile);
+    const IrValue *bufv = op->opc == IR_OP_LOCAL_STORE ? op->operands[1] : op->results[0];
+    if (store_stmatrix(cg, &s, ll, buf->elem, v, bufv, base))
+        return true;
+    ThreadOffset t = thread_offset(cg, &s, ll);
+    int g = vector_group(&s, ll, buf->elem);
+    for (int r = 0; r < v->n; r += g)
+        cg_smem_store_vec(cg, v->v + r, g, buf->elem, reg_address(cg, &s, t, ll, r, base));
+    return true;
 }
 
 /* The byte range of the local_alloc a buffer value comes from (through
