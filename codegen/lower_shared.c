@@ -40,7 +40,9 @@
  * mirror, stmatrix.sync.aligned.m8n8.{x4,x2,x1}[.trans].shared.b16: up to
  * four 8x8 matrices an instruction, each lane giving one row address
  * (store_stmatrix), that row address computed where the store stands and
- * XORed per instruction, so that no address register lives across a loop.
+ * XORed per instruction (where the XOR stays below the buffer's alignment,
+ * else the hoisted addresses of loads), so that no address register lives
+ * across a loop.
  *
  * local_load into a layout whose lanes hold what ldmatrix delivers (the
  * #dot_op fragments of mma.sync, the #mma accumulator) is
@@ -774,7 +776,8 @@ static bool store_stmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, con
     ldmatrix_rows(s, ll, &d.p, &rows);
     d.t = thread_offset(cg, s, &rows);
     d.align = buffer_align(buf);
-    d.row = row_address(cg, s, d.t, base); /* the XOR form: no register held across loops for an address */
+    d.row = row_address(cg, s, d.t, base); /* the XOR form where it holds (ldmatrix_address): no address
+                                               register held across loops */
     int num = 1 << d.p.sel_bits;
     for (int r0 = 0; r0 < v->n; r0++) {
         if (r0 & d.p.fixed)
@@ -797,7 +800,10 @@ static bool store_stmatrix(Cg *cg, const Swizzle *s, const LinearLayout *ll, con
         }
         snprintf(text + n, sizeof text - (size_t)n, "};");
         strcat(cons, ",~{memory}");
-        cg_asm(cg, cg->t_void, text, cons, args, 1 + num, true);
+        LLVMValueRef call = cg_asm(cg, cg->t_void, text, cons, args, 1 + num, true);
+        /* .sync.aligned: every thread of the warp runs the same one (no copy into a thread-dependent path) */
+        unsigned kind = LLVMGetEnumAttributeKindForName("convergent", 10);
+        LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(cg->ctx, kind, 0));
     }
     return true;
 }

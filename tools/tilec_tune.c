@@ -531,6 +531,14 @@ int tune_main(int argc, char **argv) {
             fprintf(stderr, "tilec tune: --divisible %s: the kernel has no such parameter\n", facts[f].name);
             goto done;
         }
+        tc_param_desc d;
+        tc_binary_kernel_param(sig, 0, p, &d);
+        if (!d.is_pointer && (d.dtype == TC_DTYPE_F16 || d.dtype == TC_DTYPE_BF16 || d.dtype == TC_DTYPE_F32 ||
+                              d.dtype == TC_DTYPE_F64 || d.dtype == TC_DTYPE_F8E4M3 || d.dtype == TC_DTYPE_F8E5M2)) {
+            fprintf(stderr, "tilec tune: --divisible %s: a fact is about an integer or a pointer, not a float\n",
+                    facts[f].name);
+            goto done;
+        }
         if (!ordered[p].is_buffer && ordered[p].ival % facts[f].divisibility != 0) {
             fprintf(stderr, "tilec tune: --divisible %s=%lld: --arg %s=%s is not a multiple of it\n", facts[f].name,
                     (long long)facts[f].divisibility, ordered[p].name, ordered[p].value);
