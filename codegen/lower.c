@@ -751,38 +751,20 @@ static bool check_tile_regs(Cg *cg, IrOp *op) {
 
 /* The ops only Hopper has: an error at the op that names it and the
  * target, rather than PTX that ptxas refuses (IR written by hand for
- * tilec-opt; the passes create these only for targets that have them).
- * wgmma and setmaxnreg (warp_specialize) need sm_90a; mbarriers, TMA
- * copies, the async-proxy fence and a local_alloc that fills an
- * #nvmma_shared buffer (fenced for that proxy) sm_90. */
+ * tilec-opt; the passes create these only for targets that have them):
+ * the ops ops.def marks OPF_SM90A (wgmma, setmaxnreg) and OPF_SM90
+ * (mbarriers, TMA, the async-proxy fence), and a local_alloc that fills an
+ * #nvmma_shared buffer (fenced for that proxy: sm_90). */
 static bool check_target(Cg *cg, const IrOp *op) {
-    bool arch_a = false, hopper = false;
-    switch (op->opc) {
-    case IR_OP_WARP_GROUP_DOT:
-    case IR_OP_WARP_GROUP_DOT_WAIT:
-    case IR_OP_WARP_SPECIALIZE: arch_a = true; break;
-    case IR_OP_MBARRIER_INIT:
-    case IR_OP_MBARRIER_INVAL:
-    case IR_OP_MBARRIER_EXPECT:
-    case IR_OP_MBARRIER_WAIT:
-    case IR_OP_MBARRIER_ARRIVE:
-    case IR_OP_ASYNC_TMA_COPY:
-    case IR_OP_ASYNC_TMA_STORE:
-    case IR_OP_ASYNC_TMA_STORE_WAIT:
-    case IR_OP_FENCE_ASYNC_SHARED: hopper = true; break;
-    case IR_OP_LOCAL_ALLOC: { /* with a value: fenced for the async proxy */
-        const Layout *l = op->results[0]->type->layout;
-        hopper = op->num_operands == 1 && l && l->kind == LAYOUT_NVMMA_SHARED;
-        break;
-    }
-    default: break;
-    }
-    if (arch_a && !cg->target->arch_a)
+    unsigned flags = ir_op_info[op->opc].flags;
+    const Layout *l = op->opc == IR_OP_LOCAL_ALLOC ? op->results[0]->type->layout : NULL;
+    bool filled_nvmma = op->num_operands == 1 && l && l->kind == LAYOUT_NVMMA_SHARED; /* fenced for the async proxy */
+    if ((flags & OPF_SM90A) && !cg->target->arch_a)
         return cg_error(cg, op, "'%s' needs sm_90a (wgmma, setmaxnreg), not %s", ir_op_info[op->opc].name,
                         tg_target_cpu(cg->target));
-    if (hopper && cg->target->sm < 90)
+    if (((flags & OPF_SM90) || filled_nvmma) && cg->target->sm < 90)
         return cg_error(cg, op, "'%s'%s needs sm_90 or later, not %s", ir_op_info[op->opc].name,
-                        op->opc == IR_OP_LOCAL_ALLOC ? " of an #nvmma_shared buffer" : "", tg_target_cpu(cg->target));
+                        filled_nvmma ? " of an #nvmma_shared buffer" : "", tg_target_cpu(cg->target));
     return true;
 }
 

@@ -323,6 +323,8 @@ enum {
     OPF_TERMINATOR = 1 << 6,  /* ends a block */
     OPF_REGION = 1 << 7,      /* owns regions */
     OPF_LOOP = 1 << 8,        /* its region is a loop body */
+    OPF_SM90 = 1 << 9,        /* codegen: only sm_90 and later have it (mbarriers, TMA, the async proxy) */
+    OPF_SM90A = 1 << 10,      /* codegen: only sm_90a has it (wgmma, setmaxnreg) */
 };
 
 struct IrOpInfo {
