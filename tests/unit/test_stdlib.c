@@ -226,7 +226,9 @@ static tc_status split_hook(const RtStdlibLaunch *l) {
  * RMSNorm's loops split rows wider than 98304: the forward's parts on 2048
  * of 8 warps up to 16384 columns, 4096 of 16 above, the backward's on 4096
  * of 4 and 8192 of 8; up to 98304 one program a row (the forward's 32 warps
- * on 16384), and for f32. */
+ * on 16384), and for f32, and for the forward's realigned rows (an odd
+ * stride: 4096 on 16); the backward, which never realigns, splits rows of
+ * any stride. */
 TEST(test_row_clusters) {
     const CUdeviceptr a = 0x100000, b = 0x200000, c = 0x300000, d = 0x400000;
     enum { FWD, BWD, RMS, RMSB };
@@ -248,7 +250,8 @@ TEST(test_row_clusters) {
         {RMS, TC_DTYPE_BF16, 128256, 128256, 40, 2048, 8, 8}, {RMS, TC_DTYPE_F16, 262144, 262144, 40, 4096, 8, 16},
         {RMS, TC_DTYPE_F16, 98304, 98304, 5, 16384, 1, 32},   {RMS, TC_DTYPE_F32, 131072, 131072, 5, 16384, 1, 32},
         {RMSB, TC_DTYPE_F16, 131072, 131072, 40, 4096, 8, 4}, {RMSB, TC_DTYPE_BF16, 262144, 262144, 40, 8192, 8, 8},
-        {RMSB, TC_DTYPE_F16, 98304, 98304, 5, 8192, 1, 8},
+        {RMSB, TC_DTYPE_F16, 98304, 98304, 5, 8192, 1, 8},    {RMS, TC_DTYPE_F16, 131072, 131073, 5, 4096, 1, 16},
+        {RMSB, TC_DTYPE_F16, 131072, 131073, 40, 4096, 8, 4},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         memset(&seen_split, 0, sizeof seen_split);
