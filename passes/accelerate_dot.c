@@ -151,7 +151,7 @@ static void find_chains(Accel *a, IrBlock *b) {
              * both dots, which nothing measured */
             for (int k = 0; k < op->num_results; k++) {
                 const IrType *rt = op->results[k]->type;
-                if (rt->kind != IR_TILE || ir_type_size_bytes(rt) / 4 > 32 * 32 * (int64_t)a->num_warps)
+                if (rt->kind != IR_TILE || tg_value_regs(rt, a->num_warps) > 32)
                     continue;
                 uint64_t t = 0;
                 for (int r = 0; r < op->num_regions; r++) {

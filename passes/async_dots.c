@@ -243,7 +243,7 @@ static int64_t fresh_registers(const IrOp *dot, int num_warps) {
     const IrOp *acc = dot->operands[2]->def;
     if (!acc || acc->opc != IR_OP_CONSTANT)
         return 0;
-    return ir_type_numel(dot->results[0]->type) / (32 * (int64_t)num_warps);
+    return tg_value_regs(dot->results[0]->type, num_warps);
 }
 
 /* In a warp-specialized kernel, moves an mbarrier_wait (a stage of a

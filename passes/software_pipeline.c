@@ -949,21 +949,21 @@ static IrOp *split_point(Pipe *p, IrOp *loop, IrOp *tile, IrMap *after) {
  * their operands in registers (32-bit registers, over the consumer
  * threads). A rough count of what stays live across the loop's dots. */
 static int64_t dot_registers(const IrOp *loop, int num_warps) {
-    int64_t bytes = 0;
+    int64_t regs = 0;
     const IrBlock *body = loop->regions[0];
     for (int i = 0; i < loop->num_results; i++)
         if (loop->results[i]->type->kind == IR_TILE)
-            bytes += ir_type_size_bytes(loop->results[i]->type);
+            regs += tg_value_regs(loop->results[i]->type, num_warps);
     for (const IrOp *op = body->first; op; op = op->next) {
         if (op->opc != IR_OP_WARP_GROUP_DOT)
             continue;
         const IrOp *acc = op->operands[2]->def;
         if (acc && acc->opc == IR_OP_CONSTANT)
-            bytes += ir_type_size_bytes(op->results[0]->type);
+            regs += tg_value_regs(op->results[0]->type, num_warps);
         if (op->operands[0]->type->kind == IR_TILE)
-            bytes += ir_type_size_bytes(op->operands[0]->type);
+            regs += tg_value_regs(op->operands[0]->type, num_warps);
     }
-    return bytes / 4 / (num_warps * 32);
+    return regs;
 }
 
 /* The producer region: `warp_specialize` before the split, with the

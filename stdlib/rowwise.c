@@ -390,8 +390,8 @@ static int row_cluster(tc_stdlib_op op, tc_dtype dtype, const tc_stdlib_plan *pl
                        bool realigned, const char *arch) {
     bool softmax = op == TC_STDLIB_SOFTMAX_FWD || op == TC_STDLIB_SOFTMAX_BWD;
     bool rms = op == TC_STDLIB_RMSNORM_FWD || op == TC_STDLIB_RMSNORM_BWD;
-    if (!(softmax || (rms && cols > RMS_LONG_ROW)) || dtype == TC_DTYPE_F32 || plan->single_tile || realigned ||
-        cols <= LONG_ROW || !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
+    if (!(softmax || rms) || cols <= (rms ? RMS_LONG_ROW : LONG_ROW) || dtype == TC_DTYPE_F32 || plan->single_tile ||
+        realigned || !rt_stdlib_clusters(arch) || rows > INT32_MAX / ROW_CLUSTER)
         return 1;
     return ROW_CLUSTER;
 }

@@ -294,16 +294,12 @@ int main(int argc, char **argv) {
             num_cx++;
         } else if ((v = tool_flag_value(argc, argv, &i, "--divisible"))) {
             /* NAME=N: the parameter's address (bytes) or value is a multiple of N. */
-            const char *eq = strchr(v, '=');
-            char *end = NULL;
-            long long n = eq ? strtoll(eq + 1, &end, 10) : 0;
-            if (!eq || eq == v || *end || n < 1 || (n & (n - 1)) || num_params == MAX_DEFINES ||
-                (size_t)(eq - v) >= sizeof param_names[0]) {
+            int64_t n;
+            if (num_params == MAX_DEFINES ||
+                !tool_parse_fact(v, INT64_MAX, param_names[num_params], sizeof param_names[0], &n)) {
                 fprintf(stderr, "tilec: bad --divisible '%s': expected NAME=N with N a power of two\n", v);
                 return 2;
             }
-            memcpy(param_names[num_params], v, (size_t)(eq - v));
-            param_names[num_params][eq - v] = 0;
             params[num_params].name = param_names[num_params];
             params[num_params].divisibility = n;
             num_params++;

@@ -17,6 +17,7 @@
  */
 #include "tilec/runtime.h"
 #include "tilec/tilec.h"
+#include "tool_options.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -337,17 +338,12 @@ int tune_main(int argc, char **argv) {
             }
             num_cx++;
         } else if (strcmp(a, "--divisible") == 0 && v) {
-            const char *eq = strchr(v, '=');
-            char *end = NULL;
-            long long n = eq ? strtoll(eq + 1, &end, 10) : 0;
-            if (!eq || eq == v || *end || n < 1 || n > 256 || (n & (n - 1)) || num_facts == MAX_DEFINES ||
-                (size_t)(eq - v) >= sizeof fact_names[0]) {
+            int64_t n; /* at most 256: the buffers' alignment */
+            if (num_facts == MAX_DEFINES || !tool_parse_fact(v, 256, fact_names[num_facts], sizeof fact_names[0], &n)) {
                 fprintf(stderr, "tilec tune: bad --divisible '%s': expected NAME=N with N a power of two up to 256\n",
                         v);
                 return 2;
             }
-            memcpy(fact_names[num_facts], v, (size_t)(eq - v));
-            fact_names[num_facts][eq - v] = 0;
             facts[num_facts] = (tc_param_spec){fact_names[num_facts], n};
             num_facts++;
             i++;

@@ -78,3 +78,15 @@ int tool_compile_option(const char *prog, int argc, char **argv, int *i, tc_opti
         return 0;
     return 1;
 }
+
+bool tool_parse_fact(const char *v, int64_t max_n, char *name, size_t name_size, int64_t *n) {
+    const char *eq = strchr(v, '=');
+    char *end = NULL;
+    long long d = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (!eq || eq == v || *end || d < 1 || d > max_n || (d & (d - 1)) || (size_t)(eq - v) >= name_size)
+        return false;
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = 0;
+    *n = d;
+    return true;
+}
