@@ -50,7 +50,7 @@ class AttentionPlan(C.Structure):  # tc_attention_plan
 class AttentionBwdPlan(C.Structure):  # tc_attention_bwd_plan
     _fields_ = [("preprocess", AttentionPlan), ("dkdv", AttentionPlan), ("dq", AttentionPlan),
                 ("dq_atomic", C.c_int), ("workspace_bytes", C.c_size_t), ("delta_offset", C.c_size_t),
-                ("dq_acc_offset", C.c_size_t)]
+                ("dq_acc_offset", C.c_size_t), ("lse_offset", C.c_size_t)]
 
 
 class JitRequest(C.Structure):  # tc_jit_request

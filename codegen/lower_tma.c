@@ -24,7 +24,9 @@
  *                     tensor coordinates origin + (j * box0, i * box1);
  *                     with `row` and `rows` (gathered rows), only the boxes
  *                     of rows [row, row + rows), at origin + (j * box0,
- *                     (i - row) * box1)
+ *                     (i - row) * box1); a 1-D buffer (a row vector's
+ *                     unswizzled stage) takes boxes along dimension 0
+ *                     alone, box j at byte j * box0 * element bytes
  *   async_tma_store   thread 0, if the predicate holds: the same boxes the
  *                     other way, cp.async.bulk.tensor.Nd.global.shared::cta
  *                     .tile.bulk_group (kind = store) or
@@ -124,7 +126,8 @@ static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValue
         return cg_error(cg, op, "%s: tensor map: %s", ir_op_info[op->opc].name, why);
     const IrType *buf = op->operands[1]->type;
     const Layout *l = buf->layout;
-    int eb = ir_type_bytes(buf->elem), ca = l->nvmma.order[0];
+    bool row = buf->rank == 1; /* a row vector's unswizzled buffer */
+    int eb = ir_type_bytes(buf->elem), ca = row ? 0 : l->nvmma.order[0];
     LLVMValueRef base = cg_get(cg, op->operands[1])->v[0];
     LLVMValueRef origin[IR_MAX_TMAP_RANK];
     for (int d = 0; d < tm.rank; d++)
@@ -140,19 +143,21 @@ static bool issue_boxes(Cg *cg, IrOp *op, const char *head, int first, LLVMValue
         n += snprintf(cons + n, sizeof cons - (size_t)n, ",r");
     snprintf(cons + n, sizeof cons - (size_t)n, ",~{memory}");
     LLVMValueRef mp = cg_get(cg, map)->v[0];
-    int64_t row = ir_op_get_int(op, "row", 0), rows = ir_op_get_int(op, "rows", buf->shape[1 - ca] - row);
-    for (int64_t i = row; i < row + rows; i += tm.box[1])
+    int64_t first_row = ir_op_get_int(op, "row", 0);
+    int64_t rows = row ? 1 : ir_op_get_int(op, "rows", buf->shape[1 - ca] - first_row);
+    for (int64_t i = first_row; i < first_row + rows; i += row ? 1 : tm.box[1])
         for (int64_t j = 0; j < buf->shape[ca]; j += tm.box[0]) {
             int64_t c[2];
             c[ca] = j;
-            c[1 - ca] = i;
-            int64_t off = ll_nvmma_offset(l, 2, buf->shape, eb, c) * eb;
+            if (!row)
+                c[1 - ca] = i;
+            int64_t off = row ? j * eb : ll_nvmma_offset(l, 2, buf->shape, eb, c) * eb;
             LLVMValueRef args[3 + IR_MAX_TMAP_RANK];
             args[0] = cg_smem_ptr(cg, LLVMBuildAdd(cg->b, base, cg_i32(cg, off), ""));
             args[1] = mp;
             for (int d = 0; d < tm.rank; d++)
                 args[2 + d] = d == 0 ? LLVMBuildAdd(cg->b, origin[0], cg_i32(cg, j), "")
-                              : d == 1 ? LLVMBuildAdd(cg->b, origin[1], cg_i32(cg, i - row), "")
+                              : d == 1 && !row ? LLVMBuildAdd(cg->b, origin[1], cg_i32(cg, i - first_row), "")
                                        : origin[d];
             if (bar)
                 args[2 + tm.rank] = bar;

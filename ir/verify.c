@@ -1156,9 +1156,28 @@ static bool verify_tma_box(Verifier *v, const IrOp *op, int first, const char *v
         }
     const IrType *elem = v->func->body->args[tm.base]->type->elem;
     const Layout *l = is_smem(buf) ? buf->layout : NULL;
+    if (is_smem(buf) && buf->rank == 1 && buf->elem == elem && l && l->kind == LAYOUT_SHARED &&
+        l->shared.max_phase == 1 && tm.swizzle == 0) {
+        /* a row vector: dimension 0 along the buffer, every other dimension a box of 1 */
+        for (int d = 1; d < tm.rank; d++)
+            if (tm.box[d] != 1) {
+                op_error(v, op, "the map's dimension %d has a box of %lld; a 1-D buffer takes boxes of 1 there", d,
+                         (long long)tm.box[d]);
+                return false;
+            }
+        if (buf->shape[0] % tm.box[0]) {
+            op_error(v, op, "the map's boxes (%lld) do not tile the buffer %s", (long long)tm.box[0],
+                     type_str(v, buf));
+            return false;
+        }
+        return true;
+    }
     if (!is_smem(buf) || buf->rank != 2 || buf->elem != elem || !l || l->kind != LAYOUT_NVMMA_SHARED ||
         l->nvmma.swizzle != tm.swizzle) {
-        op_error(v, op, "%s %s; expected a 2-D buffer of %s in #nvmma_shared with the map's swizzle (%d)", verb,
+        op_error(v, op,
+                 "%s %s; expected a 2-D buffer of %s in #nvmma_shared with the map's swizzle (%d), or a 1-D "
+                 "unswizzled #shared one (swizzle 0)",
+                 verb,
                  type_str(v, buf), type_str(v, elem), tm.swizzle);
         return false;
     }

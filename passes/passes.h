@@ -86,11 +86,11 @@ typedef struct TmaAccess {
 
 typedef struct AxisInfoMap AxisInfoMap;
 
-/* Does `load` (a 2-D tile) read a box whose dimension 0 runs along tile axis
+/* Does `load` (a 1-D or 2-D tile) read a box whose dimension 0 runs along tile axis
  * contig_axis, with zeros exactly where its mask is false? With the axis
  * facts `ai` (NULL: none) it may also read gathered rows (TmaAccess.rows). */
 bool tma_match_load(const IrFunc *f, AxisInfoMap *ai, const IrOp *load, int contig_axis, TmaAccess *out);
-/* Does the pointer tile `ptrs` (2-D) address a box whose dimension 0 runs
+/* Does the pointer tile `ptrs` (1-D or 2-D) address a box whose dimension 0 runs
  * along tile axis contig_axis, `mask` (NULL: none) true exactly inside the
  * extents? (A store's or an atomic's operands.) */
 bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, const IrValue *mask, int contig_axis,

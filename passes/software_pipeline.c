@@ -114,6 +114,22 @@
  *     P V still reads the V stage beside it (overlap-dots, which runs P V
  *     one iteration late, depends on it: with one pair the next copies
  *     would wait for the late P V). One loop per kernel.
+ *   - Row vectors (add_row_vectors): in a loop that gets a producer, a
+ *     1-D float load whose layout is a slice of the dots' (each thread
+ *     holds its columns' elements, several threads the same ones:
+ *     attention backward's LSE and Delta, one value a query row), whose
+ *     pointer is a box of a tensor (tma_access.c, 1-D tiles) and whose
+ *     `other` is zero, is staged too: the producer copies the box into an
+ *     unswizzled 1-D ring (#shared, vec 1) beside the dot operands', and
+ *     the consumers read their elements with a local_load right before
+ *     the first user. The row vectors share one barrier pair, waited for
+ *     before the first of their readers and given back at the end of the
+ *     body. Without them each consumer thread loads its columns from
+ *     global memory in every iteration and waits for them between the
+ *     dots (the backward's dK/dV kernel: 5-15% of its time on the H200).
+ *     A loop that gets no producer keeps the loads (drop_row_vectors): a
+ *     TMA ring of them beside cp.async or plain TMA rings measured slower
+ *     than the loads (bench/RESULTS.md).
  *   - One commit group per copy (per load per iteration), as the wait
  *     counts of docs/passes.md assume: the in-loop wait leaves (S - 2) *
  *     loads groups pending
@@ -188,6 +204,8 @@ typedef struct Candidate {
     /* with a producer: the barrier pair its stages complete on and are
      * given back through (one per first reader, see the essay) */
     int group;
+    /* a row vector's local_load (add_row_vectors), or NULL */
+    IrOp *row_read;
 } Candidate;
 
 enum { MAX_GROUPS = 4, MAX_RINGS = 8 };
@@ -326,6 +344,12 @@ static bool is_nvmma(const IrValue *buf) {
     return buf->type->layout && buf->type->layout->kind == LAYOUT_NVMMA_SHARED;
 }
 
+/* Is t a row vector's buffer (1-D, #shared, unswizzled; see the essay)? */
+static bool row_vector_buffer(const IrType *t) {
+    const Layout *l = t->layout;
+    return t->kind == IR_SMEM && t->rank == 1 && l && l->kind == LAYOUT_SHARED && l->shared.max_phase == 1;
+}
+
 /* Is other absent or +0 (what cp.async's zero fill gives)? */
 static bool zero_other(const IrOp *load) {
     if (load->num_operands < 3)
@@ -420,7 +444,7 @@ static void add_candidate(Pipe *p, IrOp *load, IrOp *alloc) {
                               sizeof(Candidate) * (size_t)cap);
         p->cap_cands = cap;
     }
-    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, NULL, 0, 0, 0, 0};
+    p->cands[p->num_cands++] = (Candidate){load, alloc, NULL, !zero_other(load), NULL, NULL, 0, 0, 0, 0, NULL};
 }
 
 /* Makes c a TMA copy when the target has TMA, its ring is read by wgmma
@@ -481,6 +505,104 @@ static void plan_tma(Pipe *p, AxisInfoMap *ai, Candidate *c) {
         tma_commit(p, c, &a, boxes);
 }
 
+/* ---- row vectors (see the essay) ---- */
+
+/* Is `load` a row vector the pipeline may stage: a 1-D float load of the
+ * body in a slice layout (each element in several threads), other zero,
+ * its pointer and mask computed from the induction variable and loop
+ * invariants, not staged already? */
+static bool row_vector(const IrBlock *body, const IrOp *load) {
+    if (load->opc != IR_OP_LOAD)
+        return false;
+    const IrType *t = load->results[0]->type;
+    if (t->kind != IR_TILE || t->rank != 1 || !ir_type_is_float(t->elem) || !t->layout ||
+        t->layout->kind != LAYOUT_SLICE || !zero_other(load))
+        return false;
+    for (const IrOp *op = body->first; op; op = op->next)
+        if (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1 && op->operands[0] == load->results[0])
+            return false;
+    return rematerializable(load->operands[0], body, 0) &&
+           (load->num_operands < 2 || rematerializable(load->operands[1], body, 0));
+}
+
+/* The row vectors of a loop whose dot operands are pipelined, where a
+ * producer is asked for and the target has TMA, become candidates when
+ * the load is a box of a tensor: a local_alloc of the load into an
+ * unswizzled buffer, and a local_load back in the load's layout right
+ * before its first user (Candidate.row_read), which the pipeline then
+ * reads from the ring. */
+static void add_row_vectors(Pipe *p, AxisInfoMap *ai, IrBlock *body) {
+    if (!p->ws || !p->tma)
+        return;
+    IrModule *m = p->m;
+    for (IrOp *op = body->first, *next; op; op = next) {
+        next = op->next;
+        if (!row_vector(body, op))
+            continue;
+        IrValue *v = op->results[0];
+        TmaAccess a;
+        int64_t n = v->type->shape[0], eb = ir_type_bytes(v->type->elem);
+        if (n > 256 || (n * eb) % 16 || !tma_match_load(p->f, ai, op, 0, &a))
+            continue;
+        Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
+        const IrType *st = ir_type_smem(m, v->type->elem, 1, v->type->shape, ir_layout_intern(m, &plain));
+        IrOp *alloc = ir_op_create(m, IR_OP_LOCAL_ALLOC, 1, &v, 1, &st);
+        alloc->loc = op->loc;
+        ir_op_insert_after(op, alloc);
+        IrOp *user = alloc->next;
+        while (user && !pass_op_uses(user, v))
+            user = user->next;
+        IrOp *read = ir_op_create(m, IR_OP_LOCAL_LOAD, 1, &alloc->results[0], 1, &v->type);
+        read->loc = op->loc;
+        ir_op_insert_before(user ? user : alloc->next, read);
+        ir_replace_all_uses(body, v, read->results[0]);
+        ir_op_set_operand(alloc, 0, v);
+        read->results[0]->name = v->name;
+        add_candidate(p, op, alloc);
+        Candidate *c = &p->cands[p->num_cands - 1];
+        c->row_read = read;
+        for (int d = 0; d < a.map.rank; d++)
+            a.map.box[d] = d ? 1 : n;
+        a.map.swizzle = 0;
+        tma_commit(p, c, &a, 1);
+        next = alloc->next;
+    }
+}
+
+/* Undoes add_row_vectors in a loop that gets no producer: the loads are
+ * read directly again (a TMA ring of them outside a producer loop waits
+ * with the dots' rings, and costs more than each thread's own loads). */
+static void drop_row_vectors(Pipe *p, IrBlock *body) {
+    int kept = 0, num_maps = 0;
+    IrValue *maps[MAX_RINGS];
+    for (int i = 0; i < p->num_cands; i++) {
+        Candidate *c = &p->cands[i];
+        if (!c->row_read) {
+            p->cands[kept++] = *c;
+            continue;
+        }
+        if (num_maps < MAX_RINGS)
+            maps[num_maps++] = c->map;
+        IrValue *r = c->row_read->results[0], *v = c->load->results[0];
+        ir_replace_all_uses(body, r, v);
+        ir_op_unlink(c->row_read);
+        ir_op_unlink(c->alloc);
+    }
+    p->num_cands = kept;
+    /* their tensor maps, the kernel's last parameters (unless another
+     * access shares them), go too: the launch would encode them for nothing */
+    IrBlock *params = p->f->body;
+    while (params->num_args > 0) {
+        IrValue *last = params->args[params->num_args - 1];
+        bool dropped = false;
+        for (int i = 0; i < num_maps; i++)
+            dropped |= maps[i] == last;
+        if (!dropped || ir_count_uses(params, last) != 0)
+            break;
+        params->num_args--;
+    }
+}
+
 static void find_candidates(Pipe *p, IrBlock *body) {
     p->num_cands = 0;
     AxisInfoMap *ai = p->tma ? axis_info_run(p->f) : NULL; /* gathered rows' proof */
@@ -503,6 +625,8 @@ static void find_candidates(Pipe *p, IrBlock *body) {
         if (vec_bytes(op) < 4 && !p->cands[p->num_cands - 1].map)
             p->num_cands--;
     }
+    if (p->num_cands)
+        add_row_vectors(p, ai, body);
     axis_info_free(ai);
 }
 
@@ -1330,14 +1454,19 @@ static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read,
     int groups = 0;
     for (int i = 0; grouped && i < p->num_cands; i++) {
         IrValue *buf = p->cands[i].alloc->results[0];
+        bool row = row_vector_buffer(buf->type);
         IrOp *first = NULL, *last = NULL;
         bool late = false;
         for (IrOp *op = body->first; op; op = op->next)
-            if (reads_buffer(op, buf)) {
-                first = first ? first : op;
-                if (op->opc != IR_OP_MEMDESC_TRANS)
-                    last = op;
-                late |= op->opc == IR_OP_LOCAL_LOAD;
+            for (int j = 0; j < p->num_cands; j++) {
+                /* the row vectors share one pair: their first reader is the first reader of any */
+                IrValue *other = p->cands[j].alloc->results[0];
+                if ((j == i || (row && row_vector_buffer(other->type))) && reads_buffer(op, other)) {
+                    first = first ? first : op;
+                    if (op->opc != IR_OP_MEMDESC_TRANS)
+                        last = op;
+                    late |= op->opc == IR_OP_LOCAL_LOAD;
+                }
             }
         int g = 0;
         while (g < groups && group_first[g] != first)
@@ -1438,6 +1567,18 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     else if (p->ws && can)
         split = split_point(p, loop, tile, &after);
     bool ws = split != NULL || chained;
+    if (!ws && p->ws) { /* row vectors go through rings only in a producer's loop */
+        drop_row_vectors(p, body);
+        num_tma = 0;
+        for (int i = 0; i < p->num_cands; i++)
+            num_tma += p->cands[i].map != NULL;
+        num_cp = p->num_cands - num_tma;
+        first_read = NULL;
+        for (IrOp *op = body->first; op && !first_read; op = op->next)
+            for (int i = 0; i < p->num_cands; i++)
+                if (reads_buffer(op, p->cands[i].alloc->results[0]))
+                    first_read = op;
+    }
     if (!ws)
         tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
     int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;

@@ -59,6 +59,12 @@
  * per run of rows (tma_build_coord's `row`). No mask may bound dimension 1
  * then (the rows' positions in the tensor are not a range).
  *
+ * Row vectors. A 1-D tile (the arange along its one axis, dimension 0)
+ * gets dimensions from its scalar terms alone: LSE + (b * heads + h) *
+ * seqlen_pad + start_m + arange is dimension 0 (origin start_m) and
+ * dimension 1 of stride seqlen_pad (origin the head's row), a box of
+ * [n, 1].
+ *
  * The same proof serves stores and atomic adds (tma_match_access): a TMA
  * store or reduction leaves the elements outside the extents alone, which
  * is what the mask says.
@@ -432,8 +438,10 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
                       TmaAccess *out) {
     memset(out, 0, sizeof *out);
     const IrType *t = ptrs->type;
-    if (t->kind != IR_TILE || t->rank != 2 || t->elem->kind != IR_PTR || contig_axis < 0 || contig_axis > 1)
+    if (t->kind != IR_TILE || t->rank < 1 || t->rank > 2 || t->elem->kind != IR_PTR || contig_axis < 0 ||
+        contig_axis >= t->rank)
         return false;
+    bool row = t->rank == 1; /* a row vector: dimension 0 alone along the tile */
     int eb = ir_type_bytes(t->elem->elem);
     /* the pointer: addptr(... addptr(splat(P), o1) ..., on) */
     Terms ts = {.n = 0};
@@ -462,11 +470,11 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
     if (base->def || base->block != f->body || base->type->kind != IR_PTR || param_divisibility(base) < 16)
         return false;
     /* the dimensions */
-    int ca = contig_axis, oa = 1 - contig_axis;
+    int ca = contig_axis, oa = row ? -1 : 1 - contig_axis;
     Dim dims[IR_MAX_TMAP_RANK];
     memset(dims, 0, sizeof dims);
-    int nd = 2;
-    bool have[2] = {false, false};
+    int nd = row ? 1 : 2;
+    bool have[2] = {false, row};
     dims[0].c = 1;
     /* gathered rows: runs of R rows (R = 0: none) */
     int64_t rows = 0;
@@ -476,7 +484,7 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
         if (!is_tile_atom(tm))
             continue;
         bool is_slope = false;
-        int64_t runs = tm->axis == oa ? atom_runs(ai, tm, &is_slope) : 0;
+        int64_t runs = !row && tm->axis == oa ? atom_runs(ai, tm, &is_slope) : 0;
         if (runs <= 0)
             return false;
         rows = gcd(rows, runs);
@@ -515,7 +523,7 @@ bool tma_match_access(const IrFunc *f, AxisInfoMap *ai, const IrValue *ptrs, con
             dims[1].stride = tm->stride;
         }
     }
-    if (!have[0] || !have[1] || dims[1].c <= 0)
+    if (!have[0] || !have[1] || (!row && dims[1].c <= 0))
         return false;
     for (int i = 0; i < ts.n; i++) {
         Term *tm = &ts.t[i];

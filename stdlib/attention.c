@@ -565,10 +565,15 @@ static size_t attn_align(size_t n) {
  *    (BM 32 / 64 / 128). With dQ added by TMA reductions and no causal
  *    masking, a producer warpgroup issues dkdv's copies (across the GQA
  *    group loop too), on rings of 2 stages, the consumers at 240
- *    registers: 3-5% faster at head dim 128, 6-9% at 64; with causal
- *    masking 2-8% slower (bench/attention.py --bwd, H200, 2026-11-29).
- *    At head dim 256 both dkdv and dq get a producer (2 stages), causal
- *    or not: 2-10% faster than neither.
+ *    registers: 3-5% faster at head dim 128, 6-9% at 64. With causal
+ *    masking it was 2-8% slower while each thread loaded its LSE and
+ *    Delta columns from global memory; since those come through the
+ *    producer's rings too (the padded LSE_LOG2 and Delta rows of the
+ *    workspace), the producer gains there as well (5-9% with causal
+ *    masking, and without atomics), so dkdv has one wherever TMA can
+ *    feed it (bench/attention.py --bwd, H200, 2026-11-29). At head dim
+ *    256 dq gets a producer too (2 stages), causal or not: 2-10% faster
+ *    than neither.
  *  - dq, one program per BM query rows: the accumulator [BM, D] f32, S and
  *    dP [BM, BN]: BM 128 on 8 warps, BN 128 at D 128 and with causal
  *    masking at D 64, there with a producer warpgroup issuing the K and V
@@ -613,14 +618,24 @@ static bool attn_bwd_may_atomic(int dq_atomic, int block_d, bool varlen, bool de
     return !deterministic && (dq_atomic == 1 || (dq_atomic < 0 && !varlen && block_d <= 128));
 }
 
-/* The workspace of tc_attention_bwd: Delta (f32, one per query row), then
- * where dQ may be added with atomics the f32 dQ accumulator at
- * *dq_acc_offset. */
+/* Delta's and LSE_LOG2's rows (lib/attention_bwd.tile): seqlen_q rounded up
+ * to a multiple of every backward kernel's block of query rows. */
+enum { ATTN_BWD_ROW_PAD = 128 };
+
+static int64_t attn_bwd_seqlen_pad(int64_t seqlen_q) {
+    return (seqlen_q + ATTN_BWD_ROW_PAD - 1) / ATTN_BWD_ROW_PAD * ATTN_BWD_ROW_PAD;
+}
+
+/* The workspace of tc_attention_bwd: Delta, then LSE * log2(e) at
+ * *lse_offset (f32, rows of attn_bwd_seqlen_pad), then where dQ may be added
+ * with atomics the f32 dQ accumulator at *dq_acc_offset. */
 static size_t attn_bwd_workspace(int64_t batch, int64_t heads, int64_t seqlen_q, int64_t head_dim, int dq_atomic,
-                                 bool varlen, bool deterministic, size_t *dq_acc_offset) {
+                                 bool varlen, bool deterministic, size_t *lse_offset, size_t *dq_acc_offset) {
     size_t nrows = (size_t)batch * (size_t)heads * (size_t)seqlen_q;
+    size_t npad = (size_t)batch * (size_t)heads * (size_t)attn_bwd_seqlen_pad(seqlen_q);
     int d = rt_stdlib_pow2_clamped(head_dim, 16, ATTN_MAX_HEAD_DIM);
-    size_t bytes = attn_align(nrows * 4);
+    *lse_offset = attn_align(npad * 4);
+    size_t bytes = 2 * *lse_offset;
     *dq_acc_offset = bytes;
     if (!attn_bwd_may_atomic(dq_atomic, d, varlen, deterministic))
         return bytes;
@@ -637,7 +652,8 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     unsigned bh = (unsigned)(batch * heads), bkv = (unsigned)(batch * kv_heads);
     int rows = 8192 / d; /* preprocess, convert */
     unsigned gq = (unsigned)rt_stdlib_cdiv(seqlen_q, rows);
-    attn_bwd_kernel(&p->preprocess, "attention_bwd_preprocess", dtype, hd, d, rows, 0, 4, 1, gq, bh, causal, varlen);
+    attn_bwd_kernel(&p->preprocess, "attention_bwd_preprocess", dtype, hd, d, rows, 0, 4, 1,
+                    (unsigned)rt_stdlib_cdiv(attn_bwd_seqlen_pad(seqlen_q), rows), bh, causal, varlen);
     rt_attention_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     int bm, bn, warps, stages;
     if (wgmma) {
@@ -648,13 +664,12 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     attn_bwd_kernel(&p->dkdv, "attention_bwd_dkdv", dtype, hd, d, bm, bn, warps, stages,
                     (unsigned)rt_stdlib_cdiv(seqlen_k, bn), bkv, causal, varlen);
     rt_attention_cx(&p->dkdv, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
-    /* a producer warpgroup for dkdv with TMA-reduced dQ without causal
-     * masking, and at head dim 256: rings of 2 stages (room for dQ's two
+    /* a producer warpgroup for dkdv: rings of 2 stages (room for dQ's two
      * TMA buffers). Not with packed sequences: their rows' bounds are
      * loads, no TMA boxes, so no producer (and the plain pipeline keeps
      * its stages) */
     bool wide = d > 128 && !varlen;
-    p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && (wide || (p->dq_atomic && !causal && !varlen))));
+    p->dkdv.warp_specialize = wgmma && (ws == 1 || (ws < 0 && !varlen));
     if (p->dkdv.warp_specialize)
         p->dkdv.num_stages = 2;
     if (p->dq_atomic) {
@@ -674,7 +689,8 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     }
     p->delta_offset = 0;
     size_t acc;
-    p->workspace_bytes = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, dq_atomic, varlen, deterministic, &acc);
+    p->workspace_bytes =
+        attn_bwd_workspace(batch, heads, seqlen_q, head_dim, dq_atomic, varlen, deterministic, &p->lse_offset, &acc);
     if (p->dq_atomic)
         p->dq_acc_offset = acc;
 }
@@ -713,7 +729,7 @@ tc_status tc_attention_bwd_workspace_size(tc_dtype dtype, int64_t batch, int64_t
 
 /* What attention_bwd_dkdv and attention_bwd_dq both read. */
 typedef struct AttnBwdInputs {
-    CUdeviceptr q, k, v, dout, lse, delta, cu_seqlens_q, cu_seqlens_k;
+    CUdeviceptr q, k, v, dout, lse_log2, delta, cu_seqlens_q, cu_seqlens_k;
     bool varlen;
 } AttnBwdInputs;
 
@@ -722,7 +738,8 @@ static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const A
     const struct {
         const char *name;
         CUdeviceptr p;
-    } ptrs[] = {{"Q", in->q}, {"K", in->k}, {"V", in->v}, {"DO", in->dout}, {"LSE", in->lse}, {"DELTA", in->delta}};
+    } ptrs[] = {{"Q", in->q},   {"K", in->k}, {"V", in->v}, {"DO", in->dout}, {"LSE_LOG2", in->lse_log2},
+                {"DELTA", in->delta}};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
         rt_stdlib_arg_ptr(args, ptrs[i].name, ptrs[i].p, true);
     rt_stdlib_arg_ptr(args, "cu_seqlens_q", in->cu_seqlens_q, in->varlen);
@@ -731,6 +748,7 @@ static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const A
     rt_stdlib_arg_int(args, "kv_group", a->heads / a->kv_heads, true, 0);
     rt_stdlib_arg_int(args, "seqlen_q", a->seqlen_q, true, 0);
     rt_stdlib_arg_int(args, "seqlen_k", a->seqlen_k, true, 0);
+    rt_stdlib_arg_int(args, "seqlen_pad", attn_bwd_seqlen_pad(a->seqlen_q), true, 16);
     static const int tensors[] = {ATTN_Q, ATTN_K, ATTN_V, ATTN_DO};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
         attn_arg_strides(args, a, tensors[i]);
@@ -779,7 +797,8 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     /* the workspace is an argument like the others: checked before the
      * context is read */
     int forced = attn_forced_dq_atomic(hooked);
-    size_t acc, need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, forced, varlen, deterministic != 0, &acc);
+    size_t lse_at, acc,
+        need = attn_bwd_workspace(batch, heads, seqlen_q, head_dim, forced, varlen, deterministic != 0, &lse_at, &acc);
     if (workspace_bytes < need)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is smaller than the %zu bytes tc_attention_bwd_workspace_size "
@@ -789,10 +808,10 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_attention_bwd_plan(dtype, batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, causal != 0, varlen,
                           deterministic != 0, rt_stdlib_target(ctx, hooked), forced,
                           rt_stdlib_forced_warp_specialize(ctx, hooked), &plan);
-    CUdeviceptr delta = workspace + plan.delta_offset;
+    CUdeviceptr delta = workspace + plan.delta_offset, lse_log2 = workspace + plan.lse_offset;
     CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
     CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */
-    const AttnBwdInputs in = {q, k, v, dout, lse, delta, cu_q, cu_k, varlen};
+    const AttnBwdInputs in = {q, k, v, dout, lse_log2, delta, cu_q, cu_k, varlen};
 
     RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
@@ -801,12 +820,15 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_attention_begin(l, ctx, stream, &plan.preprocess);
     RtStdlibArgs args = rt_attention_args(l);
     rt_stdlib_arg_ptr(&args, "DELTA", delta, true);
+    rt_stdlib_arg_ptr(&args, "LSE_LOG2", lse_log2, true);
     rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
     rt_stdlib_arg_ptr(&args, "O", o, true);
     rt_stdlib_arg_ptr(&args, "DO", dout, true);
+    rt_stdlib_arg_ptr(&args, "LSE", lse, true);
     rt_stdlib_arg_ptr(&args, "cu_seqlens_q", cu_q, varlen);
     rt_stdlib_arg_int(&args, "heads", heads, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
+    rt_stdlib_arg_int(&args, "seqlen_pad", attn_bwd_seqlen_pad(seqlen_q), true, 16);
     attn_arg_strides(&args, &a, ATTN_O);
     attn_arg_strides(&args, &a, ATTN_DO);
     st = rt_attention_launch(a.entry, l);

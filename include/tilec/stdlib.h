@@ -534,8 +534,10 @@ typedef struct tc_attention_bwd_plan {
     tc_attention_plan dq;         /* attention_bwd_dq, or attention_bwd_dq_convert with dq_atomic */
     int dq_atomic;                /* dq accumulated in f32 with atomic adds in the workspace, then converted */
     size_t workspace_bytes;       /* what tc_attention_bwd_workspace_size returns */
-    size_t delta_offset;          /* Delta: f32 [batch, heads, seqlen_q], at this byte offset in the workspace */
+    size_t delta_offset;          /* Delta: f32 [batch, heads, seqlen_pad], at this byte offset in the workspace */
     size_t dq_acc_offset;         /* with dq_atomic: f32 [batch, heads, seqlen_q, block_d] */
+    size_t lse_offset;            /* LSE * log2(e): f32 [batch, heads, seqlen_pad] (seqlen_pad: seqlen_q rounded
+                                     up to a multiple of 128) */
 } tc_attention_bwd_plan;
 
 /* The plan of tc_attention_bwd for these sizes on a context that compiles
@@ -547,7 +549,8 @@ TC_API tc_status tc_attention_bwd_plan_for(tc_dtype dtype, int64_t batch, int64_
 
 /* The bytes of workspace tc_attention_bwd needs for these arguments (the
  * same validation of the sizes as tc_attention_fwd); *bytes is 0 on error.
- * Delta (4 bytes a query row) and, where dq may be added with atomics (not
+ * Delta and LSE in log2 units (4 bytes each a query row, the rows of each
+ * (batch, head) rounded up to a multiple of 128) and, where dq may be added with atomics (not
  * deterministic, no cu_seqlens, head_dim up to 128: whatever the target),
  * dq's f32 accumulator (4 bytes x the head dim rounded up to a power of two
  * a query row). */

@@ -381,8 +381,9 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), atomic);
         CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), atomic);
         CHECK_EQ_STR(p.dq.kernel, atomic ? "attention_bwd_dq_convert" : "attention_bwd_dq");
-        /* the workspace: Delta, f32 per query row, and with atomics the accumulator, D f32 per query row */
-        size_t bytes = 1, delta = (2 * 8 * 1000 * 4 + 255) / 256 * 256;
+        /* the workspace: Delta and LSE in log2 units, f32 per query row (rows of 1000 padded to 1024), and with
+         * atomics the accumulator, D f32 per query row */
+        size_t bytes = 1, delta = 2 * ((2 * 8 * 1024 * 4 + 255) / 256 * 256);
         CHECK_EQ_INT(
             tc_attention_bwd_workspace_size(TC_DTYPE_BF16, 2, 8, 2, 1000, 300, want[i].head_dim, 1, 0, 0, &bytes),
             TC_OK);
@@ -414,12 +415,12 @@ TEST(test_attention_bwd_plans) {
          * dK/dV's at 256 */
         CHECK_EQ_INT(p.dq.warp_specialize, 1);
         CHECK_EQ_INT(p.dq.num_stages, 2);
-        CHECK_EQ_INT(p.dkdv.warp_specialize, want[i].d == 256);
+        CHECK_EQ_INT(p.dkdv.warp_specialize, 1);
         CHECK_EQ_INT(p.dq.grid.x, (1000 + want[i].dq_bm - 1) / want[i].dq_bm);
         CHECK_EQ_INT(p.dq.grid.y, 2 * 8);
         CHECK_EQ_INT(p.preprocess.grid.y, 2 * 8);
-        CHECK_EQ_INT(p.preprocess.grid.x, (1000 + p.preprocess.block_m - 1) / p.preprocess.block_m);
-        CHECK_EQ_INT(p.workspace_bytes, delta); /* Delta alone */
+        CHECK_EQ_INT(p.preprocess.grid.x, (1024 + p.preprocess.block_m - 1) / p.preprocess.block_m); /* padded rows */
+        CHECK_EQ_INT(p.workspace_bytes, delta); /* Delta and LSE alone */
     }
     /* the dQ kernel wherever atomics could not be TMA reductions or the call is deterministic: varlen, the
      * mma.sync targets, deterministic; the workspace depends on the arguments, not on the target */
@@ -430,7 +431,9 @@ TEST(test_attention_bwd_plans) {
         rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 4, 500, 500, 64, true, varlen, det, arch, -1, -1, &p);
         CHECK_EQ_INT(p.dq_atomic, 0);
         CHECK_EQ_STR(p.dq.kernel, "attention_bwd_dq");
-        size_t delta = (2 * 4 * 500 * 4 + 255) / 256 * 256;
+        /* Delta and LSE_LOG2: rows of 500 padded to 512 */
+        size_t delta = 2 * ((2 * 4 * 512 * 4 + 255) / 256 * 256);
+        CHECK_EQ_INT(p.lse_offset, delta / 2);
         CHECK_EQ_INT(p.workspace_bytes, varlen || det ? delta : delta + (2 * 4 * 500 * 64 * 4 + 255) / 256 * 256);
     }
     /* atomics: the dQ accumulator after Delta, f32 rows of the head dim's tile; deterministic excludes them */
@@ -441,8 +444,9 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(cx(&p.dkdv, "ATOMIC_DQ"), !det);
         CHECK_EQ_INT(cx(&p.preprocess, "ATOMIC_DQ"), !det);
         CHECK_EQ_STR(p.dq.kernel, det ? "attention_bwd_dq" : "attention_bwd_dq_convert");
-        size_t delta = (3 * 4 * 777 * 4 + 255) / 256 * 256;
+        size_t delta = 2 * ((3 * 4 * 896 * 4 + 255) / 256 * 256); /* Delta and LSE_LOG2, rows of 777 padded to 896 */
         CHECK_EQ_INT(p.delta_offset, 0);
+        CHECK_EQ_INT(p.lse_offset, delta / 2);
         CHECK_EQ_INT(p.workspace_bytes, det ? delta : delta + (3 * 4 * 777 * 128 * 4 + 255) / 256 * 256);
         if (!det)
             CHECK_EQ_INT(p.dq_acc_offset, delta);
@@ -457,16 +461,16 @@ TEST(test_attention_bwd_plans) {
         CHECK_EQ_INT(p.dq.warp_specialize, hd == 128);
         CHECK_EQ_INT(cx(&p.dkdv, "BM"), hd == 64 ? 128 : 64);
     }
-    /* a producer for dK/dV where dQ is TMA-reduced and nothing is masked (2 stages), not with causal masking,
-     * packed sequences, deterministic calls or on mma.sync; at head dim 256 for dK/dV and dQ both;
-     * TILEC_WARP_SPECIALIZE forces both kernels' either way */
+    /* a producer for dK/dV (2 stages) wherever TMA feeds it: causal or not, deterministic or not; not with
+     * packed sequences or on mma.sync; at head dim 256 for dQ's kernel too; TILEC_WARP_SPECIALIZE forces both
+     * kernels' either way */
     for (int c = 0; c < 10; c++) {
         tc_attention_bwd_plan p;
         bool causal = c == 1, varlen = c == 2, det = c == 3, sm90 = c == 4;
         int ws = c == 5 || c == 8 ? 1 : c == 6 || c == 9 ? 0 : -1, hd = c == 7 ? 64 : c >= 8 ? 256 : 128;
         rt_attention_bwd_plan(TC_DTYPE_F16, 2, 4, 2, 300, 300, hd, causal, varlen, det, sm90 ? "sm_90" : "sm_90a", -1,
                               ws, &p);
-        bool want = c == 0 || c == 5 || c == 7 || c == 8;
+        bool want = !(varlen || sm90 || ws == 0);
         CHECK_EQ_INT(p.dq_atomic, !(varlen || det || sm90 || hd == 256));
         CHECK_EQ_INT(p.dkdv.warp_specialize, want);
         CHECK_EQ_INT(p.dkdv.num_stages, want || hd == 256 ? 2 : 3);
@@ -497,7 +501,7 @@ TEST(test_attention_bwd_plans) {
         rt_attention_bwd_plan(TC_DTYPE_F16, 1, 2, 2, 100, 100, 64, false, false, true, "sm_90a", -1, -1, &p);
         CHECK_EQ_INT(p.dq.warp_specialize, 0);
         CHECK_EQ_INT(p.dq.num_stages, 3);
-        CHECK_EQ_INT(p.dkdv.warp_specialize, 0); /* deterministic: no TMA-reduced dQ */
+        CHECK_EQ_INT(p.dkdv.warp_specialize, 1); /* deterministic: no TMA-reduced dQ, a producer all the same */
     }
     /* mma.sync targets: narrower tiles, the same kernels */
     tc_attention_bwd_plan p;
