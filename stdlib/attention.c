@@ -554,7 +554,10 @@ static size_t attn_align(size_t n) {
  *    D 128 holds 128 registers of dK and dV, and BM 64 adds 64 for S^T and
  *    dP^T (244 in all with causal masking off; 255 and 8 bytes of spill
  *    with it, still faster than BM 32's 232). D 64: 64 + 128 at BM 128
- *    (250; causal 60 bytes of spill, faster than BM 64 all the same). D 256
+ *    (250) without causal masking; with it BM 64 (no spill; BM 128 spilled
+ *    56 bytes in the producer's consumers at 240 registers and ran 3.5-5%
+ *    slower, 2026-11-29; it was the faster without a producer); up to 32
+ *    BM 128. D 256
  *    cannot hold [128, 256] twice: BN 64 on 8 warps, the warpgroups
  *    splitting D (128 registers of accumulators each thread), BM 64 (218
  *    registers with async-dots; 1.16-1.30x BM 32 on the H200, 2026-11-25,
@@ -657,7 +660,7 @@ void rt_attention_bwd_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t
     rt_attention_cx(&p->preprocess, "ATOMIC_DQ", TC_CONSTEXPR_BOOL, p->dq_atomic);
     int bm, bn, warps, stages;
     if (wgmma) {
-        bm = d <= 64 ? 128 : 64, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
+        bm = d <= 32 || (d == 64 && !causal) ? 128 : 64, bn = d <= 128 ? 128 : 64, warps = 8, stages = d <= 128 ? 3 : 2;
     } else {
         bm = d <= 64 ? 32 : 16, bn = d <= 64 ? 128 : d <= 128 ? 64 : 32, warps = d <= 64 ? 8 : 4, stages = 3;
     }
