@@ -1170,7 +1170,7 @@ static bool verify_tma_box(Verifier *v, const IrOp *op, int first, const char *v
                      type_str(v, buf));
             return false;
         }
-        return true;
+        return ok;
     }
     if (!is_smem(buf) || buf->rank != 2 || buf->elem != elem || !l || l->kind != LAYOUT_NVMMA_SHARED ||
         l->nvmma.swizzle != tm.swizzle) {
@@ -1243,6 +1243,10 @@ static void verify_tma_ops(Verifier *v, const IrOp *op) {
     if ((!row && !rows) || !ir_tensormap_of(v->func, op->operands[0], &tm, &why))
         return;
     const IrType *buf = OPND(1);
+    if (buf->rank != 2) {
+        op_error(v, op, "row and rows (gathered rows) need a 2-D buffer, got %s", type_str(v, buf));
+        return;
+    }
     int64_t n = buf->shape[1 - buf->layout->nvmma.order[0]];
     bool ok = row && rows && row->kind == IR_ATTR_INT && rows->kind == IR_ATTR_INT && row->i >= 0 && rows->i >= 1 &&
               row->i + rows->i <= n && row->i % tm.box[1] == 0 && rows->i % tm.box[1] == 0;

@@ -179,6 +179,9 @@ static void collect(Alloc *a, IrBlock *b) {
             Occupant *o = add_occupant(a, op, false, size);
             if (t->layout && t->layout->kind == LAYOUT_NVMMA_SHARED)
                 o->align = 8 * (int64_t)t->layout->nvmma.swizzle; /* the swizzle pattern's repeat */
+            else if (t->layout && t->layout->kind == LAYOUT_SHARED && t->layout->rank == 1 && t->rank <= 2 &&
+                     ir_type_is_float(t->elem))
+                o->align = 128; /* a row vector's stages: a TMA destination starts on 128 bytes */
             ir_map_put(&a->buffer_of, op->results[0], (void *)(intptr_t)a->num_occ);
         } else if (op->opc == IR_OP_MEMDESC_INDEX || op->opc == IR_OP_MEMDESC_TRANS) {
             alias(a, op->results[0], op->operands[0]);

@@ -527,7 +527,8 @@ static bool row_vector(const IrBlock *body, const IrOp *load) {
 
 /* The row vectors of a loop whose dot operands are pipelined, where a
  * producer is asked for and the target has TMA, become candidates when
- * the load is a box of a tensor: a local_alloc of the load into an
+ * the load is a box of a tensor whose stage is a multiple of 128 bytes
+ * (each stage a TMA destination): a local_alloc of the load into an
  * unswizzled buffer, and a local_load back in the load's layout right
  * before its first user (Candidate.row_read), which the pipeline then
  * reads from the ring. */
@@ -542,7 +543,8 @@ static void add_row_vectors(Pipe *p, AxisInfoMap *ai, IrBlock *body) {
         IrValue *v = op->results[0];
         TmaAccess a;
         int64_t n = v->type->shape[0], eb = ir_type_bytes(v->type->elem);
-        if (n > 256 || (n * eb) % 16 || !tma_match_load(p->f, ai, op, 0, &a))
+        /* each stage of the ring a TMA destination: 128-byte aligned (allocate-shared aligns the ring) */
+        if (n > 256 || (n * eb) % 128 || !tma_match_load(p->f, ai, op, 0, &a))
             continue;
         Layout plain = {.kind = LAYOUT_SHARED, .rank = 1, .shared = {1, 1, 1, {0}}};
         const IrType *st = ir_type_smem(m, v->type->elem, 1, v->type->shape, ir_layout_intern(m, &plain));

@@ -322,8 +322,8 @@ static bool match_mask(const IrFunc *f, const IrValue *m, int ca, int oa, Dim *d
             return false;
         axis = t->axis;
     }
-    if (axis != ca && axis != oa)
-        return false;
+    if (axis < 0 || (axis != ca && axis != oa))
+        return false; /* no arange (oa is -1 for a 1-D tile): no extent of the map */
     Dim *d = &dims[axis == ca ? 0 : 1];
     if (d->bounded || !same_origin(&ts, d))
         return false;
