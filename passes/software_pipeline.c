@@ -344,12 +344,6 @@ static bool is_nvmma(const IrValue *buf) {
     return buf->type->layout && buf->type->layout->kind == LAYOUT_NVMMA_SHARED;
 }
 
-/* Is t a row vector's buffer (1-D, #shared, unswizzled; see the essay)? */
-static bool row_vector_buffer(const IrType *t) {
-    const Layout *l = t->layout;
-    return t->kind == IR_SMEM && t->rank == 1 && l && l->kind == LAYOUT_SHARED && l->shared.max_phase == 1;
-}
-
 /* Is other absent or +0 (what cp.async's zero fill gives)? */
 static bool zero_other(const IrOp *load) {
     if (load->num_operands < 3)
@@ -510,7 +504,7 @@ static void plan_tma(Pipe *p, AxisInfoMap *ai, Candidate *c) {
 /* Is `load` a row vector the pipeline may stage: a 1-D float load of the
  * body in a slice layout (each element in several threads), other zero,
  * its pointer and mask computed from the induction variable and loop
- * invariants, not staged already? */
+ * invariants? */
 static bool row_vector(const IrBlock *body, const IrOp *load) {
     if (load->opc != IR_OP_LOAD)
         return false;
@@ -518,9 +512,6 @@ static bool row_vector(const IrBlock *body, const IrOp *load) {
     if (t->kind != IR_TILE || t->rank != 1 || !ir_type_is_float(t->elem) || !t->layout ||
         t->layout->kind != LAYOUT_SLICE || !zero_other(load))
         return false;
-    for (const IrOp *op = body->first; op; op = op->next)
-        if (op->opc == IR_OP_LOCAL_ALLOC && op->num_operands == 1 && op->operands[0] == load->results[0])
-            return false;
     return rematerializable(load->operands[0], body, 0) &&
            (load->num_operands < 2 || rematerializable(load->operands[1], body, 0));
 }
@@ -558,7 +549,7 @@ static void add_row_vectors(Pipe *p, AxisInfoMap *ai, IrBlock *body) {
         read->loc = op->loc;
         ir_op_insert_before(user ? user : alloc->next, read);
         ir_replace_all_uses(body, v, read->results[0]);
-        ir_op_set_operand(alloc, 0, v);
+        ir_op_set_operand(alloc, 0, v); /* the alloc's operand was one of those uses */
         read->results[0]->name = v->name;
         add_candidate(p, op, alloc);
         Candidate *c = &p->cands[p->num_cands - 1];
@@ -1455,15 +1446,14 @@ static int assign_groups(Pipe *p, IrBlock *body, bool grouped, IrOp *first_read,
                          bool *group_late) {
     int groups = 0;
     for (int i = 0; grouped && i < p->num_cands; i++) {
-        IrValue *buf = p->cands[i].alloc->results[0];
-        bool row = row_vector_buffer(buf->type);
+        bool row = p->cands[i].row_read != NULL;
         IrOp *first = NULL, *last = NULL;
         bool late = false;
         for (IrOp *op = body->first; op; op = op->next)
             for (int j = 0; j < p->num_cands; j++) {
                 /* the row vectors share one pair: their first reader is the first reader of any */
                 IrValue *other = p->cands[j].alloc->results[0];
-                if ((j == i || (row && row_vector_buffer(other->type))) && reads_buffer(op, other)) {
+                if ((j == i || (row && p->cands[j].row_read)) && reads_buffer(op, other)) {
                     first = first ? first : op;
                     if (op->opc != IR_OP_MEMDESC_TRANS)
                         last = op;
@@ -1527,16 +1517,30 @@ static IrOp *tile_loop_of(const Pipe *p, const IrOp *loop) {
     return t && t->opc == IR_OP_FOR && t->parent == p->f->body ? t : NULL;
 }
 
+/* The candidates TMA copies (the others are cp.async's). */
+static int count_tma(const Pipe *p) {
+    int n = 0;
+    for (int i = 0; i < p->num_cands; i++)
+        n += p->cands[i].map != NULL;
+    return n;
+}
+
+/* The first op of body that reads a candidate's buffer. */
+static IrOp *first_ring_read(const Pipe *p, IrBlock *body) {
+    for (IrOp *op = body->first; op; op = op->next)
+        for (int i = 0; i < p->num_cands; i++)
+            if (reads_buffer(op, p->cands[i].alloc->results[0]))
+                return op;
+    return NULL;
+}
+
 static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     IrModule *m = p->m;
     IrBlock *body = loop->regions[0];
     find_candidates(p, body);
     if (!p->num_cands)
         return;
-    int num_tma = 0;
-    for (int i = 0; i < p->num_cands; i++)
-        num_tma += p->cands[i].map != NULL;
-    int num_cp = p->num_cands - num_tma;
+    int num_tma = count_tma(p), num_cp = p->num_cands - num_tma;
     /* A warp_group_dot that can stay in flight (see the essay): copies
      * S - 1 iterations ahead as in the plain schedule, a ring of S + 1
      * stages (the one more is the stage the dot in flight still reads). */
@@ -1551,14 +1555,10 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     /* The first read of a ring, and the schedule: a dot after the first
      * one (a chain, as in attention) puts the copies next to the first
      * dot, S - 2 iterations ahead; else at the end, S - 1 ahead. */
-    IrOp *first_read = NULL;
+    IrOp *first_read = first_ring_read(p, body);
     bool async_proxy = false; /* a ring that cp.async fills and wgmma reads */
     for (int i = 0; i < p->num_cands; i++)
         async_proxy |= is_nvmma(p->cands[i].alloc->results[0]) && !p->cands[i].map;
-    for (IrOp *op = body->first; op && !first_read; op = op->next)
-        for (int i = 0; i < p->num_cands; i++)
-            if (reads_buffer(op, p->cands[i].alloc->results[0]))
-                first_read = op;
     /* The first loop that can gets the producer (split: where it goes);
      * a later one of the same block shares it when it can (chained). */
     IrOp *tile = tile_loop_of(p, loop);
@@ -1571,15 +1571,8 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     bool ws = split != NULL || chained;
     if (!ws && p->ws) { /* row vectors go through rings only in a producer's loop */
         drop_row_vectors(p, body);
-        num_tma = 0;
-        for (int i = 0; i < p->num_cands; i++)
-            num_tma += p->cands[i].map != NULL;
-        num_cp = p->num_cands - num_tma;
-        first_read = NULL;
-        for (IrOp *op = body->first; op && !first_read; op = op->next)
-            for (int i = 0; i < p->num_cands; i++)
-                if (reads_buffer(op, p->cands[i].alloc->results[0]))
-                    first_read = op;
+        num_tma = count_tma(p), num_cp = p->num_cands - num_tma;
+        first_read = first_ring_read(p, body);
     }
     if (!ws)
         tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
