@@ -97,19 +97,21 @@ class Variant:
         self.strides = [H * N * D, N * D, D] * 4
         facts = [(nm, 8) for nm, v in zip(names, self.strides) if v % 8 == 0]
         self.jit = JitVariant(lib, ctx, text, b"lib/attention.tile", b"attention_fwd", cx, facts,
-                              [16] * 5 + [0] * 19, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}",
+                              [16] * 5 + [0] * 20, warps, stages, f"tc_jit {bm}x{bn} w{warps} s{stages}",
                               llvm_o3, ws, pers, per_sm)
         self.kernel = self.jit.kernel
         self.lib = lib
         self.grid = Dim3((N + bm - 1) // bm, B * H, 1)
-        self.ints = [C.c_int32(H), C.c_int32(1), C.c_int32(N), C.c_int32(N)] + [C.c_int64(v) for v in self.strides]
+        # heads, kv_group, seqlen_q, seqlen_k, head_group (1: the grid's own order), the strides
+        self.ints = [C.c_int32(H), C.c_int32(1), C.c_int32(N), C.c_int32(N), C.c_int32(1)] + \
+            [C.c_int64(v) for v in self.strides]
         self.scale = C.c_float(1.0 / math.sqrt(D))
 
     def launch(self, stream, o, lse, q, k, v):
         ptrs = [C.c_uint64(x) for x in (o, lse, q, k, v, lse, lse)]  # cu_seqlens: unused without VARLEN
         vals = ptrs + self.ints + [self.scale]
-        args = (C.c_void_p * 24)(*[C.cast(C.pointer(x), C.c_void_p) for x in vals])
-        return self.lib.tc_launch(self.kernel, self.grid, stream, args, 24)
+        args = (C.c_void_p * 25)(*[C.cast(C.pointer(x), C.c_void_p) for x in vals])
+        return self.lib.tc_launch(self.kernel, self.grid, stream, args, 25)
 
 
 SWEEP = {  # head dim -> (BM, BN, warps, stages[, "even"][, "ws"][, "pers"][, "2/sm"]): "even" sets EVEN_N where

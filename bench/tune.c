@@ -188,8 +188,11 @@ static int make_request(tc_context *ctx, const Task *t, Req *r) {
             r->args[na++] = &r->ptrs[i];
         r->args[na++] = lse; /* cu_seqlens: never read */
         r->args[na++] = lse;
+        /* heads, kv_group, seqlen_q, seqlen_k, and head_group 1: each configuration timed in the grid's own
+         * order (tc_attention_fwd orders causal programs by groups of heads at launch) */
         r->i32s[0] = (int32_t)t->h, r->i32s[1] = 1, r->i32s[2] = (int32_t)t->s, r->i32s[3] = (int32_t)t->s;
-        for (int i = 0; i < 4; i++)
+        r->i32s[4] = 1;
+        for (int i = 0; i < 5; i++)
             r->args[na++] = &r->i32s[i];
         for (int i = 0; i < 4; i++) { /* [b, h, s, d] strides of q, k, v, o */
             r->i64s[3 * i + 0] = t->h * t->s * t->d;

@@ -1576,6 +1576,15 @@ static void pipeline_loop(Pipe *p, IrOp *loop, int num_stages) {
     }
     if (!ws)
         tile = NULL; /* a ring of the tile's own, set up and torn down around its loop */
+    /* A kernel that asked for a producer and got none (a ring TMA cannot
+     * fill: a stride that is no multiple of 16 bytes, a row bound that is
+     * a load): its num_stages counts a producer's stages, S a ring with
+     * synchronous dots, which the plain schedule calls num_stages S + 1 (a
+     * ring of the same size; with a dot in flight both have S + 1). Not
+     * beside a producer of an earlier loop, whose rings hold their shared
+     * memory for the whole kernel. */
+    if (!ws && p->ws && !p->prod.ws && !async_dot)
+        num_stages++;
     int64_t stages = async_dot ? num_stages + 1 : ws ? num_stages : num_stages - 1;
     IrValue *lb = loop->operands[0], *ub = loop->operands[1], *step = loop->operands[2];
     IrOp *first_dot = NULL;

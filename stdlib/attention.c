@@ -143,6 +143,10 @@ enum { ATTN_TWO_PER_SM_MAX_KEYS = 1024 };
  * programs (see attn_persistent). */
 enum { ATTN_PERSISTENT_MAX_KEYS = 8192 };
 
+/* Shared memory of one multiprocessor (sm_80 and sm_90: 228 KB, less 1 KB
+ * a program). */
+enum { ATTN_SMEM_PER_SM = 233472 };
+
 /* Does the warp-specialized kernel of head dim 128 run as persistent
  * programs (the persistent pass: one per SM walks the tiles, its producer
  * loading the next tile's Q and first key blocks under this tile's last
@@ -171,6 +175,39 @@ static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k, int pers) {
     p->persistent = pers >= 0 ? attn_persistent_pays(p, seqlen_k, pers) : rule;
     if (p->persistent && rule)
         p->num_stages = 2;
+}
+
+/* Programs of kernel p one multiprocessor runs at once, as the plans size
+ * them: one with a producer warpgroup and in the backward's kernels (240
+ * registers a thread on 8 warps), else what the forward's shared memory
+ * allows, at most 4 (registers); min_programs_per_sm where the plan sets it. */
+static int64_t attn_programs_per_sm(const tc_attention_plan *p) {
+    if (p->min_programs_per_sm > 0)
+        return p->min_programs_per_sm;
+    if (p->warp_specialize || strcmp(p->kernel, "attention_fwd") != 0)
+        return 1;
+    int64_t smem = ((int64_t)p->block_m * p->block_d + (int64_t)p->num_stages * 2 * p->block_n * p->block_d) * 2;
+    int64_t n = ATTN_SMEM_PER_SM / smem;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/* The kernels' head_group (lib/attention.tile, "The order of the
+ * programs"). With causal masking, programs of one tile each: groups of
+ * heads of about two waves of programs (sms multiprocessors), the heads
+ * split evenly among the groups, so that the launch's last group runs its
+ * longest programs first and ends on short ones. A simulation of the
+ * launches (in-order starts on 132 SMs) put the end of the grid's own order
+ * 3-30% past the even share at 1024-4096 keys, this order within 0-3%.
+ * Else 1, the grid's own order: without causal masking every program is
+ * as long as the next, and persistent programs take their tiles in an
+ * order of their own (pass persistent). */
+static int64_t attn_head_group(int sms, const tc_attention_plan *p) {
+    int64_t blocks = p->grid.x, heads = p->grid.y;
+    if (!p->causal || p->persistent || sms < 1 || blocks < 1 || heads < 1)
+        return 1;
+    int64_t g = 2 * sms * attn_programs_per_sm(p) / blocks;
+    g = g < 1 ? 1 : g > heads ? heads : g;
+    return rt_stdlib_cdiv(heads, rt_stdlib_cdiv(heads, g));
 }
 
 void rt_attention_plan(tc_dtype dtype, int64_t batch, int64_t heads, int64_t seqlen_q, int64_t seqlen_k,
@@ -486,6 +523,7 @@ tc_status tc_attention_fwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     rt_stdlib_arg_int(&args, "kv_group", heads / kv_heads, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
     rt_stdlib_arg_int(&args, "seqlen_k", seqlen_k, true, 0);
+    rt_stdlib_arg_int(&args, "head_group", attn_head_group(rt_stdlib_sms(ctx, hooked), &plan), true, 0);
     for (int t = ATTN_Q; t <= ATTN_O; t++)
         attn_arg_strides(&args, &a, t);
     rt_attention_arg_f32(l, "scale", scale);
@@ -736,8 +774,9 @@ typedef struct AttnBwdInputs {
     bool varlen;
 } AttnBwdInputs;
 
-/* Their parameters from Q to the strides of dO, in the kernels' order. */
-static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const AttnBwdInputs *in) {
+/* Their parameters from Q to the strides of dO, in the kernels' order
+ * (head_group: attn_head_group's for the kernel). */
+static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const AttnBwdInputs *in, int64_t head_group) {
     const struct {
         const char *name;
         CUdeviceptr p;
@@ -752,6 +791,7 @@ static void attn_bwd_inputs(const RtStdlibArgs *args, const AttnArgs *a, const A
     rt_stdlib_arg_int(args, "seqlen_q", a->seqlen_q, true, 0);
     rt_stdlib_arg_int(args, "seqlen_k", a->seqlen_k, true, 0);
     rt_stdlib_arg_int(args, "seqlen_pad", attn_bwd_seqlen_pad(a->seqlen_q), true, 16);
+    rt_stdlib_arg_int(args, "head_group", head_group, true, 0);
     static const int tensors[] = {ATTN_Q, ATTN_K, ATTN_V, ATTN_DO};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
         attn_arg_strides(args, a, tensors[i]);
@@ -815,6 +855,7 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
     CUdeviceptr dq_acc = plan.dq_atomic ? workspace + plan.dq_acc_offset : delta; /* without atomics: never read */
     CUdeviceptr cu_q = varlen ? cu_seqlens_q : lse, cu_k = varlen ? cu_seqlens_k : lse; /* without varlen: never read */
     const AttnBwdInputs in = {q, k, v, dout, lse_log2, delta, cu_q, cu_k, varlen};
+    int sms = rt_stdlib_sms(ctx, hooked);
 
     RtAttentionLaunch *l = malloc(sizeof *l);
     if (!l)
@@ -843,7 +884,7 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
         rt_stdlib_arg_ptr(&args, "DK", dk, true);
         rt_stdlib_arg_ptr(&args, "DV", dv, true);
         rt_stdlib_arg_ptr(&args, "DQ_ACC", dq_acc, true);
-        attn_bwd_inputs(&args, &a, &in);
+        attn_bwd_inputs(&args, &a, &in, attn_head_group(sms, &plan.dkdv));
         attn_arg_strides(&args, &a, ATTN_DK);
         attn_arg_strides(&args, &a, ATTN_DV);
         rt_attention_arg_f32(l, "scale", scale);
@@ -861,7 +902,7 @@ tc_status tc_attention_bwd(tc_context *ctx, CUstream stream, tc_dtype dtype, CUd
             rt_stdlib_arg_int(&args, "heads", heads, true, 0);
             rt_stdlib_arg_int(&args, "seqlen_q", seqlen_q, true, 0);
         } else {
-            attn_bwd_inputs(&args, &a, &in);
+            attn_bwd_inputs(&args, &a, &in, attn_head_group(sms, &plan.dq));
         }
         attn_arg_strides(&args, &a, ATTN_DQ);
         rt_attention_arg_f32(l, "scale", scale);

@@ -230,13 +230,6 @@ static int kv_splits(int64_t programs, int64_t blocks, int64_t slots) {
     return best;
 }
 
-/* The SMs a context's plan is for: an H100's (or H200's) 132 when a launch
- * hook stands in for the launch, whose context is not real (as
- * rt_stdlib_target). */
-static int kv_sms(const tc_context *ctx, bool hooked) {
-    return hooked ? 132 : tc_context_multiprocessors(ctx);
-}
-
 /* Can the kernel's paged loads move as TMA boxes on sm_90a (the pipeline's
  * gathered rows, passes/tma_access.c)? Pages of whole swizzle atoms (8
  * tokens) and strides of 16 bytes: what the proof needs besides the
@@ -445,7 +438,7 @@ tc_status tc_attention_kvcache_workspace_size(tc_context *ctx, const tc_attentio
         return st;
     tc_attention_kvcache_plan plan;
     bool hooked = rt_attention_launch_hook != NULL;
-    kv_plan(args, kv_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), true, &plan);
+    kv_plan(args, rt_stdlib_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), true, &plan);
     *bytes = plan.workspace_bytes;
     return TC_OK;
 }
@@ -550,7 +543,7 @@ tc_status tc_attention_kvcache(tc_context *ctx, CUstream stream, const tc_attent
         return st;
     bool hooked = rt_attention_launch_hook != NULL;
     tc_attention_kvcache_plan plan;
-    kv_plan(args, kv_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), args->workspace != 0, &plan);
+    kv_plan(args, rt_stdlib_sms(ctx, hooked), rt_stdlib_target(ctx, hooked), args->workspace != 0, &plan);
     if (plan.workspace_bytes > args->workspace_bytes)
         return rt_fail(TC_ERROR_INVALID_ARGUMENT,
                        "%s: workspace_bytes (%zu) is less than the %zu bytes of %d splits%s "

@@ -61,6 +61,10 @@ int rt_stdlib_forced_persistent(const tc_context *ctx, bool hooked) {
     return hooked ? -1 : ctx->persistent;
 }
 
+int rt_stdlib_sms(const tc_context *ctx, bool hooked) {
+    return hooked ? 132 : tc_context_multiprocessors(ctx);
+}
+
 bool rt_stdlib_wgmma(const char *arch) {
     return arch && strcmp(arch, "sm_90a") == 0;
 }

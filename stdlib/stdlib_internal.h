@@ -78,6 +78,10 @@ static inline int64_t rt_stdlib_cdiv(int64_t a, int64_t b) {
 int rt_stdlib_forced_warp_specialize(const tc_context *ctx, bool hooked);
 /* $TILEC_PERSISTENT of the context: 0 or 1, or -1 (none, or hooked). */
 int rt_stdlib_forced_persistent(const tc_context *ctx, bool hooked);
+/* The SMs a context's plan is for: an H100's (or H200's) 132 when a launch
+ * hook stands in for the launch, whose context is not real (as
+ * rt_stdlib_target). */
+int rt_stdlib_sms(const tc_context *ctx, bool hooked);
 
 static inline int rt_stdlib_pow2_clamped(int64_t v, int lo, int hi) {
     int p = lo;

@@ -10,12 +10,18 @@
  *    specialization the entry point picks (head dims 8, 32, 40, 64, 96, 128,
  *    256; f16 and bf16; causal or not; varlen or not; both memory layouts;
  *    misaligned strides) compiles to PTX for sm_90a, accepted by ptxas where
- *    found.
+ *    found;
+ *  - the order of the programs (launch_block, launch_head in lib/, run by
+ *    the interpreter): a permutation of the grid, head_group heads at a
+ *    time, each group's blocks in order; and the head_group the entry
+ *    points pass (causal launches of one program a tile only).
  */
 #include "runtime/runtime.h"
 #include "stdlib/stdlib_internal.h"
 #include "stdlib_test_util.h"
 #include "unit.h"
+
+#include "tilec/interp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -660,5 +666,174 @@ TEST(test_attention_bwd_launches_compile) {
     CHECK(ptx_check_end("stdlib_attention_bwd") >= 30);
 }
 
+/* ---- the order of the programs ---- */
+
+static uint64_t order_base, order_bytes;
+
+static int order_find(void *user, uint64_t addr, uint64_t *base, uint64_t *bytes) {
+    (void)user;
+    *base = order_base;
+    *bytes = order_bytes;
+    return addr >= order_base && addr - order_base < order_bytes;
+}
+
+/* A kernel beside file's own that writes, for each program, the (head,
+ * block) launch_head and launch_block give it, compiled and loaded. */
+static tc_interp_module *order_probe(const char *file) {
+    const char *lib;
+    size_t len;
+    if (tc_stdlib_source(file, &lib, &len) != TC_OK)
+        return NULL;
+    static const char probe[] = "\nkernel order_probe(i32* OUT, i32 head_group) {\n"
+                                "    let pid = program_id(1) * num_programs(0) + program_id(0);\n"
+                                "    store(OUT + 2 * pid, launch_head(head_group));\n"
+                                "    store(OUT + 2 * pid + 1, launch_block(head_group));\n"
+                                "}\n";
+    char *text = malloc(len + sizeof probe);
+    if (!text)
+        return NULL;
+    memcpy(text, lib, len);
+    memcpy(text + len, probe, sizeof probe);
+    tc_compiler *cc = NULL;
+    tc_binary *bin = NULL;
+    tc_interp_module *m = NULL;
+    tc_options opt;
+    tc_options_init(&opt);
+    opt.emit = TC_EMIT_IR;
+    tc_source src = {file, text, len + sizeof probe - 1};
+    if (tc_compiler_create(NULL, &cc) == TC_OK &&
+        tc_compile(cc, &src, "order_probe", NULL, 0, &opt, &bin, NULL) == TC_OK) {
+        size_t n;
+        const char *ir = tc_binary_text(bin, &n);
+        tc_source irsrc = {"order.tir", ir, n};
+        CHECK_EQ_INT(tc_interp_load(&irsrc, &m, NULL), TC_OK);
+    } else {
+        fprintf(stderr, "order_probe(%s): %s\n", file, tc_last_error());
+    }
+    tc_binary_destroy(bin);
+    tc_compiler_destroy(cc);
+    free(text);
+    return m;
+}
+
+TEST(test_attention_program_order) {
+    static const char *const files[] = {"attention.tile", "attention_bwd.tile"};
+    static const unsigned shapes[][3] = {/* blocks, heads, head_group */
+                                         {8, 34, 12}, {5, 7, 3}, {4, 9, 1}, {3, 5, 5},  {1, 1, 1},
+                                         {6, 13, 7},  {1, 6, 4}, {7, 2, 2}, {2, 11, 11}};
+    for (size_t f = 0; f < 2; f++) {
+        tc_interp_module *m = order_probe(files[f]);
+        CHECK(m != NULL);
+        tc_interp_kernel *k = NULL;
+        if (!m || tc_interp_get_kernel(m, "order_probe", &k) != TC_OK) {
+            CHECK(0);
+            continue;
+        }
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            unsigned blocks = shapes[s][0], heads = shapes[s][1], n = blocks * heads;
+            int32_t group = (int32_t)shapes[s][2];
+            int32_t *out = malloc(2 * n * sizeof *out);
+            unsigned char *seen = calloc(n, 1);
+            if (!out || !seen) {
+                free(out);
+                free(seen);
+                continue;
+            }
+            memset(out, 0xff, 2 * n * sizeof *out);
+            order_base = (uint64_t)(uintptr_t)out;
+            order_bytes = 2 * n * sizeof *out;
+            uint64_t p = order_base;
+            void *args[] = {&p, &group};
+            unsigned grid[3] = {blocks, heads, 1};
+            tc_interp_memory mem = {order_find, NULL};
+            CHECK_EQ_INT(tc_interp_launch(k, grid, args, &mem), TC_OK);
+            /* in launch order: each (head, block) once; group after group of head_group heads (the last may
+             * hold fewer), within a group the heads take turns block by block */
+            int32_t last_group = 0, last_block = 0;
+            for (unsigned i = 0; i < n; i++) {
+                int32_t h = out[2 * i], b = out[2 * i + 1];
+                bool ok = h >= 0 && (unsigned)h < heads && b >= 0 && (unsigned)b < blocks;
+                CHECK(ok);
+                if (!ok)
+                    break;
+                CHECK(!seen[(unsigned)h * blocks + (unsigned)b]);
+                seen[(unsigned)h * blocks + (unsigned)b] = 1;
+                int32_t g = h / group;
+                CHECK(g > last_group || (g == last_group && b >= last_block));
+                if (g > last_group)
+                    CHECK_EQ_INT(b, 0);
+                last_group = g, last_block = b;
+                if (group == 1) /* the grid's own order */
+                    CHECK(h == (int32_t)(i / blocks) && b == (int32_t)(i % blocks));
+            }
+            free(out);
+            free(seen);
+        }
+        tc_interp_unload(m);
+    }
+}
+
+/* The head_group of the last launch of each kernel. */
+static int64_t group_fwd, group_dkdv, group_dq;
+
+static tc_status group_hook(const RtAttentionLaunch *l) {
+    for (size_t i = 0; i < l->num_args; i++)
+        if (strcmp(l->names[i], "head_group") == 0) {
+            int64_t v = l->i32s[i];
+            if (strcmp(l->req.kernel, "attention_fwd") == 0)
+                group_fwd = v;
+            else if (strcmp(l->req.kernel, "attention_bwd_dkdv") == 0)
+                group_dkdv = v;
+            else if (strcmp(l->req.kernel, "attention_bwd_dq") == 0)
+                group_dq = v;
+        }
+    return TC_OK;
+}
+
+TEST(test_attention_head_group) {
+    rt_attention_launch_hook = group_hook;
+    /* head dim 64, [b, s, h, d]; (B, H, S) */
+    static const int64_t shapes[][3] = {{4, 32, 4096}, {4, 32, 1024}, {1, 32, 16384}, {2, 3, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int det = 0; det < 2; det++) {
+                int64_t B = shapes[s][0], H = shapes[s][1], S = shapes[s][2], D = 64;
+                int64_t qb = S * H * D, qh = D, qm = H * D;
+                group_fwd = group_dkdv = group_dq = -1;
+                CHECK_EQ_INT(tc_attention_fwd(FAKE_CTX, NULL, TC_DTYPE_F16, O_, L_, Q_, K_, V_, B, H, H, S, S, D, qb,
+                                              qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, 0, 0, 0.125f, causal),
+                             TC_OK);
+                CHECK_EQ_INT(tc_attention_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, B,
+                                              H, H, S, S, D, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm,
+                                              qb, qh, qm, qb, qh, qm, qb, qh, qm, 0, 0, 0.125f, causal, det, WS_,
+                                              (size_t)1 << 34),
+                             TC_OK);
+                int64_t bh = B * H;
+                CHECK(group_fwd >= 1 && group_fwd <= bh && group_dkdv >= 1 && group_dkdv <= bh);
+                CHECK_EQ_INT(group_dq, det ? group_dq : -1); /* the dq kernel runs when deterministic */
+                if (!causal) {
+                    CHECK_EQ_INT(group_fwd, 1);
+                    CHECK_EQ_INT(group_dkdv, 1);
+                    CHECK(!det || group_dq == 1);
+                }
+            }
+    /* causal, 4096 keys: dkdv's 32 key blocks a head on 132 SMs, one program each: 8 heads a group (2 waves);
+     * 1024 keys, 8 blocks: 32 (33 rounded to an even split of 128 heads: 4 groups of 32) */
+    int64_t S = 4096, D = 64, qb = S * 32 * D, qh = D, qm = 32 * D;
+    CHECK_EQ_INT(tc_attention_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, 4, 32, 32, S, S,
+                                  D, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm,
+                                  qb, qh, qm, 0, 0, 0.125f, 1, 0, WS_, (size_t)1 << 34),
+                 TC_OK);
+    CHECK_EQ_INT(group_dkdv, 8);
+    S = 1024, qb = S * 32 * D;
+    CHECK_EQ_INT(tc_attention_bwd(FAKE_CTX, NULL, TC_DTYPE_F16, DQ_, DK_, DV_, DO_, Q_, K_, V_, O_, L_, 4, 32, 32, S, S,
+                                  D, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm, qb, qh, qm,
+                                  qb, qh, qm, 0, 0, 0.125f, 1, 0, WS_, (size_t)1 << 34),
+                 TC_OK);
+    CHECK_EQ_INT(group_dkdv, 32);
+    rt_attention_launch_hook = NULL;
+}
+
 UNIT_SUITE(stdlib_attention, test_attention_plans, test_attention_validation, test_attention_launches_compile,
-           test_attention_bwd_plans, test_attention_bwd_validation, test_attention_bwd_launches_compile)
+           test_attention_bwd_plans, test_attention_bwd_validation, test_attention_bwd_launches_compile,
+           test_attention_program_order, test_attention_head_group)
