@@ -143,8 +143,9 @@ enum { ATTN_TWO_PER_SM_MAX_KEYS = 1024 };
  * programs (see attn_persistent). */
 enum { ATTN_PERSISTENT_MAX_KEYS = 8192 };
 
-/* Shared memory of one multiprocessor (sm_80 and sm_90: 228 KB, less 1 KB
- * a program). */
+/* Shared memory of one multiprocessor on sm_90 (228 KB; sm_80's 164 KB
+ * makes attn_programs_per_sm an overestimate there, which only orders the
+ * programs differently). */
 enum { ATTN_SMEM_PER_SM = 233472 };
 
 /* Does the warp-specialized kernel of head dim 128 run as persistent
@@ -177,10 +178,12 @@ static void attn_persistent(tc_attention_plan *p, int64_t seqlen_k, int pers) {
         p->num_stages = 2;
 }
 
-/* Programs of kernel p one multiprocessor runs at once, as the plans size
- * them: one with a producer warpgroup and in the backward's kernels (240
- * registers a thread on 8 warps), else what the forward's shared memory
- * allows, at most 4 (registers); min_programs_per_sm where the plan sets it. */
+/* Programs of kernel p one multiprocessor runs at once, about, as the plans
+ * size them: one with a producer warpgroup and in the backward's kernels
+ * (240 registers a thread on 8 warps), else what the forward's Q and
+ * num_stages K and V tiles leave room for (the rings hold one fewer or one
+ * more), at most 4 (registers); min_programs_per_sm where the plan sets it.
+ * An estimate for attn_head_group only. */
 static int64_t attn_programs_per_sm(const tc_attention_plan *p) {
     if (p->min_programs_per_sm > 0)
         return p->min_programs_per_sm;
@@ -200,7 +203,9 @@ static int64_t attn_programs_per_sm(const tc_attention_plan *p) {
  * 3-30% past the even share at 1024-4096 keys, this order within 0-3%.
  * Else 1, the grid's own order: without causal masking every program is
  * as long as the next, and persistent programs take their tiles in an
- * order of their own (pass persistent). */
+ * order of their own (pass persistent). A group's programs stay a few
+ * waves, far below the kernels' bound (head_group times the blocks under
+ * 2^31). */
 static int64_t attn_head_group(int sms, const tc_attention_plan *p) {
     int64_t blocks = p->grid.x, heads = p->grid.y;
     if (!p->causal || p->persistent || sms < 1 || blocks < 1 || heads < 1)
