@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir_test_util.h"
 #include "unit.h"
 
 /* ---- memory the tests hand out: every buffer the find callback knows ---- */
@@ -64,36 +65,9 @@ static tc_interp_module *load_ir(const char *text) {
     return m;
 }
 
-/* Kernel `kernel` of tile source `text` (named `path`) with these
- * constexprs, compiled to IR (with loc(...) when line_info) and loaded. */
-static tc_interp_module *load_compiled(const char *path, const char *text, size_t len, const char *kernel,
-                                       const tc_constexpr *cx, size_t ncx, bool line_info) {
-    tc_compiler *cc = NULL;
-    if (tc_compiler_create(NULL, &cc) != TC_OK)
-        return NULL;
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.emit = TC_EMIT_IR;
-    opt.line_info = line_info;
-    tc_source src = {path, text, len};
-    tc_binary *bin = NULL;
-    tc_interp_module *m = NULL;
-    if (tc_compile(cc, &src, kernel, cx, ncx, &opt, &bin, NULL) == TC_OK) {
-        const char *ir = tc_binary_text(bin, &len);
-        tc_source irsrc = {"k.tir", ir, len};
-        if (tc_interp_load(&irsrc, &m, NULL) != TC_OK)
-            fprintf(stderr, "tc_interp_load: %s\n", tc_last_error());
-    } else {
-        fprintf(stderr, "tc_compile: %s\n", tc_last_error());
-    }
-    tc_binary_destroy(bin);
-    tc_compiler_destroy(cc);
-    return m;
-}
-
 /* The kernel compiled from tile source to IR (with loc(...)), loaded. */
 static tc_interp_module *load_tile(const char *text, const char *kernel) {
-    return load_compiled("k.tile", text, strlen(text), kernel, NULL, 0, true);
+    return unit_interp_load_tile("k.tile", text, strlen(text), kernel, NULL, 0, true);
 }
 
 /* Kernel `kernel` of the library's file `file` (tc_stdlib_source) with these
@@ -103,7 +77,7 @@ static tc_interp_module *load_lib(const char *file, const char *kernel, const tc
     size_t len;
     if (tc_stdlib_source(file, &text, &len) != TC_OK)
         return NULL;
-    return load_compiled(file, text, len, kernel, cx, ncx, false);
+    return unit_interp_load_tile(file, text, len, kernel, cx, ncx, false);
 }
 
 static tc_status launch(tc_interp_module *m, const char *kernel, unsigned gx, void **args, Mem *mem) {

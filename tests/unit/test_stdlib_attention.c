@@ -21,6 +21,7 @@
 #include "stdlib_test_util.h"
 #include "unit.h"
 
+#include "ir_test_util.h"
 #include "tilec/interp.h"
 
 #include <math.h>
@@ -694,24 +695,7 @@ static tc_interp_module *order_probe(const char *file) {
         return NULL;
     memcpy(text, lib, len);
     memcpy(text + len, probe, sizeof probe);
-    tc_compiler *cc = NULL;
-    tc_binary *bin = NULL;
-    tc_interp_module *m = NULL;
-    tc_options opt;
-    tc_options_init(&opt);
-    opt.emit = TC_EMIT_IR;
-    tc_source src = {file, text, len + sizeof probe - 1};
-    if (tc_compiler_create(NULL, &cc) == TC_OK &&
-        tc_compile(cc, &src, "order_probe", NULL, 0, &opt, &bin, NULL) == TC_OK) {
-        size_t n;
-        const char *ir = tc_binary_text(bin, &n);
-        tc_source irsrc = {"order.tir", ir, n};
-        CHECK_EQ_INT(tc_interp_load(&irsrc, &m, NULL), TC_OK);
-    } else {
-        fprintf(stderr, "order_probe(%s): %s\n", file, tc_last_error());
-    }
-    tc_binary_destroy(bin);
-    tc_compiler_destroy(cc);
+    tc_interp_module *m = unit_interp_load_tile(file, text, len + sizeof probe - 1, "order_probe", NULL, 0, false);
     free(text);
     return m;
 }
